@@ -1,0 +1,300 @@
+/*
+ * check.c - argument validation shared by every op. Each check returns SBN_OK or
+ * a failure status with a sentence (naming the argument, its shape and the rule
+ * it broke) recorded for sbn_last_error(). Ops run all checks before writing
+ * anything, so a failed call leaves every output as it was.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Element counts above this are refused, so that byte offsets never overflow int64. */
+#define SBN_MAX_ELEMENTS ((int64_t)1 << 56)
+
+const char *sbn__shape_str(const sbn_tensor *t, char *buf, size_t size)
+{
+    size_t used = 0;
+    int d;
+    if (size == 0) return buf;
+    buf[0] = '\0';
+    if (t->rank < 0 || t->rank > SBN_MAX_RANK) {
+        snprintf(buf, size, "(rank %d)", t->rank);
+        return buf;
+    }
+    used += (size_t)snprintf(buf + used, size - used, "[");
+    for (d = 0; d < t->rank && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "",
+                                 (long long)t->shape[d]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+sbn_status sbn__check_present(const void *t, const char *name)
+{
+    if (t == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "%s is NULL", name);
+    return SBN_OK;
+}
+
+static sbn_status check_float_dtype(const sbn_tensor *t, const char *name)
+{
+    if (!sbn__is_float_dtype(t->dtype))
+        return sbn__error(SBN_ERR_BAD_DTYPE, "%s has dtype %s (%d); expected f32, f64, f16 or bf16",
+                          name, sbn_dtype_name(t->dtype), (int)t->dtype);
+    return SBN_OK;
+}
+
+/* Dims non-negative, element count bounded, data set when there are elements. */
+static sbn_status check_dims_and_data(const sbn_tensor *t, const char *name)
+{
+    char shape[160];
+    int64_t numel = 1;
+    int d;
+    for (d = 0; d < t->rank; d++) {
+        if (t->shape[d] < 0)
+            return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s: dim %d is negative", name,
+                              sbn__shape_str(t, shape, sizeof shape), d);
+    }
+    for (d = 0; d < t->rank; d++) {
+        if (t->shape[d] == 0) {
+            numel = 0;
+            break;
+        }
+        if (numel > SBN_MAX_ELEMENTS / t->shape[d])
+            return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s: more than 2^56 elements", name,
+                              sbn__shape_str(t, shape, sizeof shape));
+        numel *= t->shape[d];
+    }
+    if (numel > 0 && t->data == NULL)
+        return sbn__error(SBN_ERR_NULL_ARGUMENT, "%s has shape %s but its data pointer is NULL",
+                          name, sbn__shape_str(t, shape, sizeof shape));
+    return SBN_OK;
+}
+
+sbn_status sbn__check_activation(const sbn_tensor *t, const char *name)
+{
+    char shape[160];
+    sbn_status s = sbn__check_present(t, name);
+    if (s != SBN_OK) return s;
+    if ((s = check_float_dtype(t, name)) != SBN_OK) return s;
+    if (t->rank < 2 || t->rank > SBN_MAX_RANK)
+        return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected 2 to %d (N, C, ...)", name,
+                          t->rank, SBN_MAX_RANK);
+    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if (t->shape[1] == 0)
+        return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s: the channel dim (1) is 0", name,
+                          sbn__shape_str(t, shape, sizeof shape));
+    return SBN_OK;
+}
+
+sbn_status sbn__check_like(const sbn_tensor *t, const char *name, const sbn_tensor *x,
+                           const char *x_name)
+{
+    char a[160], b[160];
+    int d, same;
+    sbn_status s = sbn__check_activation(t, name);
+    if (s != SBN_OK) return s;
+    same = t->rank == x->rank;
+    for (d = 0; same && d < t->rank; d++) same = t->shape[d] == x->shape[d];
+    if (!same)
+        return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s but %s has shape %s; they must match",
+                          name, sbn__shape_str(t, a, sizeof a), x_name,
+                          sbn__shape_str(x, b, sizeof b));
+    return SBN_OK;
+}
+
+sbn_status sbn__check_vector(const sbn_tensor *t, const char *name, int64_t c, int required)
+{
+    char shape[160];
+    sbn_status s;
+    if (t == NULL) return required ? sbn__check_present(t, name) : SBN_OK;
+    if ((s = check_float_dtype(t, name)) != SBN_OK) return s;
+    if (t->rank != 1)
+        return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected a 1-D tensor of C = %lld",
+                          name, t->rank, (long long)c);
+    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if (t->shape[0] != c)
+        return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s; expected [%lld] (C)", name,
+                          sbn__shape_str(t, shape, sizeof shape), (long long)c);
+    return SBN_OK;
+}
+
+sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows, int64_t cols)
+{
+    char shape[160];
+    sbn_status s = sbn__check_present(t, name);
+    if (s != SBN_OK) return s;
+    if ((s = check_float_dtype(t, name)) != SBN_OK) return s;
+    if (t->rank != 2)
+        return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected a 2-D tensor [W, C]", name,
+                          t->rank);
+    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if ((rows >= 0 && t->shape[0] != rows) || (cols >= 0 && t->shape[1] != cols))
+        return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s; expected [%lld, %lld] (W, C)", name,
+                          sbn__shape_str(t, shape, sizeof shape),
+                          (long long)(rows >= 0 ? rows : t->shape[0]),
+                          (long long)(cols >= 0 ? cols : t->shape[1]));
+    if (t->shape[1] == 0)
+        return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s: C is 0", name,
+                          sbn__shape_str(t, shape, sizeof shape));
+    return SBN_OK;
+}
+
+sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n)
+{
+    char shape[160];
+    int64_t i;
+    sbn_status s = sbn__check_present(t, name);
+    if (s != SBN_OK) return s;
+    if (sbn_dtype_size(t->dtype) == 0)
+        return sbn__error(SBN_ERR_BAD_DTYPE, "%s has an unknown dtype (%d)", name, (int)t->dtype);
+    if (t->rank != 1)
+        return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected a 1-D tensor [W]", name,
+                          t->rank);
+    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if (t->shape[0] != n)
+        return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s; expected [%lld] (W)", name,
+                          sbn__shape_str(t, shape, sizeof shape), (long long)n);
+    for (i = 0; i < n; i++) {
+        double v = sbn__load1(t, i);
+        if (!isfinite(v) || v < 0)
+            return sbn__error(SBN_ERR_BAD_VALUE, "%s[%lld] is %g; counts must be finite and >= 0",
+                              name, (long long)i, v);
+    }
+    return SBN_OK;
+}
+
+sbn_status sbn__check_eps(double eps)
+{
+    if (!isfinite(eps) || eps < 0)
+        return sbn__error(SBN_ERR_BAD_VALUE, "eps is %g; expected a finite value >= 0", eps);
+    return SBN_OK;
+}
+
+sbn_status sbn__check_momentum(double momentum)
+{
+    if (!isfinite(momentum) || momentum < 0 || momentum > 1)
+        return sbn__error(SBN_ERR_BAD_VALUE, "momentum is %g; expected a value in [0, 1]",
+                          momentum);
+    return SBN_OK;
+}
+
+#define SBN_WS_ALIGN 64
+
+size_t sbn__ws_bytes(size_t need)
+{
+    return need == 0 ? 0 : need + SBN_WS_ALIGN;
+}
+
+double *sbn__ws_align(void *workspace)
+{
+    uintptr_t p = (uintptr_t)workspace;
+    p = (p + SBN_WS_ALIGN - 1) & ~(uintptr_t)(SBN_WS_ALIGN - 1);
+    return (double *)p;
+}
+
+sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need)
+{
+    size_t total = sbn__ws_bytes(need);
+    if (total == 0) return SBN_OK;
+    if (workspace == NULL)
+        return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
+                          "workspace is NULL but the op needs %zu bytes", total);
+    if (bytes < total)
+        return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
+                          "workspace_bytes is %zu but the op needs %zu bytes", bytes, total);
+    return SBN_OK;
+}
+
+/* The byte range [lo, hi) a view touches; empty when the view has no elements. */
+static int byte_range(const sbn_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t low = 0, high = 0, es = (int64_t)sbn_dtype_size(t->dtype);
+    int d;
+    if (sbn_tensor_numel(t) == 0) return 0;
+    for (d = 0; d < t->rank; d++) {
+        int64_t span = (t->shape[d] - 1) * t->strides[d];
+        if (span < 0)
+            low += span;
+        else
+            high += span;
+    }
+    *lo = (uintptr_t)t->data + (uintptr_t)(low * es);
+    *hi = (uintptr_t)t->data + (uintptr_t)((high + 1) * es);
+    return 1;
+}
+
+static int ranges_overlap(const sbn_tensor *a, const sbn_tensor *b)
+{
+    uintptr_t alo, ahi, blo, bhi;
+    if (!byte_range(a, &alo, &ahi) || !byte_range(b, &blo, &bhi)) return 0;
+    return alo < bhi && blo < ahi;
+}
+
+int sbn__same_view(const sbn_tensor *a, const sbn_tensor *b)
+{
+    int d;
+    if (a->data != b->data || a->dtype != b->dtype || a->rank != b->rank) return 0;
+    for (d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d]))
+            return 0;
+    return 1;
+}
+
+/* 1 when two distinct index tuples of t can address the same element. */
+static int overlaps_itself(const sbn_tensor *t)
+{
+    int64_t size[SBN_MAX_RANK], stride[SBN_MAX_RANK], extent = 1;
+    int n = 0, i, j, d;
+    for (d = 0; d < t->rank; d++) {
+        if (t->shape[d] <= 1) continue;
+        size[n] = t->shape[d];
+        stride[n] = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
+        n++;
+    }
+    for (i = 1; i < n; i++) /* insertion sort by |stride| */
+        for (j = i; j > 0 && stride[j] < stride[j - 1]; j--) {
+            int64_t ts = stride[j], tz = size[j];
+            stride[j] = stride[j - 1];
+            size[j] = size[j - 1];
+            stride[j - 1] = ts;
+            size[j - 1] = tz;
+        }
+    for (i = 0; i < n; i++) {
+        if (stride[i] < extent) return 1;
+        extent += stride[i] * (size[i] - 1);
+    }
+    return 0;
+}
+
+sbn_status sbn__check_aliases(const sbn__arg *outputs, int n_out, const sbn__arg *inputs,
+                              int n_in, const sbn_tensor *inplace_out,
+                              const sbn_tensor *inplace_in)
+{
+    int i, j;
+    for (i = 0; i < n_out; i++) {
+        const sbn_tensor *out = outputs[i].t;
+        if (out == NULL) continue;
+        if (overlaps_itself(out))
+            return sbn__error(SBN_ERR_ALIAS,
+                              "%s has strides that make two of its elements share memory",
+                              outputs[i].name);
+        for (j = 0; j < n_in; j++) {
+            const sbn_tensor *in = inputs[j].t;
+            if (in == NULL || !ranges_overlap(out, in)) continue;
+            if (out == inplace_out && in == inplace_in && sbn__same_view(out, in)) continue;
+            return sbn__error(SBN_ERR_ALIAS, "%s overlaps input %s in memory%s", outputs[i].name,
+                              inputs[j].name,
+                              out == inplace_out && in == inplace_in
+                                  ? " (in place is allowed only with the identical view)"
+                                  : "");
+        }
+        for (j = 0; j < i; j++) {
+            if (outputs[j].t != NULL && ranges_overlap(out, outputs[j].t))
+                return sbn__error(SBN_ERR_ALIAS, "outputs %s and %s overlap in memory",
+                                  outputs[j].name, outputs[i].name);
+        }
+    }
+    return SBN_OK;
+}

@@ -1,0 +1,173 @@
+/*
+ * internal.h - what the library's files share and nothing outside sees: the
+ * thread-local error report, the allocator, element conversions, tensor checks,
+ * the walk over one channel's elements in fixed chunks, and the parallel loop.
+ * Names are sbn__*; symbols are hidden from the shared library's export table.
+ */
+#ifndef SBN_CORE_INTERNAL_H
+#define SBN_CORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "syncbn/ops.h"
+#include "syncbn/syncbn.h"
+
+#if defined(SBN_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SBN_API __attribute__((visibility("default")))
+#else
+#define SBN_API
+#endif
+
+/*
+ * The reduction over one channel's R elements is cut into chunks of SBN_CHUNK
+ * consecutive elements (in logical order over the non-channel dims). Each chunk
+ * is reduced on its own, then the chunks are merged in index order: the order of
+ * every floating-point operation depends on the shape only.
+ */
+#define SBN_CHUNK 2048
+
+/* ---- errors (status.c) ---- */
+/* Clears the calling thread's error text; every public entry point calls it first. */
+void sbn__clear_error(void);
+/* Records a printf-style sentence for sbn_last_error() and returns `status`. */
+sbn_status sbn__error(sbn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- allocation (alloc.c) ---- */
+void *sbn__malloc(size_t bytes);
+void *sbn__calloc(size_t count, size_t size);
+void sbn__free(void *ptr);
+
+/* ---- element conversions (convert.c) ---- */
+int sbn__is_float_dtype(sbn_dtype dtype);
+/* Loads n elements at base, step `stride` elements, as doubles. */
+void sbn__load_run(const void *base, sbn_dtype dtype, int64_t stride, int64_t n, double *dst);
+/* Stores n doubles, each rounded to nearest (even) in dtype. */
+void sbn__store_run(void *base, sbn_dtype dtype, int64_t stride, int64_t n, const double *src);
+/* Element i along dim 0 of a view (for 1-D per-channel tensors). */
+double sbn__load1(const sbn_tensor *t, int64_t i);
+void sbn__store1(const sbn_tensor *t, int64_t i, double value);
+/* Element (i, j) of a 2-D view. */
+double sbn__load2(const sbn_tensor *t, int64_t i, int64_t j);
+
+/* ---- tensor checks (check.c) ---- */
+/* "[2, 3, 4]" into buf. */
+const char *sbn__shape_str(const sbn_tensor *t, char *buf, size_t size);
+/* Fails with SBN_ERR_NULL_ARGUMENT naming `name` when t is NULL. */
+sbn_status sbn__check_present(const void *t, const char *name);
+/* An activation: rank 2..8, float dtype, dims >= 0, C > 0, data set when numel > 0. */
+sbn_status sbn__check_activation(const sbn_tensor *t, const char *name);
+/* Like check_activation, plus the same shape as x (named x_name). */
+sbn_status sbn__check_like(const sbn_tensor *t, const char *name, const sbn_tensor *x,
+                           const char *x_name);
+/* NULL passes unless required; otherwise a 1-D float tensor of length c. */
+sbn_status sbn__check_vector(const sbn_tensor *t, const char *name, int64_t c, int required);
+/* A 2-D float tensor [rows, cols] with cols > 0; a negative rows or cols means "any". */
+sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows, int64_t cols);
+/* A 1-D tensor of length n, any dtype; every value finite and >= 0. */
+sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n);
+sbn_status sbn__check_eps(double eps);
+sbn_status sbn__check_momentum(double momentum);
+/* Workspace large enough for `need` bytes (plus alignment slack, see sbn__ws_align). */
+sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need);
+/* The 64-byte aligned start of a workspace. */
+double *sbn__ws_align(void *workspace);
+/* Adds the alignment slack to a workspace need; 0 stays 0. */
+size_t sbn__ws_bytes(size_t need);
+
+/*
+ * Alias rules: every output must not overlap itself, any input, or another output,
+ * except that an output may be exactly one input view (pairs listed in `same_ok`).
+ * Views are compared by byte ranges (conservative). NULL entries are skipped.
+ */
+typedef struct sbn__arg {
+    const sbn_tensor *t;
+    const char *name;
+} sbn__arg;
+sbn_status sbn__check_aliases(const sbn__arg *outputs, int n_out, const sbn__arg *inputs,
+                              int n_in, const sbn_tensor *inplace_out,
+                              const sbn_tensor *inplace_in);
+/* 1 when a and b are the same view (data, dtype, rank, shape, strides). */
+int sbn__same_view(const sbn_tensor *a, const sbn_tensor *b);
+
+/* ---- the walk over a channel's elements (walk.c) ---- */
+#define SBN_WALK_MAX_TENSORS 3
+
+/*
+ * The non-channel dims of x's shape with the strides of up to three same-shaped
+ * tensors, with size-1 dims dropped and dims merged where every tensor allows.
+ */
+typedef struct sbn__walk {
+    int64_t channels;   /* C */
+    int64_t reduction;  /* R = numel / C */
+    int64_t chunks;     /* ceil(R / SBN_CHUNK) */
+    int ndims;
+    int ntensors;
+    int64_t size[SBN_MAX_RANK];
+    int64_t stride[SBN_WALK_MAX_TENSORS][SBN_MAX_RANK];
+    int64_t channel_stride[SBN_WALK_MAX_TENSORS];
+    char *data[SBN_WALK_MAX_TENSORS];
+    sbn_dtype dtype[SBN_WALK_MAX_TENSORS];
+} sbn__walk;
+
+void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors);
+/* Length of chunk k: SBN_CHUNK except for the last. */
+int64_t sbn__walk_chunk_len(const sbn__walk *w, int64_t k);
+/* Reads elements [r0, r0 + n) of channel c of tensor i as doubles. */
+void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst);
+/* Writes elements [r0, r0 + n) of channel c of tensor i. */
+void sbn__walk_scatter(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n,
+                       const double *src);
+
+/* ---- parallel loop (pool.c) ---- */
+typedef void (*sbn__range_fn)(void *ctx, int64_t begin, int64_t end);
+/*
+ * Calls fn over [0, count) in pieces on the pool's threads (NULL: serially on the
+ * caller). Pieces are independent; callers make each piece's result depend only
+ * on its index, never on which thread ran it.
+ */
+void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *ctx);
+
+/* ---- chunked channel reductions (src/ops/channel_reduce.c) ---- */
+typedef enum sbn__reduce_kind {
+    SBN_REDUCE_MOMENTS,      /* tensor 0 = x: (mean, M2) per chunk, merged with Chan's formula */
+    SBN_REDUCE_SUMS,         /* tensor 0 = x: (sum x, sum x^2) */
+    SBN_REDUCE_BACKWARD      /* tensor 0 = dy, 1 = x: (sum dy, sum dy*(x - center[c])) */
+} sbn__reduce_kind;
+
+/* Workspace bytes that sbn__channel_reduce needs for x's shape. */
+size_t sbn__channel_reduce_bytes(const sbn_tensor *x);
+/*
+ * Per channel c, writes out[2c], out[2c+1]: for MOMENTS the mean and M2 over R
+ * elements (0, 0 when R == 0); for SUMS and BACKWARD the two sums. `center` gives
+ * the per-channel mean for BACKWARD (loaded through sbn__load1). `scratch` holds
+ * sbn__channel_reduce_bytes(x) bytes, 8-byte aligned.
+ */
+void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const sbn_tensor *x,
+                         const sbn_tensor *center, double *out, double *scratch,
+                         sbn_pool_t *pool);
+
+/* ---- chunked elementwise maps (src/ops/channel_map.c) ---- */
+/*
+ * Per-channel affine maps, with coefficients in a [C][4] double array:
+ *   SBN_MAP_NORMALIZE: out = (x - k0) * k1 + k2                 (in0 = x)
+ *   SBN_MAP_BACKWARD:  out = (dy - k0 - (x - k1) * k2) * k3     (in0 = dy, in1 = x)
+ */
+typedef enum sbn__map_kind { SBN_MAP_NORMALIZE, SBN_MAP_BACKWARD } sbn__map_kind;
+void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
+                      const double *coef, sbn_tensor *out, sbn_pool_t *pool);
+
+/* ---- shared per-channel rules (src/ops/moments.c) ---- */
+/* Chan's merge of (count_b, mean_b, m2_b) into (a): the single merge formula of the library. */
+void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2_b);
+/* 1/sqrt(var + eps), or 0 when var + eps == 0 (PyTorch's convention). */
+double sbn__invstd(double var, double eps);
+/*
+ * Writes mean/invstd (either may be NULL) of the merged moments of channel c and
+ * updates running stats; returns SBN_NO_SAMPLES/SBN_SINGLE_SAMPLE/SBN_OK for this channel.
+ */
+sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momentum, double eps,
+                               sbn_tensor *running_mean, sbn_tensor *running_var,
+                               sbn_tensor *mean, sbn_tensor *invstd);
+
+#endif /* SBN_CORE_INTERNAL_H */

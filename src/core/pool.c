@@ -1,0 +1,160 @@
+/*
+ * pool.c - the caller-owned thread pool and the parallel loop. A pool of T
+ * threads runs T-1 workers; the thread that calls an op is the T-th. Work is
+ * handed out one index at a time from an atomic counter; since every index
+ * writes its own result, which thread ran it never changes the bits. Ops on one
+ * pool from several threads take turns (run_lock).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "internal.h"
+
+#define SBN_POOL_MAX_THREADS 1024
+
+struct sbn_pool {
+    int threads;
+    int started;              /* workers successfully created */
+    pthread_t *workers;
+    pthread_mutex_t run_lock; /* one parallel loop at a time */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    unsigned long generation; /* bumped for each loop */
+    int stop;
+    int busy;                 /* workers still inside the current loop */
+    sbn__range_fn fn;
+    void *ctx;
+    int64_t count;
+    atomic_llong next;
+};
+
+static void run_pieces(struct sbn_pool *pool)
+{
+    for (;;) {
+        long long i = atomic_fetch_add(&pool->next, 1);
+        if (i >= pool->count) break;
+        pool->fn(pool->ctx, (int64_t)i, (int64_t)i + 1);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct sbn_pool *pool = arg;
+    unsigned long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&pool->lock);
+        while (!pool->stop && pool->generation == seen) pthread_cond_wait(&pool->wake, &pool->lock);
+        if (pool->stop) {
+            pthread_mutex_unlock(&pool->lock);
+            return NULL;
+        }
+        seen = pool->generation;
+        pthread_mutex_unlock(&pool->lock);
+
+        run_pieces(pool);
+
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->busy == 0) pthread_cond_signal(&pool->done);
+        pthread_mutex_unlock(&pool->lock);
+    }
+}
+
+static void stop_workers(struct sbn_pool *pool)
+{
+    int i;
+    pthread_mutex_lock(&pool->lock);
+    pool->stop = 1;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    for (i = 0; i < pool->started; i++) pthread_join(pool->workers[i], NULL);
+}
+
+static void free_pool(struct sbn_pool *pool)
+{
+    pthread_cond_destroy(&pool->done);
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_mutex_destroy(&pool->run_lock);
+    sbn__free(pool->workers);
+    sbn__free(pool);
+}
+
+SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
+{
+    struct sbn_pool *pool;
+    int i;
+
+    sbn__clear_error();
+    if (out == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "pool (the output pointer) is NULL");
+    *out = NULL;
+    if (threads < 1 || threads > SBN_POOL_MAX_THREADS)
+        return sbn__error(SBN_ERR_BAD_VALUE, "threads is %d; expected 1 to %d", threads,
+                          SBN_POOL_MAX_THREADS);
+    pool = sbn__calloc(1, sizeof *pool);
+    if (pool == NULL)
+        return sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate a pool of %d threads", threads);
+    pool->threads = threads;
+    if (threads > 1) {
+        pool->workers = sbn__calloc((size_t)(threads - 1), sizeof *pool->workers);
+        if (pool->workers == NULL) {
+            sbn__free(pool);
+            return sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate %d worker handles",
+                              threads - 1);
+        }
+    }
+    pthread_mutex_init(&pool->run_lock, NULL);
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    atomic_init(&pool->next, 0);
+    for (i = 0; i < threads - 1; i++) {
+        if (pthread_create(&pool->workers[i], NULL, worker_main, pool) != 0) {
+            stop_workers(pool);
+            free_pool(pool);
+            return sbn__error(SBN_ERR_THREAD, "could not create worker thread %d of %d", i + 1,
+                              threads - 1);
+        }
+        pool->started++;
+    }
+    *out = pool;
+    return SBN_OK;
+}
+
+SBN_API void sbn_pool_destroy(sbn_pool_t *pool)
+{
+    if (pool == NULL) return;
+    stop_workers(pool);
+    free_pool(pool);
+}
+
+SBN_API int sbn_pool_threads(const sbn_pool_t *pool)
+{
+    return pool ? pool->threads : 1;
+}
+
+void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *ctx)
+{
+    if (count <= 0) return;
+    if (pool == NULL || pool->threads == 1 || count == 1) {
+        fn(ctx, 0, count);
+        return;
+    }
+    pthread_mutex_lock(&pool->run_lock);
+    pthread_mutex_lock(&pool->lock);
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->count = count;
+    atomic_store(&pool->next, 0);
+    pool->busy = pool->started;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+
+    run_pieces(pool);
+
+    pthread_mutex_lock(&pool->lock);
+    while (pool->busy > 0) pthread_cond_wait(&pool->done, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->run_lock);
+}

@@ -1,0 +1,68 @@
+/*
+ * tensor.c - constructors for the common tensor views (contiguous, channels-last,
+ * 1-D) and the element count of a view.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static sbn_tensor empty_view(void *data, sbn_dtype dtype, int rank, const int64_t *shape)
+{
+    sbn_tensor t;
+    int d;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dtype;
+    t.rank = rank;
+    if (rank < 0 || rank > SBN_MAX_RANK || shape == NULL) return t;
+    for (d = 0; d < rank; d++) t.shape[d] = shape[d];
+    return t;
+}
+
+SBN_API sbn_tensor sbn_tensor_contiguous(void *data, sbn_dtype dtype, int rank,
+                                         const int64_t *shape)
+{
+    sbn_tensor t = empty_view(data, dtype, rank, shape);
+    int64_t stride = 1;
+    int d;
+    if (rank < 0 || rank > SBN_MAX_RANK || shape == NULL) return t;
+    for (d = rank - 1; d >= 0; d--) {
+        t.strides[d] = stride;
+        stride *= shape[d] > 0 ? shape[d] : 1;
+    }
+    return t;
+}
+
+SBN_API sbn_tensor sbn_tensor_channels_last(void *data, sbn_dtype dtype, int rank,
+                                            const int64_t *shape)
+{
+    sbn_tensor t = empty_view(data, dtype, rank, shape);
+    int64_t stride;
+    int d;
+    if (rank < 2 || rank > SBN_MAX_RANK || shape == NULL) return sbn_tensor_contiguous(data, dtype, rank, shape);
+    t.strides[1] = 1;
+    stride = shape[1] > 0 ? shape[1] : 1;
+    for (d = rank - 1; d >= 2; d--) {
+        t.strides[d] = stride;
+        stride *= shape[d] > 0 ? shape[d] : 1;
+    }
+    t.strides[0] = stride;
+    return t;
+}
+
+SBN_API sbn_tensor sbn_tensor_1d(void *data, sbn_dtype dtype, int64_t n)
+{
+    return sbn_tensor_contiguous(data, dtype, 1, &n);
+}
+
+SBN_API int64_t sbn_tensor_numel(const sbn_tensor *t)
+{
+    int64_t n = 1;
+    int d;
+    if (t == NULL || t->rank < 0 || t->rank > SBN_MAX_RANK) return 0;
+    for (d = 0; d < t->rank; d++) {
+        if (t->shape[d] <= 0) return 0;
+        n *= t->shape[d];
+    }
+    return n;
+}

@@ -1,0 +1,106 @@
+/*
+ * walk.c - the walk over one channel's elements. For x of shape (N, C, d2..dk)
+ * the elements of channel c are indexed by r in [0, R), R = N*d2*...*dk, in
+ * logical row-major order over the non-channel dims. The walk gathers or
+ * scatters any range of r for up to three tensors of the same shape but their
+ * own strides and dtypes, one contiguous-in-index run at a time.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors)
+{
+    const sbn_tensor *x = tensors[0];
+    int d, i, n = 0;
+
+    memset(w, 0, sizeof *w);
+    w->ntensors = ntensors;
+    w->channels = x->shape[1];
+    w->reduction = sbn_tensor_numel(x) / (x->shape[1] > 0 ? x->shape[1] : 1);
+    w->chunks = (w->reduction + SBN_CHUNK - 1) / SBN_CHUNK;
+    for (i = 0; i < ntensors; i++) {
+        w->data[i] = tensors[i]->data;
+        w->dtype[i] = tensors[i]->dtype;
+        w->channel_stride[i] = tensors[i]->strides[1];
+    }
+    /* Keep the non-channel dims of size > 1; merge a dim into the previous one
+     * when every tensor steps through both as through one dim. */
+    for (d = 0; d < x->rank; d++) {
+        int mergeable = n > 0;
+        if (d == 1 || x->shape[d] == 1) continue;
+        for (i = 0; mergeable && i < ntensors; i++)
+            mergeable = w->stride[i][n - 1] == tensors[i]->strides[d] * x->shape[d];
+        if (mergeable) {
+            w->size[n - 1] *= x->shape[d];
+            for (i = 0; i < ntensors; i++) w->stride[i][n - 1] = tensors[i]->strides[d];
+            continue;
+        }
+        w->size[n] = x->shape[d];
+        for (i = 0; i < ntensors; i++) w->stride[i][n] = tensors[i]->strides[d];
+        n++;
+    }
+    if (n == 0) { /* every non-channel dim has size 1 (or 0): one dim of size R */
+        w->size[0] = w->reduction;
+        for (i = 0; i < ntensors; i++) w->stride[i][0] = 0;
+        n = 1;
+    }
+    w->ndims = n;
+}
+
+int64_t sbn__walk_chunk_len(const sbn__walk *w, int64_t k)
+{
+    int64_t start = k * SBN_CHUNK, left = w->reduction - start;
+    return left < SBN_CHUNK ? left : SBN_CHUNK;
+}
+
+/*
+ * Calls gather or scatter on the runs of [r0, r0+n): along the innermost walk
+ * dim the elements of a run are `stride` elements apart.
+ */
+static void walk_runs(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *buf,
+                      int store)
+{
+    int64_t index[SBN_MAX_RANK], offset = c * w->channel_stride[i], rest = r0;
+    int last = w->ndims - 1, d;
+    size_t es = sbn_dtype_size(w->dtype[i]);
+
+    for (d = last; d >= 0; d--) {
+        index[d] = rest % w->size[d];
+        rest /= w->size[d];
+        offset += index[d] * w->stride[i][d];
+    }
+    while (n > 0) {
+        int64_t run = w->size[last] - index[last];
+        char *p = w->data[i] + offset * (int64_t)es;
+        if (run > n) run = n;
+        if (store)
+            sbn__store_run(p, w->dtype[i], w->stride[i][last], run, buf);
+        else
+            sbn__load_run(p, w->dtype[i], w->stride[i][last], run, buf);
+        buf += run;
+        n -= run;
+        if (n == 0) break;
+        /* advance the index by `run`: the inner dim wraps to 0, carry outward */
+        offset -= index[last] * w->stride[i][last];
+        index[last] = 0;
+        for (d = last - 1; d >= 0; d--) {
+            index[d]++;
+            offset += w->stride[i][d];
+            if (index[d] < w->size[d]) break;
+            offset -= index[d] * w->stride[i][d];
+            index[d] = 0;
+        }
+    }
+}
+
+void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst)
+{
+    walk_runs(w, i, c, r0, n, dst, 0);
+}
+
+void sbn__walk_scatter(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n,
+                       const double *src)
+{
+    walk_runs(w, i, c, r0, n, (double *)src, 1);
+}

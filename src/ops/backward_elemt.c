@@ -1,0 +1,69 @@
+/*
+ * backward_elemt.c - the elementwise input gradient of SyncBN, with N the global
+ * number of samples per channel (all ranks):
+ *   grad_input = (dy - sum_dy/N - (x - mean) * invstd^2 * sum_dy_xmu/N) * invstd * w
+ * Coefficients per channel go to the workspace, then the BACKWARD channel map.
+ */
+#include "core/internal.h"
+
+static size_t backward_elemt_need(const sbn_tensor *x)
+{
+    return (size_t)x->shape[1] * 4 * sizeof(double);
+}
+
+SBN_API sbn_status sbn_backward_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)
+{
+    sbn_status s;
+    sbn__clear_error();
+    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    *bytes = sbn__ws_bytes(backward_elemt_need(x));
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x,
+                                      const sbn_tensor *mean, const sbn_tensor *invstd,
+                                      const sbn_tensor *weight, const sbn_tensor *sum_dy,
+                                      const sbn_tensor *sum_dy_xmu, int64_t count,
+                                      sbn_tensor *grad_input, void *workspace,
+                                      size_t workspace_bytes, sbn_pool_t *pool)
+{
+    const sbn__arg outputs[] = {{grad_input, "grad_input"}};
+    const sbn__arg inputs[] = {{dy, "dy"}, {x, "x"}, {mean, "mean"}, {invstd, "invstd"},
+                               {weight, "weight"}, {sum_dy, "sum_dy"}, {sum_dy_xmu, "sum_dy_xmu"}};
+    sbn_status s;
+    double *coef;
+    int64_t c, channels, r;
+
+    sbn__clear_error();
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_like(dy, "dy", x, "x")) != SBN_OK) return s;
+    channels = x->shape[1];
+    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(weight, "weight", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(sum_dy, "sum_dy", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(sum_dy_xmu, "sum_dy_xmu", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_like(grad_input, "grad_input", x, "x")) != SBN_OK) return s;
+    r = sbn_tensor_numel(x) / channels;
+    if (r > 0 && count < r)
+        return sbn__error(SBN_ERR_BAD_VALUE,
+                          "count is %lld but x holds %lld samples per channel; count is the "
+                          "global number of samples and cannot be smaller",
+                          (long long)count, (long long)r);
+    if ((s = sbn__check_aliases(outputs, 1, inputs, 7, grad_input, dy)) != SBN_OK) return s;
+    if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_elemt_need(x))) != SBN_OK)
+        return s;
+    if (r == 0) return SBN_OK;
+
+    coef = sbn__ws_align(workspace);
+    for (c = 0; c < channels; c++) {
+        double is = sbn__load1(invstd, c), n = (double)count;
+        coef[4 * c] = sbn__load1(sum_dy, c) / n;
+        coef[4 * c + 1] = sbn__load1(mean, c);
+        coef[4 * c + 2] = is * is * sbn__load1(sum_dy_xmu, c) / n;
+        coef[4 * c + 3] = is * (weight ? sbn__load1(weight, c) : 1.0);
+    }
+    sbn__channel_map(SBN_MAP_BACKWARD, dy, x, coef, grad_input, pool);
+    return SBN_OK;
+}

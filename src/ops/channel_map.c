@@ -1,0 +1,54 @@
+/*
+ * channel_map.c - the chunked per-channel elementwise maps behind elemt,
+ * backward_elemt and both batch norms. Each (channel, chunk) task gathers its
+ * inputs as doubles, applies the channel's affine map and scatters the result in
+ * the output's dtype and strides:
+ *   NORMALIZE: y  = (x - k0) * k1 + k2                    k = (mean, invstd*w, b)
+ *   BACKWARD:  gi = (dy - k0 - (x - k1) * k2) * k3        k = (sum_dy/N, mean,
+ *                                                              invstd^2*sum_dy_xmu/N, invstd*w)
+ * Reading a whole chunk before writing it makes an in-place call (output = the
+ * identical input view) safe.
+ */
+#include "core/internal.h"
+
+typedef struct map_job {
+    sbn__map_kind kind;
+    sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
+    const double *coef;
+} map_job;
+
+static void map_chunks(void *ctx, int64_t begin, int64_t end)
+{
+    map_job *job = ctx;
+    const sbn__walk *w = &job->walk;
+    double a[SBN_CHUNK], b[SBN_CHUNK];
+    int64_t t, i;
+    for (t = begin; t < end; t++) {
+        int64_t k = t / w->channels, c = t % w->channels, n = sbn__walk_chunk_len(w, k);
+        const double *q = job->coef + 4 * c;
+        sbn__walk_gather(w, 0, c, k * SBN_CHUNK, n, a);
+        if (job->kind == SBN_MAP_NORMALIZE) {
+            for (i = 0; i < n; i++) a[i] = (a[i] - q[0]) * q[1] + q[2];
+            sbn__walk_scatter(w, 1, c, k * SBN_CHUNK, n, a);
+        } else {
+            sbn__walk_gather(w, 1, c, k * SBN_CHUNK, n, b);
+            for (i = 0; i < n; i++) a[i] = (a[i] - q[0] - (b[i] - q[1]) * q[2]) * q[3];
+            sbn__walk_scatter(w, 2, c, k * SBN_CHUNK, n, a);
+        }
+    }
+}
+
+void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
+                      const double *coef, sbn_tensor *out, sbn_pool_t *pool)
+{
+    map_job job;
+    const sbn_tensor *tensors[3];
+    int n = 0;
+    tensors[n++] = in0;
+    if (kind == SBN_MAP_BACKWARD) tensors[n++] = in1;
+    tensors[n++] = out;
+    job.kind = kind;
+    job.coef = coef;
+    sbn__walk_init(&job.walk, tensors, n);
+    sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, map_chunks, &job);
+}

@@ -1,0 +1,55 @@
+/*
+ * elemt.c - the elementwise normalisation y = (x - mean[c]) * invstd[c] * w[c] + b[c]
+ * with weight (default 1) and bias (default 0) optional. The per-channel
+ * coefficients go to the workspace as (mean, invstd*w, b), then the NORMALIZE
+ * channel map (channel_map.c) writes y in its own dtype and strides.
+ */
+#include "core/internal.h"
+
+static size_t elemt_need(const sbn_tensor *x)
+{
+    return (size_t)x->shape[1] * 4 * sizeof(double);
+}
+
+SBN_API sbn_status sbn_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)
+{
+    sbn_status s;
+    sbn__clear_error();
+    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    *bytes = sbn__ws_bytes(elemt_need(x));
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const sbn_tensor *invstd,
+                             const sbn_tensor *weight, const sbn_tensor *bias, sbn_tensor *y,
+                             void *workspace, size_t workspace_bytes, sbn_pool_t *pool)
+{
+    const sbn__arg outputs[] = {{y, "y"}};
+    const sbn__arg inputs[] = {{x, "x"}, {mean, "mean"}, {invstd, "invstd"}, {weight, "weight"},
+                               {bias, "bias"}};
+    sbn_status s;
+    double *coef;
+    int64_t c, channels;
+
+    sbn__clear_error();
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    channels = x->shape[1];
+    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(weight, "weight", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(bias, "bias", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_like(y, "y", x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_aliases(outputs, 1, inputs, 5, y, x)) != SBN_OK) return s;
+    if ((s = sbn__check_workspace(workspace, workspace_bytes, elemt_need(x))) != SBN_OK) return s;
+
+    coef = sbn__ws_align(workspace);
+    for (c = 0; c < channels; c++) {
+        coef[4 * c] = sbn__load1(mean, c);
+        coef[4 * c + 1] = sbn__load1(invstd, c) * (weight ? sbn__load1(weight, c) : 1.0);
+        coef[4 * c + 2] = bias ? sbn__load1(bias, c) : 0.0;
+        coef[4 * c + 3] = 0.0;
+    }
+    sbn__channel_map(SBN_MAP_NORMALIZE, x, NULL, coef, y, pool);
+    return SBN_OK;
+}

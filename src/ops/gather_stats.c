@@ -1,0 +1,128 @@
+/*
+ * gather_stats.c - merging the statistics of W ranks into the global batch
+ * statistics, and the running-stat update. Two forms:
+ *   gather_stats_with_counts: PyTorch/CANN shape, ranks send (mean, invstd) and a
+ *     count; rank j's M2 is rebuilt as (1/invstd_j^2 - eps) * count_j (>= 0;
+ *     invstd 0 means variance 0, the convention of stats).
+ *   gather_moments: the native form, ranks send double (count, mean, M2), no eps
+ *     round trip.
+ * Ranks are merged in order 0..W-1 with Chan's formula (moments.c); ranks with
+ * count 0 are skipped without reading their values.
+ */
+#include "core/internal.h"
+
+/* The combined status of the channels: NO_SAMPLES beats SINGLE_SAMPLE beats OK. */
+static sbn_status combine(sbn_status acc, sbn_status channel)
+{
+    if (acc == SBN_NO_SAMPLES || channel == SBN_NO_SAMPLES) return SBN_NO_SAMPLES;
+    if (acc == SBN_SINGLE_SAMPLE || channel == SBN_SINGLE_SAMPLE) return SBN_SINGLE_SAMPLE;
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_gather_stats_with_counts_workspace_size(const sbn_tensor *mean_all,
+                                                               size_t *bytes)
+{
+    sbn_status s;
+    sbn__clear_error();
+    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
+    if ((s = sbn__check_present(mean_all, "mean_all")) != SBN_OK) return s;
+    if ((s = sbn__check_matrix(mean_all, "mean_all", -1, -1)) != SBN_OK)
+        return s;
+    *bytes = 0;
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_gather_stats_with_counts(const sbn_tensor *mean_all,
+                                                const sbn_tensor *invstd_all,
+                                                const sbn_tensor *counts, double momentum,
+                                                double eps, sbn_tensor *running_mean,
+                                                sbn_tensor *running_var, sbn_tensor *mean,
+                                                sbn_tensor *invstd, void *workspace,
+                                                size_t workspace_bytes, sbn_pool_t *pool)
+{
+    const sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
+                                {mean, "mean"}, {invstd, "invstd"}};
+    const sbn__arg inputs[] = {{mean_all, "mean_all"}, {invstd_all, "invstd_all"},
+                               {counts, "counts"}};
+    sbn_status s, result = SBN_OK;
+    int64_t c, j, world, channels;
+
+    (void)pool;
+    sbn__clear_error();
+    if ((s = sbn__check_present(mean_all, "mean_all")) != SBN_OK) return s;
+    if ((s = sbn__check_present(invstd_all, "invstd_all")) != SBN_OK) return s;
+    if ((s = sbn__check_present(counts, "counts")) != SBN_OK) return s;
+    if ((s = sbn__check_present(mean, "mean")) != SBN_OK) return s;
+    if ((s = sbn__check_present(invstd, "invstd")) != SBN_OK) return s;
+    if ((s = sbn__check_matrix(mean_all, "mean_all", -1, -1)) != SBN_OK)
+        return s;
+    world = mean_all->shape[0];
+    channels = mean_all->shape[1];
+    if ((s = sbn__check_matrix(invstd_all, "invstd_all", world, channels)) != SBN_OK) return s;
+    if ((s = sbn__check_counts(counts, "counts", world)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_momentum(momentum)) != SBN_OK) return s;
+    if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
+    if ((s = sbn__check_aliases(outputs, 4, inputs, 3, NULL, NULL)) != SBN_OK) return s;
+    if ((s = sbn__check_workspace(workspace, workspace_bytes, 0)) != SBN_OK) return s;
+
+    for (c = 0; c < channels; c++) {
+        sbn_moments total = {0.0, 0.0, 0.0};
+        for (j = 0; j < world; j++) {
+            double count = sbn__load1(counts, j), is, var;
+            if (count <= 0) continue;
+            is = sbn__load2(invstd_all, j, c);
+            var = is == 0.0 ? 0.0 : 1.0 / (is * is) - eps;
+            if (var < 0) var = 0;
+            sbn__moments_merge(&total, count, sbn__load2(mean_all, j, c), var * count);
+        }
+        result = combine(result, sbn__finish_channel(&total, c, momentum, eps, running_mean,
+                                                     running_var, mean, invstd));
+    }
+    return result;
+}
+
+SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, int64_t channels,
+                                      double momentum, double eps, sbn_tensor *running_mean,
+                                      sbn_tensor *running_var, sbn_moments *total,
+                                      sbn_tensor *mean, sbn_tensor *invstd)
+{
+    const sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
+                                {mean, "mean"}, {invstd, "invstd"}};
+    sbn_status s, result = SBN_OK;
+    int64_t c, j;
+
+    sbn__clear_error();
+    if ((s = sbn__check_present(parts, "parts")) != SBN_OK) return s;
+    if (world < 1 || channels < 1)
+        return sbn__error(SBN_ERR_BAD_SHAPE, "parts is [world = %lld][channels = %lld]; both must be >= 1",
+                          (long long)world, (long long)channels);
+    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(mean, "mean", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(invstd, "invstd", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_momentum(momentum)) != SBN_OK) return s;
+    if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
+    for (j = 0; j < world * channels; j++) {
+        if (!(parts[j].count >= 0) || parts[j].count > 9.007199254740992e15)
+            return sbn__error(SBN_ERR_BAD_VALUE,
+                              "parts[rank %lld][channel %lld].count is %g; counts must be finite and >= 0",
+                              (long long)(j / channels), (long long)(j % channels), parts[j].count);
+    }
+    if ((s = sbn__check_aliases(outputs, 4, NULL, 0, NULL, NULL)) != SBN_OK) return s;
+
+    for (c = 0; c < channels; c++) {
+        sbn_moments merged = {0.0, 0.0, 0.0};
+        for (j = 0; j < world; j++) {
+            const sbn_moments *p = &parts[j * channels + c];
+            sbn__moments_merge(&merged, p->count, p->mean, p->m2);
+        }
+        if (total) total[c] = merged;
+        result = combine(result, sbn__finish_channel(&merged, c, momentum, eps, running_mean,
+                                                     running_var, mean, invstd));
+    }
+    return result;
+}

@@ -1,0 +1,70 @@
+/*
+ * gather_stats_from_sums.c - the sum / square-sum / sample-count merge (CANN
+ * SyncBatchNormGatherStats). Per channel, over ranks j with count_j > 0:
+ *   N = sum(count_j), mean = sum(total_sum[j])/N,
+ *   var = max(0, sum(total_square_sum[j])/N - mean^2)   (biased),
+ *   invstd = 1/sqrt(var + eps); running stats as moments.c with M2 = var*N.
+ * The clamp at 0 keeps rounding from turning a constant channel into NaN.
+ */
+#include "core/internal.h"
+
+SBN_API sbn_status sbn_gather_stats_from_sums(const sbn_tensor *total_sum,
+                                              const sbn_tensor *total_square_sum,
+                                              const sbn_tensor *sample_count, double momentum,
+                                              double eps, sbn_tensor *running_mean,
+                                              sbn_tensor *running_var, sbn_tensor *mean,
+                                              sbn_tensor *invstd)
+{
+    const sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
+                                {mean, "mean"}, {invstd, "invstd"}};
+    const sbn__arg inputs[] = {{total_sum, "total_sum"}, {total_square_sum, "total_square_sum"},
+                               {sample_count, "sample_count"}};
+    sbn_status s, result = SBN_OK;
+    int64_t c, j, world, channels;
+
+    sbn__clear_error();
+    if ((s = sbn__check_present(total_sum, "total_sum")) != SBN_OK) return s;
+    if ((s = sbn__check_present(total_square_sum, "total_square_sum")) != SBN_OK) return s;
+    if ((s = sbn__check_present(sample_count, "sample_count")) != SBN_OK) return s;
+    if ((s = sbn__check_present(mean, "mean")) != SBN_OK) return s;
+    if ((s = sbn__check_present(invstd, "invstd")) != SBN_OK) return s;
+    if ((s = sbn__check_matrix(total_sum, "total_sum", -1, -1)) != SBN_OK)
+        return s;
+    world = total_sum->shape[0];
+    channels = total_sum->shape[1];
+    if ((s = sbn__check_matrix(total_square_sum, "total_square_sum", world, channels)) != SBN_OK)
+        return s;
+    if ((s = sbn__check_counts(sample_count, "sample_count", world)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_momentum(momentum)) != SBN_OK) return s;
+    if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
+    if ((s = sbn__check_aliases(outputs, 4, inputs, 3, NULL, NULL)) != SBN_OK) return s;
+
+    for (c = 0; c < channels; c++) {
+        double n = 0.0, sum = 0.0, squares = 0.0, m, var;
+        sbn_moments total = {0.0, 0.0, 0.0};
+        sbn_status channel;
+        for (j = 0; j < world; j++) {
+            double count = sbn__load1(sample_count, j);
+            if (count <= 0) continue;
+            n += count;
+            sum += sbn__load2(total_sum, j, c);
+            squares += sbn__load2(total_square_sum, j, c);
+        }
+        if (n > 0) {
+            m = sum / n;
+            var = squares / n - m * m;
+            if (var < 0) var = 0;
+            total.count = n;
+            total.mean = m;
+            total.m2 = var * n;
+        }
+        channel = sbn__finish_channel(&total, c, momentum, eps, running_mean, running_var, mean,
+                                      invstd);
+        if (channel != SBN_OK && result != SBN_NO_SAMPLES) result = channel;
+    }
+    return result;
+}

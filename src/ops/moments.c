@@ -1,0 +1,60 @@
+/*
+ * moments.c - the per-channel rules every statistics op shares: Chan's merge of
+ * (count, mean, M2) triples, invstd from a variance, and the finish of one
+ * channel (mean/invstd outputs, running-stat update with the unbiased variance,
+ * the zero- and single-sample statuses).
+ *
+ *   merge:  n = na + nb, d = mb - ma, mean = ma + d*nb/n, M2 = M2a + M2b + d^2*na*nb/n
+ *   invstd = 1/sqrt(M2/n + eps)   (0 when M2/n + eps == 0, as PyTorch)
+ *   running_mean <- (1-m)*running_mean + m*mean
+ *   running_var  <- (1-m)*running_var  + m*M2/(n-1)
+ */
+#include <math.h>
+
+#include "core/internal.h"
+
+void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2_b)
+{
+    double n, delta;
+    if (count_b <= 0) return;
+    if (a->count <= 0) {
+        a->count = count_b;
+        a->mean = mean_b;
+        a->m2 = m2_b;
+        return;
+    }
+    n = a->count + count_b;
+    delta = mean_b - a->mean;
+    a->mean += delta * (count_b / n);
+    a->m2 += m2_b + delta * delta * (a->count * count_b / n);
+    a->count = n;
+}
+
+double sbn__invstd(double var, double eps)
+{
+    double v = var + eps;
+    return v == 0.0 ? 0.0 : 1.0 / sqrt(v);
+}
+
+sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momentum, double eps,
+                               sbn_tensor *running_mean, sbn_tensor *running_var,
+                               sbn_tensor *mean, sbn_tensor *invstd)
+{
+    double n = total->count;
+    if (n <= 0) {
+        if (mean) sbn__store1(mean, c, 0.0);
+        if (invstd) sbn__store1(invstd, c, NAN);
+        return SBN_NO_SAMPLES;
+    }
+    if (mean) sbn__store1(mean, c, total->mean);
+    if (invstd) sbn__store1(invstd, c, sbn__invstd(total->m2 / n, eps));
+    if (running_mean)
+        sbn__store1(running_mean, c,
+                    (1.0 - momentum) * sbn__load1(running_mean, c) + momentum * total->mean);
+    if (n <= 1) return SBN_SINGLE_SAMPLE;
+    if (running_var)
+        sbn__store1(running_var, c,
+                    (1.0 - momentum) * sbn__load1(running_var, c) +
+                        momentum * (total->m2 / (n - 1.0)));
+    return SBN_OK;
+}

@@ -1,0 +1,95 @@
+/*
+ * stats.c - the local batch statistics of x (N, C, ...): per channel the mean
+ * and invstd = 1/sqrt(M2/R + eps) (biased variance), or the double moments
+ * (count, mean, M2) that the distributed layer exchanges instead of invstd.
+ * Both run the MOMENTS channel reduction (channel_reduce.c).
+ */
+#include <math.h>
+
+#include "core/internal.h"
+
+/* Scratch: the chunk partials, then the per-channel (mean, M2) results. */
+static size_t stats_need(const sbn_tensor *x)
+{
+    return sbn__channel_reduce_bytes(x) + (size_t)x->shape[1] * 2 * sizeof(double);
+}
+
+static sbn_status check_x(const sbn_tensor *x, size_t *bytes)
+{
+    sbn_status s = sbn__check_present(bytes, "bytes");
+    if (s == SBN_OK) s = sbn__check_activation(x, "x");
+    return s;
+}
+
+SBN_API sbn_status sbn_stats_workspace_size(const sbn_tensor *x, size_t *bytes)
+{
+    sbn_status s;
+    sbn__clear_error();
+    if ((s = check_x(x, bytes)) != SBN_OK) return s;
+    *bytes = sbn__ws_bytes(stats_need(x));
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_stats_moments_workspace_size(const sbn_tensor *x, size_t *bytes)
+{
+    return sbn_stats_workspace_size(x, bytes);
+}
+
+/* Runs the reduction; mean/M2 of channel c land in result[2c], result[2c+1]. */
+static double *run_moments(const sbn_tensor *x, void *workspace, sbn_pool_t *pool)
+{
+    double *scratch = sbn__ws_align(workspace);
+    double *result = scratch + sbn__channel_reduce_bytes(x) / sizeof(double);
+    sbn__channel_reduce(SBN_REDUCE_MOMENTS, x, NULL, NULL, result, scratch, pool);
+    return result;
+}
+
+SBN_API sbn_status sbn_stats(const sbn_tensor *x, double eps, sbn_tensor *mean, sbn_tensor *invstd,
+                             void *workspace, size_t workspace_bytes, sbn_pool_t *pool)
+{
+    const sbn__arg outputs[] = {{mean, "mean"}, {invstd, "invstd"}};
+    const sbn__arg inputs[] = {{x, "x"}};
+    sbn_status s;
+    double *result;
+    int64_t c, channels, r;
+
+    sbn__clear_error();
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    channels = x->shape[1];
+    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
+    if ((s = sbn__check_aliases(outputs, 2, inputs, 1, NULL, NULL)) != SBN_OK) return s;
+    if ((s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x))) != SBN_OK) return s;
+
+    r = sbn_tensor_numel(x) / channels;
+    result = run_moments(x, workspace, pool);
+    for (c = 0; c < channels; c++) {
+        sbn__store1(mean, c, r > 0 ? result[2 * c] : 0.0);
+        sbn__store1(invstd, c, r > 0 ? sbn__invstd(result[2 * c + 1] / (double)r, eps) : NAN);
+    }
+    return r > 0 ? SBN_OK : SBN_NO_SAMPLES;
+}
+
+SBN_API sbn_status sbn_stats_moments(const sbn_tensor *x, sbn_moments *moments, void *workspace,
+                                     size_t workspace_bytes, sbn_pool_t *pool)
+{
+    sbn_status s;
+    double *result;
+    int64_t c, channels, r;
+
+    sbn__clear_error();
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_present(moments, "moments")) != SBN_OK) return s;
+    if ((s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x))) != SBN_OK) return s;
+
+    channels = x->shape[1];
+    r = sbn_tensor_numel(x) / channels;
+    result = run_moments(x, workspace, pool);
+    for (c = 0; c < channels; c++) {
+        moments[c].count = (double)r;
+        moments[c].mean = result[2 * c];
+        moments[c].m2 = result[2 * c + 1];
+    }
+    return SBN_OK;
+}
