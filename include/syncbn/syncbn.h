@@ -39,6 +39,8 @@ extern "C" {
     X(SBN_SINGLE_SAMPLE, 2,                                                                  \
       "success, but only one sample per channel: the unbiased variance is undefined, "       \
       "running_var unchanged")                                                               \
+    X(SBN_NON_FINITE_STATS, 3,                                                               \
+      "success, but the batch statistics were not finite: running statistics unchanged")     \
     X(SBN_ERR_NULL_ARGUMENT, -1, "a required pointer argument is NULL")                      \
     X(SBN_ERR_BAD_DTYPE, -2, "an element type is not allowed for this argument")             \
     X(SBN_ERR_BAD_RANK, -3, "a tensor has a rank outside the allowed range")                 \
@@ -48,7 +50,12 @@ extern "C" {
     X(SBN_ERR_WORKSPACE_TOO_SMALL, -7, "the workspace is smaller than the op needs")         \
     X(SBN_ERR_OUT_OF_MEMORY, -8, "an allocation failed")                                     \
     X(SBN_ERR_THREAD, -9, "a thread could not be created")                                   \
-    X(SBN_ERR_INTERNAL, -10, "internal error")
+    X(SBN_ERR_INTERNAL, -10, "internal error")                                               \
+    X(SBN_ERR_COMM, -11, "the communication backend reported an error")                      \
+    X(SBN_ERR_COMM_MISMATCH, -12, "the ranks called different collectives or disagreed on "  \
+      "their arguments")                                                                     \
+    X(SBN_ERR_TIMEOUT, -13, "a collective timed out waiting for the other ranks")            \
+    X(SBN_ERR_PEER_FAILED, -14, "another rank failed before this collective")
 
 typedef enum sbn_status {
 #define SBN_STATUS_ENUM_ROW(name, value, text) name = value,

@@ -247,6 +247,7 @@ static int overlaps_itself(const sbn_tensor *t)
 {
     int64_t size[SBN_MAX_RANK], stride[SBN_MAX_RANK], extent = 1;
     int n = 0, i, j, d;
+    if (sbn_tensor_numel(t) == 0) return 0;
     for (d = 0; d < t->rank; d++) {
         if (t->shape[d] <= 1) continue;
         size[n] = t->shape[d];

@@ -29,10 +29,13 @@ static sbn_status check_args(const sbn_tensor *x, const sbn_tensor *weight, cons
                              sbn_tensor *running_var, sbn_tensor *y, sbn_tensor *save_mean,
                              sbn_tensor *save_invstd)
 {
-    const sbn__arg outputs[] = {{y, "y"}, {running_mean, "running_mean"},
-                                {running_var, "running_var"}, {save_mean, "save_mean"},
-                                {save_invstd, "save_invstd"}};
-    const sbn__arg inputs[] = {{x, "x"}, {weight, "weight"}, {bias, "bias"}};
+    /* running stats are written in training and only read in eval */
+    const sbn__arg outputs[] = {{y, "y"}, {save_mean, "save_mean"}, {save_invstd, "save_invstd"},
+                                {training ? running_mean : NULL, "running_mean"},
+                                {training ? running_var : NULL, "running_var"}};
+    const sbn__arg inputs[] = {{x, "x"}, {weight, "weight"}, {bias, "bias"},
+                               {training ? NULL : running_mean, "running_mean"},
+                               {training ? NULL : running_var, "running_var"}};
     sbn_status s;
     int64_t channels;
     if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
@@ -48,7 +51,7 @@ static sbn_status check_args(const sbn_tensor *x, const sbn_tensor *weight, cons
     if ((s = sbn__check_vector(save_invstd, "save_invstd", channels, 0)) != SBN_OK) return s;
     if (training && (s = sbn__check_momentum(momentum)) != SBN_OK) return s;
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
-    return sbn__check_aliases(outputs, 5, inputs, 3, y, x);
+    return sbn__check_aliases(outputs, 5, inputs, 5, y, x);
 }
 
 SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,

@@ -90,8 +90,10 @@ SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, i
                                       sbn_tensor *running_var, sbn_moments *total,
                                       sbn_tensor *mean, sbn_tensor *invstd)
 {
-    const sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
-                                {mean, "mean"}, {invstd, "invstd"}};
+    sbn_tensor parts_view, total_view;
+    sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
+                          {mean, "mean"}, {invstd, "invstd"}, {NULL, "total"}};
+    sbn__arg inputs[] = {{NULL, "parts"}};
     sbn_status s, result = SBN_OK;
     int64_t c, j;
 
@@ -112,7 +114,11 @@ SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, i
                               "parts[rank %lld][channel %lld].count is %g; counts must be finite and >= 0",
                               (long long)(j / channels), (long long)(j % channels), parts[j].count);
     }
-    if ((s = sbn__check_aliases(outputs, 4, NULL, 0, NULL, NULL)) != SBN_OK) return s;
+    parts_view = sbn_tensor_1d((void *)parts, SBN_F64, world * channels * 3);
+    total_view = sbn_tensor_1d(total, SBN_F64, channels * 3);
+    inputs[0].t = &parts_view;
+    if (total) outputs[4].t = &total_view;
+    if ((s = sbn__check_aliases(outputs, 5, inputs, 1, NULL, NULL)) != SBN_OK) return s;
 
     for (c = 0; c < channels; c++) {
         sbn_moments merged = {0.0, 0.0, 0.0};

@@ -74,6 +74,9 @@ SBN_API sbn_status sbn_stats(const sbn_tensor *x, double eps, sbn_tensor *mean, 
 SBN_API sbn_status sbn_stats_moments(const sbn_tensor *x, sbn_moments *moments, void *workspace,
                                      size_t workspace_bytes, sbn_pool_t *pool)
 {
+    const sbn__arg inputs[] = {{x, "x"}};
+    sbn__arg outputs[1];
+    sbn_tensor moments_view;
     sbn_status s;
     double *result;
     int64_t c, channels, r;
@@ -81,6 +84,10 @@ SBN_API sbn_status sbn_stats_moments(const sbn_tensor *x, sbn_moments *moments, 
     sbn__clear_error();
     if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
     if ((s = sbn__check_present(moments, "moments")) != SBN_OK) return s;
+    moments_view = sbn_tensor_1d(moments, SBN_F64, x->shape[1] * 3);
+    outputs[0].t = &moments_view;
+    outputs[0].name = "moments";
+    if ((s = sbn__check_aliases(outputs, 1, inputs, 1, NULL, NULL)) != SBN_OK) return s;
     if ((s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x))) != SBN_OK) return s;
 
     channels = x->shape[1];

@@ -47,9 +47,9 @@ double tsup_unit_roundoff(sbn_dtype dtype)
 static double round_to_format(double v, int bits, int emin, double max_finite)
 {
     int e;
-    double m, scale, r;
+    double scale, r;
     if (v == 0.0 || !isfinite(v)) return v;
-    m = frexp(v, &e); /* v = m * 2^e, 0.5 <= |m| < 1 */
+    (void)frexp(v, &e); /* v = m * 2^e, 0.5 <= |m| < 1 */
     if (e - 1 < emin) e = emin + 1; /* subnormal: fixed quantum */
     scale = ldexp(1.0, bits - e);
     r = nearbyint(v * scale) / scale; /* default rounding mode is to nearest even */

@@ -1,0 +1,82 @@
+/*
+ * comm.h - the communicator: how the ranks of a SyncBN world exchange doubles.
+ * A handle has a rank and a size and three collectives: allgather, allreduce-sum
+ * and barrier. Backends: in-process threads (a world of W ranks, each handle used
+ * from its own thread; the default, nothing to set up), MPI (syncbn/comm_mpi.h,
+ * built when MPI is found) and user callbacks (a framework carries the bytes).
+ *
+ * Safety: every collective first exchanges a small header (operation, element
+ * count, a caller tag such as C and dtype, and a per-handle sequence number). If
+ * the ranks disagree, every rank returns SBN_ERR_COMM_MISMATCH with a sentence
+ * naming the ranks and the values, instead of mixing up buffers or hanging. A rank
+ * that has failed calls sbn_comm_fail() at the point of its next collective, so
+ * that its peers return SBN_ERR_PEER_FAILED instead of waiting. The allreduce sums
+ * in rank order 0..W-1 on every rank, so every rank gets the same bits whatever
+ * the backend's own reduction algorithm.
+ */
+#ifndef SYNCBN_COMM_H
+#define SYNCBN_COMM_H
+
+#include "syncbn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sbn_comm sbn_comm_t;
+
+/*
+ * Creates a world of `world` in-process ranks: comms[r] is rank r's handle, to be
+ * used by one thread at a time. A collective waits at most timeout_seconds (<= 0
+ * means the default, 60 s) for the other ranks, then returns SBN_ERR_TIMEOUT; after
+ * a timeout or a failure the world is broken and every later collective on any of
+ * its handles fails at once. Destroy every handle (any thread, any order).
+ */
+sbn_status sbn_comm_threads_create(int world, double timeout_seconds, sbn_comm_t **comms);
+
+/*
+ * User callbacks: the framework's own collectives on bytes. Each returns 0 on
+ * success, anything else on failure (mapped to SBN_ERR_COMM).
+ *   allgather: every rank contributes `bytes` bytes; recv receives size * bytes,
+ *              rank r's block at offset r * bytes.
+ *   barrier:   optional (NULL: an allgather of one byte is used).
+ *   destroy:   optional, called by sbn_comm_destroy with user.
+ */
+typedef struct sbn_comm_callbacks {
+    int (*allgather)(void *user, const void *send, size_t bytes, void *recv);
+    int (*barrier)(void *user);
+    void (*destroy)(void *user);
+} sbn_comm_callbacks;
+
+sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_callbacks *callbacks,
+                                     void *user, sbn_comm_t **comm);
+
+/* Rank and size of a handle; -1 and 0 for NULL. */
+int sbn_comm_rank(const sbn_comm_t *comm);
+int sbn_comm_size(const sbn_comm_t *comm);
+
+/*
+ * allgather: every rank sends `count` doubles; recv (size * count doubles) gets
+ * rank r's values at recv[r * count]. `tag` is any value the ranks must agree on
+ * (the op checks it, e.g. C and dtype packed by the caller).
+ */
+sbn_status sbn_comm_allgather(sbn_comm_t *comm, const double *send, size_t count, double *recv,
+                              int64_t tag);
+/* allreduce-sum in place over `count` doubles, summed in rank order on every rank. */
+sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size_t count, int64_t tag);
+sbn_status sbn_comm_barrier(sbn_comm_t *comm);
+/*
+ * Takes part in the next collective as a failed rank: the peers' pending or next
+ * collective returns SBN_ERR_PEER_FAILED naming this rank and `reason`'s status.
+ * Returns `reason`, so a caller can write `return sbn_comm_fail(comm, s);`, or the
+ * backend's error if even the failure could not be announced.
+ */
+sbn_status sbn_comm_fail(sbn_comm_t *comm, sbn_status reason);
+
+void sbn_comm_destroy(sbn_comm_t *comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBN_COMM_H */

@@ -1,0 +1,90 @@
+/*
+ * layer.h - SyncBN forward and backward as one call each, with PyTorch's
+ * semantics (torch.nn.SyncBatchNorm and its autograd function), over a
+ * communicator from comm.h.
+ *
+ * Forward (training): local moments (count, mean, M2) of x, one allgather of 3C
+ * doubles, the count-weighted merge in rank order, the running-stat update
+ * (unbiased variance; momentum, or the cumulative average 1/num_batches_tracked),
+ * then y = (x - mean) * invstd * w + b. Backward (training): local sum_dy and
+ * sum_dy_xmu, one allreduce of 2C doubles, then grad_input with the global count;
+ * grad_weight and grad_bias are this rank's share unless sync_grad_params.
+ * Eval with running stats: plain batch norm, no collective. Eval without running
+ * stats (track_running_stats off): batch norm with this rank's batch statistics,
+ * no collective (as PyTorch). Ranks with an empty batch (N = 0) take part in every
+ * collective and get empty outputs; every rank must make the same calls.
+ */
+#ifndef SYNCBN_LAYER_H
+#define SYNCBN_LAYER_H
+
+#include "comm.h"
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Seconds spent in each part of the calls that were given this struct (accumulated). */
+typedef struct sbn_syncbn_timing {
+    double stats_seconds;  /* local reductions (stats, backward_reduce) */
+    double comm_seconds;   /* collectives, including waiting for slower ranks */
+    double elemt_seconds;  /* merge and elementwise passes */
+} sbn_syncbn_timing;
+
+typedef struct sbn_syncbn_config {
+    double eps;               /* default 1e-5 */
+    double momentum;          /* default 0.1; unused when cumulative */
+    int cumulative;           /* momentum = None: factor 1/num_batches_tracked */
+    int training;             /* default 1 */
+    int sync_grad_params;     /* all-reduce grad_weight/grad_bias too (default 0: local, as PyTorch) */
+    int nan_guard;            /* do not let non-finite batch stats into the running stats */
+    sbn_syncbn_timing *timing; /* optional */
+} sbn_syncbn_config;
+
+/* eps 1e-5, momentum 0.1, training, everything else off. */
+void sbn_syncbn_config_default(sbn_syncbn_config *config);
+
+/* Workspace for both calls on this rank's x in a world of `world` ranks. */
+sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, size_t *bytes);
+
+/*
+ * x: this rank's (N_r, C, ...) batch, any N_r >= 0. weight, bias: optional [C].
+ * running_mean, running_var: optional [C] (NULL = track_running_stats off);
+ * num_batches_tracked: optional, incremented in training when running stats are
+ * tracked (required when cumulative). y: x's shape. save_mean, save_invstd: [C]
+ * (f64 keeps every digit for backward). global_count: the total samples per
+ * channel over all ranks (for backward).
+ * Statuses: SBN_NO_SAMPLES when every rank is empty (running stats untouched),
+ * SBN_SINGLE_SAMPLE when the world holds one sample per channel, SBN_NON_FINITE_STATS
+ * when nan_guard refused an update; failures as the ops plus the comm statuses.
+ * A rank whose arguments are invalid announces its failure to its peers
+ * (SBN_ERR_PEER_FAILED there) instead of leaving them waiting.
+ */
+sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                              const sbn_tensor *x, const sbn_tensor *weight,
+                              const sbn_tensor *bias, sbn_tensor *running_mean,
+                              sbn_tensor *running_var, int64_t *num_batches_tracked,
+                              sbn_tensor *y, sbn_tensor *save_mean, sbn_tensor *save_invstd,
+                              int64_t *global_count, void *workspace, size_t workspace_bytes,
+                              sbn_pool_t *pool);
+
+/*
+ * dy: x's shape. save_mean, save_invstd, global_count: from the forward call.
+ * Eval with running stats: running_mean/running_var give the statistics instead.
+ * grad_input, grad_weight, grad_bias: each optional; every rank must agree on
+ * whether grad_input is wanted (it decides the collective).
+ */
+sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                               const sbn_tensor *dy, const sbn_tensor *x,
+                               const sbn_tensor *weight, const sbn_tensor *running_mean,
+                               const sbn_tensor *running_var, const sbn_tensor *save_mean,
+                               const sbn_tensor *save_invstd, int64_t global_count,
+                               sbn_tensor *grad_input, sbn_tensor *grad_weight,
+                               sbn_tensor *grad_bias, void *workspace, size_t workspace_bytes,
+                               sbn_pool_t *pool);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNCBN_LAYER_H */

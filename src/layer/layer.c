@@ -1,0 +1,370 @@
+/*
+ * layer.c - SyncBN forward and backward built from the native ops and the
+ * communicator (layer.h has the contract). Every argument is checked before the
+ * first collective; a rank whose arguments are wrong announces the failure with
+ * sbn_comm_fail so that its peers return SBN_ERR_PEER_FAILED instead of waiting.
+ *
+ * Workspace (64-byte aligned), C channels, W ranks:
+ *   local moments [C]{count, mean, M2} | gathered [W][C] | merged [C] |
+ *   mean [C] | invstd [C] | sums [2C] | the ops' own workspace (the largest of them)
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/internal.h"
+#include "syncbn/layer.h"
+
+/* Tags that the ranks must agree on: channels, dtype and which exchange it is. */
+enum { PHASE_FORWARD = 1, PHASE_BACKWARD = 2 };
+
+typedef struct layer_ws {
+    sbn_moments *local, *gathered, *merged;
+    double *mean, *invstd, *sums;
+    void *ops;
+    size_t ops_bytes;
+} layer_ws;
+
+static size_t arrays_bytes(int64_t channels, int64_t world)
+{
+    return (size_t)channels * (size_t)(world + 2) * sizeof(sbn_moments) +
+           (size_t)channels * 4 * sizeof(double);
+}
+
+/* The largest workspace any op of the layer needs for x. */
+static size_t ops_bytes(const sbn_tensor *x)
+{
+    sbn_status (*sizers[])(const sbn_tensor *, size_t *) = {
+        sbn_stats_moments_workspace_size, sbn_elemt_workspace_size,
+        sbn_backward_reduce_workspace_size, sbn_backward_elemt_workspace_size,
+        sbn_batch_norm_workspace_size, sbn_batch_norm_backward_workspace_size};
+    size_t most = 0, bytes;
+    unsigned i;
+    for (i = 0; i < sizeof sizers / sizeof sizers[0]; i++)
+        if (sizers[i](x, &bytes) == SBN_OK && bytes > most) most = bytes;
+    return most;
+}
+
+SBN_API void sbn_syncbn_config_default(sbn_syncbn_config *config)
+{
+    if (config == NULL) return;
+    memset(config, 0, sizeof *config);
+    config->eps = 1e-5;
+    config->momentum = 0.1;
+    config->training = 1;
+}
+
+SBN_API sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, size_t *bytes)
+{
+    sbn_status s;
+    sbn__clear_error();
+    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    if (world < 1)
+        return sbn__error(SBN_ERR_BAD_VALUE, "world is %d; expected >= 1", world);
+    *bytes = sbn__ws_bytes(arrays_bytes(x->shape[1], world)) + ops_bytes(x);
+    return SBN_OK;
+}
+
+static void carve(void *workspace, size_t workspace_bytes, int64_t channels, int64_t world,
+                  layer_ws *ws)
+{
+    char *base = (char *)sbn__ws_align(workspace);
+    size_t used = sbn__ws_bytes(arrays_bytes(channels, world));
+    ws->local = (sbn_moments *)base;
+    ws->gathered = ws->local + channels;
+    ws->merged = ws->gathered + channels * world;
+    ws->mean = (double *)(ws->merged + channels);
+    ws->invstd = ws->mean + channels;
+    ws->sums = ws->invstd + channels;
+    ws->ops = (char *)workspace + used;
+    ws->ops_bytes = workspace_bytes - used;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Adds the time since *mark to *bucket (when timing is on) and moves the mark. */
+static void lap(const sbn_syncbn_config *config, double *bucket, double *mark)
+{
+    double t;
+    if (config->timing == NULL) return;
+    t = now_seconds();
+    *bucket += t - *mark;
+    *mark = t;
+}
+
+static int64_t make_tag(const sbn_tensor *x, int phase)
+{
+    return (x->shape[1] << 8) | ((int64_t)x->dtype << 4) | phase;
+}
+
+static sbn_status check_config(const sbn_syncbn_config *config)
+{
+    sbn_status s;
+    if ((s = sbn__check_eps(config->eps)) != SBN_OK) return s;
+    if (!config->cumulative && config->training) return sbn__check_momentum(config->momentum);
+    return SBN_OK;
+}
+
+/* Every check of the forward call that can be made before the collective. */
+static sbn_status check_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                                const sbn_tensor *x, const sbn_tensor *weight,
+                                const sbn_tensor *bias, sbn_tensor *running_mean,
+                                sbn_tensor *running_var, int64_t *num_batches_tracked,
+                                sbn_tensor *y, sbn_tensor *save_mean, sbn_tensor *save_invstd,
+                                int64_t *global_count, void *workspace, size_t workspace_bytes)
+{
+    /* running stats are written in training and only read in eval */
+    const sbn__arg outputs[] = {{y, "y"}, {save_mean, "save_mean"}, {save_invstd, "save_invstd"},
+                                {config->training ? running_mean : NULL, "running_mean"},
+                                {config->training ? running_var : NULL, "running_var"}};
+    const sbn__arg inputs[] = {{x, "x"}, {weight, "weight"}, {bias, "bias"},
+                               {config->training ? NULL : running_mean, "running_mean"},
+                               {config->training ? NULL : running_var, "running_var"}};
+    int tracking = running_mean != NULL || running_var != NULL;
+    int syncing = config->training;
+    size_t need;
+    sbn_status s;
+    int64_t channels;
+
+    if ((s = check_config(config)) != SBN_OK) return s;
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    channels = x->shape[1];
+    if ((s = sbn__check_vector(weight, "weight", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(bias, "bias", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_like(y, "y", x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_vector(save_mean, "save_mean", channels, syncing)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(save_invstd, "save_invstd", channels, syncing)) != SBN_OK) return s;
+    if (syncing && (s = sbn__check_present(global_count, "global_count")) != SBN_OK) return s;
+    if (config->training && config->cumulative && tracking && num_batches_tracked == NULL)
+        return sbn__error(SBN_ERR_NULL_ARGUMENT,
+                          "num_batches_tracked is NULL but cumulative averaging needs it");
+    if (!config->training && tracking && (running_mean == NULL || running_var == NULL))
+        return sbn__error(SBN_ERR_NULL_ARGUMENT,
+                          "eval mode needs both running_mean and running_var (or neither)");
+    if ((s = sbn__check_aliases(outputs, 5, inputs, 5, y, x)) != SBN_OK) return s;
+    need = sbn__ws_bytes(arrays_bytes(channels, sbn_comm_size(comm))) + ops_bytes(x);
+    if (workspace_bytes < need || workspace == NULL)
+        return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
+                          "workspace_bytes is %zu but the layer needs %zu bytes "
+                          "(sbn_syncbn_workspace_size)", workspace == NULL ? 0 : workspace_bytes,
+                          need);
+    return SBN_OK;
+}
+
+/* Eval, or training without a world to sync with: plain batch norm, no collective. */
+static sbn_status forward_local(const sbn_syncbn_config *config, const sbn_tensor *x,
+                                const sbn_tensor *weight, const sbn_tensor *bias,
+                                sbn_tensor *running_mean, sbn_tensor *running_var, sbn_tensor *y,
+                                sbn_tensor *save_mean, sbn_tensor *save_invstd,
+                                int64_t *global_count, layer_ws *ws, sbn_pool_t *pool)
+{
+    int use_running = running_mean != NULL && running_var != NULL;
+    if (global_count) *global_count = sbn_tensor_numel(x) / x->shape[1];
+    return sbn_batch_norm(x, weight, bias, !use_running, 0.0, config->eps, NULL, NULL, y,
+                          use_running ? NULL : save_mean, use_running ? NULL : save_invstd,
+                          ws->ops, ws->ops_bytes, pool);
+}
+
+/* 1 when every merged channel has finite mean and M2. */
+static int merged_finite(const sbn_moments *merged, int64_t channels)
+{
+    int64_t c;
+    for (c = 0; c < channels; c++)
+        if (!isfinite(merged[c].mean) || !isfinite(merged[c].m2)) return 0;
+    return 1;
+}
+
+SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                                      const sbn_tensor *x, const sbn_tensor *weight,
+                                      const sbn_tensor *bias, sbn_tensor *running_mean,
+                                      sbn_tensor *running_var, int64_t *num_batches_tracked,
+                                      sbn_tensor *y, sbn_tensor *save_mean,
+                                      sbn_tensor *save_invstd, int64_t *global_count,
+                                      void *workspace, size_t workspace_bytes, sbn_pool_t *pool)
+{
+    sbn_syncbn_timing unused = {0, 0, 0};
+    sbn_syncbn_timing *timing = config && config->timing ? config->timing : &unused;
+    sbn_status s, result = SBN_OK;
+    sbn_tensor mean_view, invstd_view;
+    double mark = now_seconds(), factor;
+    int64_t channels, world, c;
+    int tracking = running_mean != NULL || running_var != NULL, update = 1;
+    layer_ws ws;
+
+    sbn__clear_error();
+    if ((s = sbn__check_present(comm, "comm")) != SBN_OK) return s;
+    if ((s = sbn__check_present(config, "config")) != SBN_OK) return sbn_comm_fail(comm, s);
+    s = check_forward(comm, config, x, weight, bias, running_mean, running_var,
+                      num_batches_tracked, y, save_mean, save_invstd, global_count, workspace,
+                      workspace_bytes);
+    if (s != SBN_OK) return config->training ? sbn_comm_fail(comm, s) : s;
+    channels = x->shape[1];
+    world = sbn_comm_size(comm);
+    carve(workspace, workspace_bytes, channels, world, &ws);
+    if (!config->training)
+        return forward_local(config, x, weight, bias, running_mean, running_var, y, save_mean,
+                             save_invstd, global_count, &ws, pool);
+
+    /* 1. local moments, 2. one allgather of 3C doubles */
+    s = sbn_stats_moments(x, ws.local, ws.ops, ws.ops_bytes, pool);
+    if (s != SBN_OK) return sbn_comm_fail(comm, s);
+    lap(config, &timing->stats_seconds, &mark);
+    s = sbn_comm_allgather(comm, (const double *)ws.local, (size_t)channels * 3,
+                           (double *)ws.gathered, make_tag(x, PHASE_FORWARD));
+    lap(config, &timing->comm_seconds, &mark);
+    if (s != SBN_OK) return s;
+
+    /* 3. merge in rank order; 4. running stats (PyTorch counts every training call) */
+    if (tracking && num_batches_tracked) (*num_batches_tracked)++;
+    factor = config->cumulative ? (num_batches_tracked && *num_batches_tracked > 0
+                                       ? 1.0 / (double)*num_batches_tracked
+                                       : 0.0)
+                                : config->momentum;
+    mean_view = sbn_tensor_1d(ws.mean, SBN_F64, channels);
+    invstd_view = sbn_tensor_1d(ws.invstd, SBN_F64, channels);
+    s = sbn_gather_moments(ws.gathered, world, channels, factor, config->eps, NULL, NULL,
+                           ws.merged, &mean_view, &invstd_view);
+    if (SBN_FAILED(s)) return s;
+    result = s;
+    if (!merged_finite(ws.merged, channels) && result == SBN_OK) {
+        if (config->nan_guard) {
+            update = 0;
+            result = SBN_NON_FINITE_STATS;
+        }
+    }
+    for (c = 0; c < channels; c++) {
+        if (update && tracking)
+            sbn__finish_channel(&ws.merged[c], c, factor, config->eps, running_mean, running_var,
+                                NULL, NULL);
+        sbn__store1(save_mean, c, ws.mean[c]);
+        sbn__store1(save_invstd, c, ws.invstd[c]);
+    }
+    *global_count = channels > 0 ? (int64_t)ws.merged[0].count : 0;
+
+    /* 5. y = (x - mean) * invstd * w + b with the global statistics */
+    s = sbn_elemt(x, &mean_view, &invstd_view, weight, bias, y, ws.ops, ws.ops_bytes, pool);
+    lap(config, &timing->elemt_seconds, &mark);
+    return SBN_FAILED(s) ? s : result;
+}
+
+static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                                 const sbn_tensor *dy, const sbn_tensor *x,
+                                 const sbn_tensor *weight, const sbn_tensor *running_mean,
+                                 const sbn_tensor *running_var, const sbn_tensor *save_mean,
+                                 const sbn_tensor *save_invstd, int64_t global_count,
+                                 sbn_tensor *grad_input, sbn_tensor *grad_weight,
+                                 sbn_tensor *grad_bias, void *workspace, size_t workspace_bytes)
+{
+    const sbn__arg outputs[] = {{grad_input, "grad_input"}, {grad_weight, "grad_weight"},
+                                {grad_bias, "grad_bias"}};
+    const sbn__arg inputs[] = {{dy, "dy"}, {x, "x"}, {weight, "weight"},
+                               {running_mean, "running_mean"}, {running_var, "running_var"},
+                               {save_mean, "save_mean"}, {save_invstd, "save_invstd"}};
+    int use_running = !config->training && running_mean != NULL && running_var != NULL;
+    size_t need;
+    sbn_status s;
+    int64_t channels, r;
+
+    if ((s = check_config(config)) != SBN_OK) return s;
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_like(dy, "dy", x, "x")) != SBN_OK) return s;
+    channels = x->shape[1];
+    if ((s = sbn__check_vector(weight, "weight", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(save_mean, "save_mean", channels, !use_running)) != SBN_OK)
+        return s;
+    if ((s = sbn__check_vector(save_invstd, "save_invstd", channels, !use_running)) != SBN_OK)
+        return s;
+    if (grad_input && (s = sbn__check_like(grad_input, "grad_input", x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_vector(grad_weight, "grad_weight", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(grad_bias, "grad_bias", channels, 0)) != SBN_OK) return s;
+    r = sbn_tensor_numel(x) / channels;
+    if (config->training && global_count < r)
+        return sbn__error(SBN_ERR_BAD_VALUE,
+                          "global_count is %lld but x holds %lld samples per channel",
+                          (long long)global_count, (long long)r);
+    if ((s = sbn__check_aliases(outputs, 3, inputs, 7, grad_input, dy)) != SBN_OK) return s;
+    need = sbn__ws_bytes(arrays_bytes(channels, sbn_comm_size(comm))) + ops_bytes(x);
+    if (workspace_bytes < need || workspace == NULL)
+        return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
+                          "workspace_bytes is %zu but the layer needs %zu bytes "
+                          "(sbn_syncbn_workspace_size)", workspace == NULL ? 0 : workspace_bytes,
+                          need);
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                                       const sbn_tensor *dy, const sbn_tensor *x,
+                                       const sbn_tensor *weight, const sbn_tensor *running_mean,
+                                       const sbn_tensor *running_var, const sbn_tensor *save_mean,
+                                       const sbn_tensor *save_invstd, int64_t global_count,
+                                       sbn_tensor *grad_input, sbn_tensor *grad_weight,
+                                       sbn_tensor *grad_bias, void *workspace,
+                                       size_t workspace_bytes, sbn_pool_t *pool)
+{
+    sbn_syncbn_timing unused = {0, 0, 0};
+    sbn_syncbn_timing *timing = config && config->timing ? config->timing : &unused;
+    sbn_tensor sum_dy, sum_dy_xmu;
+    double mark = now_seconds(), *param_sums;
+    int64_t channels, c;
+    layer_ws ws;
+    sbn_status s;
+    int sync_params;
+
+    sbn__clear_error();
+    if ((s = sbn__check_present(comm, "comm")) != SBN_OK) return s;
+    if ((s = sbn__check_present(config, "config")) != SBN_OK) return sbn_comm_fail(comm, s);
+    s = check_backward(comm, config, dy, x, weight, running_mean, running_var, save_mean,
+                       save_invstd, global_count, grad_input, grad_weight, grad_bias, workspace,
+                       workspace_bytes);
+    if (s != SBN_OK) return config->training ? sbn_comm_fail(comm, s) : s;
+    channels = x->shape[1];
+    carve(workspace, workspace_bytes, channels, sbn_comm_size(comm), &ws);
+    if (!config->training) {
+        int use_running = running_mean != NULL && running_var != NULL;
+        return sbn_batch_norm_backward(dy, x, weight, running_mean, running_var,
+                                       use_running ? NULL : save_mean,
+                                       use_running ? NULL : save_invstd, !use_running,
+                                       config->eps, grad_input, grad_weight, grad_bias, ws.ops,
+                                       ws.ops_bytes, pool);
+    }
+
+    /* 1. local sums; 2. one allreduce of (sum_dy, sum_dy_xmu) when grad_input or synced params */
+    sum_dy = sbn_tensor_1d(ws.sums, SBN_F64, channels);
+    sum_dy_xmu = sbn_tensor_1d(ws.sums + channels, SBN_F64, channels);
+    s = sbn_backward_reduce(dy, x, save_mean, save_invstd, &sum_dy, &sum_dy_xmu, NULL, NULL,
+                            ws.ops, ws.ops_bytes, pool);
+    if (s != SBN_OK) return sbn_comm_fail(comm, s);
+    memcpy(ws.mean, ws.sums, (size_t)channels * 2 * sizeof(double)); /* keep the local sums */
+    lap(config, &timing->stats_seconds, &mark);
+    sync_params = config->sync_grad_params && (grad_weight || grad_bias);
+    if (grad_input != NULL || sync_params) {
+        s = sbn_comm_allreduce_sum(comm, ws.sums, (size_t)channels * 2,
+                                   make_tag(x, PHASE_BACKWARD));
+        lap(config, &timing->comm_seconds, &mark);
+        if (s != SBN_OK) return s;
+    }
+    /* grad_weight = sum_dy_xmu * invstd, grad_bias = sum_dy: this rank's share or the world's */
+    param_sums = sync_params ? ws.sums : ws.mean;
+    for (c = 0; c < channels; c++) {
+        if (grad_weight)
+            sbn__store1(grad_weight, c, param_sums[channels + c] * sbn__load1(save_invstd, c));
+        if (grad_bias) sbn__store1(grad_bias, c, param_sums[c]);
+    }
+
+    /* 3. grad_input with the global sums and count */
+    if (grad_input)
+        s = sbn_backward_elemt(dy, x, save_mean, save_invstd, weight, &sum_dy, &sum_dy_xmu,
+                               global_count, grad_input, ws.ops, ws.ops_bytes, pool);
+    lap(config, &timing->elemt_seconds, &mark);
+    return s;
+}
