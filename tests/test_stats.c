@@ -225,9 +225,11 @@ static void check_reduce(const char *desc, const sbn_tensor *x, const oracle *o,
 static void describe(char *buf, size_t size, const sbn_tensor *x, tsup_layout layout,
                      sbn_dtype odt, tsup_layout olayout)
 {
-    int d, len = snprintf(buf, size, "x %s %s (", sbn_dtype_name(x->dtype), tsup_layout_name(layout));
+    int d, len = snprintf(buf, size, "x %s %s (", sbn_dtype_name(x->dtype),
+                          tsup_layout_name(layout));
     for (d = 0; d < x->rank && len < (int)size; d++)
-        len += snprintf(buf + len, size - (size_t)len, d ? ",%lld" : "%lld", (long long)x->shape[d]);
+        len += snprintf(buf + len, size - (size_t)len, d ? ",%lld" : "%lld",
+                        (long long)x->shape[d]);
     if (len < (int)size)
         snprintf(buf + len, size - (size_t)len, ") -> out %s %s", sbn_dtype_name(odt),
                  tsup_layout_name(olayout));
@@ -269,19 +271,20 @@ static void run_case(int rank, const int64_t *shape, tsup_layout layout, sbn_dty
 
 /*
  * Shape (N, C, d2..) of the given rank whose spatial dims multiply to `sp`: the
- * prime factors of sp are dealt round-robin over the spatial dims. Rank 2 has
- * no spatial dims, so N = sp there.
+ * prime factors of sp are dealt round-robin over the spatial dims. N is 2 for
+ * small sp, 5 for sp = 1000 with C <= 3 (R = 5000: several reduction chunks),
+ * else 1. Rank 2 has no spatial dims, so N = sp (times 5) there.
  */
 static void make_shape(int rank, int64_t c, int64_t sp, int64_t *shape)
 {
     int nsp = rank - 2, k = 0, d;
-    int64_t p, rest = sp;
+    int64_t p, rest = sp, batch = sp <= 17 ? 2 : c <= 3 ? 5 : 1; /* R > SBN_CHUNK for few C */
     shape[1] = c;
     if (rank == 2) {
-        shape[0] = sp;
+        shape[0] = sp * (batch == 5 ? 5 : 1);
         return;
     }
-    shape[0] = sp <= 17 ? 2 : 1;
+    shape[0] = batch;
     for (d = 2; d < rank; d++) shape[d] = 1;
     for (p = 2; rest > 1; p++) {
         while (rest % p == 0) {
@@ -381,7 +384,8 @@ static void check_conditioning(double mean, double std, double var_tol)
     for (ch = 0; ch < 16; ch++) {
         double got = m[ch].m2 / m[ch].count, e = rel_err(got, o.var[ch]);
         if (e > worst) worst = e;
-        if (e > var_tol || rel_err(m[ch].mean, o.mean[ch]) > 1e-12 || m[ch].count != 32768.0)
+        if (e > var_tol || fabs(m[ch].mean - o.mean[ch]) > 1e-12 * (fabs(mean) + std) ||
+            m[ch].count != 32768.0)
             sbn_test_fail(__FILE__, __LINE__,
                           "mean %g std %g channel %lld: count %.17g, mean %.17g (want %.17g), "
                           "var %.17g (want %.17g), rel err %.3g > %.3g",
@@ -432,6 +436,35 @@ static void test_cann_example(void)
     tsup_free(&invstd);
 }
 
+/* A constant channel: invstd = 1/sqrt(eps), and 0 for eps = 0 (docs/numerics.md). */
+static void test_constant_channel(void)
+{
+    static const int64_t shape[] = {4, 2, 5};
+    static const double eps[] = {1e-5, 0.0};
+    double v[40], want_mean[2] = {0.75, -3.0}, want_invstd[2], got[2];
+    int i, ie;
+    for (i = 0; i < 40; i++) v[i] = want_mean[(i / 5) % 2];
+    for (ie = 0; ie < 2; ie++) {
+        tsup_buf x = tsup_make(SBN_F64, 3, shape, TSUP_CHANNELS_LAST, v);
+        tsup_buf mean = make_out(SBN_F64, 2, TSUP_CHANNELS_FIRST);
+        tsup_buf invstd = make_out(SBN_F64, 2, TSUP_STRIDED);
+        size_t bytes = 0;
+        void *ws;
+        want_invstd[0] = want_invstd[1] = eps[ie] > 0 ? 1.0 / sqrt(eps[ie]) : 0.0;
+        CHECK_OK(sbn_stats_workspace_size(&x.view, &bytes));
+        ws = ws_alloc(bytes);
+        CHECK_OK(sbn_stats(&x.view, eps[ie], &mean.view, &invstd.view, ws, bytes, NULL));
+        tsup_read(&mean.view, got);
+        CHECK(tsup_close("constant mean", got, want_mean, 2, 0.0, 0.0));
+        tsup_read(&invstd.view, got);
+        CHECK(tsup_close("constant invstd", got, want_invstd, 2, 0.0, 4 * ldexp(1.0, -53)));
+        free(ws);
+        tsup_free(&x);
+        tsup_free(&mean);
+        tsup_free(&invstd);
+    }
+}
+
 /* Results of the three ops on x with a pool, as raw bytes. */
 typedef struct op_bytes {
     double mean[5], invstd[5], sum[5], sqsum[5];
@@ -462,16 +495,23 @@ static sbn_status run_all(const sbn_tensor *x, sbn_pool_t *pool, op_bytes *out)
     return st;
 }
 
-/* Bitwise equality of every output for pools of 1, 2, 3 threads vs. no pool. */
+/*
+ * Bitwise equality of every output for pools of 1, 2, 3 threads vs. no pool, and
+ * (docs/numerics.md) of every layout vs. channels-first.
+ */
 static void test_threads_bitwise(void)
 {
     static const int64_t shape[] = {3, 5, 4000};
     double *v = random_values(3, shape, 99, 3.0, 2.0);
+    op_bytes first;
     int il, t;
     for (il = 0; il < 3; il++) {
         tsup_buf x = tsup_make(SBN_F32, 3, shape, k_layouts[il], v);
         op_bytes serial, threaded;
         CHECK_OK(run_all(&x.view, NULL, &serial));
+        if (il == 0) first = serial;
+        CHECK_MSG(tsup_same_bytes(tsup_layout_name(k_layouts[il]), &first, &serial, sizeof first),
+                  "%s input gives other bits than channels-first", tsup_layout_name(k_layouts[il]));
         for (t = 1; t <= 3; t++) {
             sbn_pool_t *pool = NULL;
             char what[96];
@@ -500,6 +540,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(test_conditioning_large_mean),
     SBN_TEST_CASE(test_conditioning_unit),
     SBN_TEST_CASE(test_cann_example),
+    SBN_TEST_CASE(test_constant_channel),
     SBN_TEST_CASE(test_threads_bitwise),
 };
 
