@@ -65,6 +65,39 @@ typedef struct bw_data {
     tsup_buf x, dy, p[3];
 } bw_data;
 
+/* Frees every heap pointer listed. */
+#define FREE_ALL(...)                                                                \
+    do {                                                                             \
+        void *free_all_[] = {__VA_ARGS__};                                           \
+        size_t free_i_;                                                              \
+        for (free_i_ = 0; free_i_ < sizeof free_all_ / sizeof *free_all_; free_i_++) \
+            free(free_all_[free_i_]);                                                \
+    } while (0)
+
+/*
+ * tsup_make, except that an empty view gets the strides of the shape with every 0
+ * dim taken as 1 (as sbn_tensor_contiguous builds them) unless g_zero_strides is
+ * set: then it keeps tsup_make's (numpy's) strides, where a 0 dim zeroes the
+ * strides outside it. An empty view has no elements, so either must be accepted.
+ */
+static int g_zero_strides;
+
+static tsup_buf make_view(sbn_dtype dt, int rank, const int64_t *shape, tsup_layout layout,
+                          const double *values)
+{
+    tsup_buf b = tsup_make(dt, rank, shape, layout, values);
+    if (tsup_numel(rank, shape) == 0 && !g_zero_strides) {
+        int64_t ones[SBN_MAX_RANK];
+        tsup_buf tmp;
+        int d;
+        for (d = 0; d < rank; d++) ones[d] = shape[d] > 0 ? shape[d] : 1;
+        tmp = tsup_make(dt, rank, ones, layout, NULL);
+        memcpy(b.view.strides, tmp.view.strides, sizeof b.view.strides);
+        tsup_free(&tmp);
+    }
+    return b;
+}
+
 static double *alloc_fill(int64_t n, double value)
 {
     double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
@@ -157,9 +190,9 @@ static void data_make(const bw_spec *sp, uint64_t seed, bw_data *d)
         d->pv[1][ch] = tsup_round(sp->dt.p, 0.25 + 0.5 * tsup_uniform(&rng));
         d->pv[2][ch] = tsup_round(sp->dt.p, tsup_normal(&rng));
     }
-    d->x = tsup_make(sp->dt.x, sh->rank, sh->d, sp->xl, d->xv);
-    d->dy = tsup_make(sp->dt.x, sh->rank, sh->d, sp->dyl, d->dyv);
-    for (k = 0; k < 3; k++) d->p[k] = tsup_make(sp->dt.p, 1, &d->c, sp->pl, d->pv[k]);
+    d->x = make_view(sp->dt.x, sh->rank, sh->d, sp->xl, d->xv);
+    d->dy = make_view(sp->dt.x, sh->rank, sh->d, sp->dyl, d->dyv);
+    for (k = 0; k < 3; k++) d->p[k] = make_view(sp->dt.p, 1, &d->c, sp->pl, d->pv[k]);
 }
 
 static void data_free(bw_data *d)
@@ -194,7 +227,7 @@ static void check_reduce(const bw_spec *sp, bw_data *d)
     for (k = 0; k < 4; k++) {
         want[k] = alloc_fill(c, 0.0);
         tol[k] = alloc_fill(c, 0.0);
-        out[k] = tsup_make(sp->dt.out, 1, &c, sp->pl, nanv);
+        out[k] = make_view(sp->dt.out, 1, &c, sp->pl, nanv);
     }
     CHECK_OK(sbn_backward_reduce(&d->dy.view, &d->x.view, &d->p[0].view, &d->p[1].view,
                                  sp->mask & OUT_SUM_DY ? &out[0].view : NULL,
@@ -231,13 +264,7 @@ static void check_reduce(const bw_spec *sp, bw_data *d)
         free(want[k]);
         free(tol[k]);
     }
-    free(got);
-    free(nanv);
-    free(abs_dy);
-    free(abs_dyxmu);
-    free(xsnap);
-    free(dysnap);
-    free(ws);
+    FREE_ALL(got, nanv, abs_dy, abs_dyxmu, xsnap, dysnap, ws);
 }
 
 /*
@@ -267,12 +294,12 @@ static void check_elemt(const bw_spec *sp, bw_data *d, uint64_t seed)
         sdx[i] = tsup_round(sp->dt.p, sdx[i] * (double)sp->count_mult +
                                           2.0 * extra * tsup_normal(&rng));
     }
-    sums[0] = tsup_make(sp->dt.p, 1, &c, sp->pl, sd);
-    sums[1] = tsup_make(sp->dt.p, 1, &c, sp->pl, sdx);
+    sums[0] = make_view(sp->dt.p, 1, &c, sp->pl, sd);
+    sums[1] = make_view(sp->dt.p, 1, &c, sp->pl, sdx);
     if (sp->in_place) {
         gi = &d->dy;
     } else {
-        gbuf = tsup_make(gdt, sp->shape->rank, sp->shape->d, sp->gil, nanv);
+        gbuf = make_view(gdt, sp->shape->rank, sp->shape->d, sp->gil, nanv);
         gi = &gbuf;
     }
     CHECK_OK(sbn_backward_elemt(&d->dy.view, &d->x.view, &d->p[0].view, &d->p[1].view,
@@ -296,14 +323,7 @@ static void check_elemt(const bw_spec *sp, bw_data *d, uint64_t seed)
     if (!sp->in_place) tsup_free(&gbuf);
     tsup_free(&sums[0]);
     tsup_free(&sums[1]);
-    free(sd);
-    free(sdx);
-    free(want);
-    free(tol);
-    free(got);
-    free(nanv);
-    free(xsnap);
-    free(ws);
+    FREE_ALL(sd, sdx, want, tol, got, nanv, xsnap, ws);
 }
 
 /*
@@ -383,28 +403,29 @@ static void backward_reduce_output_masks(void)
 }
 
 /* Empty x: backward_reduce writes zeros, backward_elemt writes nothing; both SBN_OK. */
-static void backward_empty(void)
+static void run_empty(void)
 {
     static const shape_t shapes[] = {{3, {0, 3, 4}}, {4, {2, 3, 0, 5}}, {2, {0, 64}}};
-    double sevens[64], garbage[8] = {7, 7, 7, 7, 7, 7, 7, 7};
+    double fill[64];
     int si, xl, k;
-    for (k = 0; k < 64; k++) sevens[k] = 0.5 + 0.25 * k;
+    for (k = 0; k < 64; k++) fill[k] = 0.5 + 0.25 * k;
     for (si = 0; si < 3; si++) {
         for (xl = 0; xl < 3; xl++) {
             const shape_t *sh = &shapes[si];
             int64_t c = sh->d[1], ch;
-            tsup_buf x = tsup_make(SBN_F32, sh->rank, sh->d, (tsup_layout)xl, NULL);
-            tsup_buf dy = tsup_make(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 1) % 3), NULL);
-            tsup_buf gi = tsup_make(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
-            tsup_buf p = tsup_make_1d(SBN_F32, c, sevens), out[4];
+            tsup_buf x = make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)xl, NULL);
+            tsup_buf dy = make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 1) % 3), NULL);
+            tsup_buf gi = make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
+            tsup_buf p = tsup_make_1d(SBN_F32, c, fill), out[4];
             unsigned char *gisnap = tsup_snapshot(&gi), *dysnap = tsup_snapshot(&dy);
             size_t ws_bytes;
             void *ws = workspace_for(sbn_backward_reduce_workspace_size, &x.view, &ws_bytes);
-            (void)garbage;
-            for (k = 0; k < 4; k++) out[k] = tsup_make_1d(k % 2 ? SBN_F64 : SBN_F32, c, sevens);
-            CHECK_OK(sbn_backward_reduce(&dy.view, &x.view, &p.view, &p.view, &out[0].view,
-                                         &out[1].view, &out[2].view, &out[3].view, ws, ws_bytes,
-                                         NULL));
+            for (k = 0; k < 4; k++) out[k] = tsup_make_1d(k % 2 ? SBN_F64 : SBN_F32, c, fill);
+            sbn_status st = sbn_backward_reduce(&dy.view, &x.view, &p.view, &p.view,
+                                                &out[0].view, &out[1].view, &out[2].view,
+                                                &out[3].view, ws, ws_bytes, NULL);
+            CHECK_MSG(st == SBN_OK, "empty shape %d x %s: backward_reduce %s (%s)", si,
+                      tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
             for (k = 0; k < 4; k++)
                 for (ch = 0; ch < c; ch++)
                     CHECK_MSG(tsup_get1(&out[k].view, ch) == 0.0,
@@ -412,22 +433,35 @@ static void backward_empty(void)
                               xl, k, (long long)ch, tsup_get1(&out[k].view, ch));
             free(ws);
             ws = workspace_for(sbn_backward_elemt_workspace_size, &x.view, &ws_bytes);
-            CHECK_OK(sbn_backward_elemt(&dy.view, &x.view, &p.view, &p.view, &p.view, &p.view,
-                                        &p.view, 10, &gi.view, ws, ws_bytes, NULL));
+            st = sbn_backward_elemt(&dy.view, &x.view, &p.view, &p.view, &p.view, &p.view, &p.view,
+                                    10, &gi.view, ws, ws_bytes, NULL);
+            CHECK_MSG(st == SBN_OK, "empty shape %d x %s: backward_elemt %s (%s)", si,
+                      tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
             CHECK_MSG(tsup_unchanged(&gi, gisnap), "empty shape %d: grad_input written", si);
-            CHECK_OK(sbn_backward_elemt(&dy.view, &x.view, &p.view, &p.view, NULL, &p.view,
-                                        &p.view, 10, &dy.view, ws, ws_bytes, NULL));
+            st = sbn_backward_elemt(&dy.view, &x.view, &p.view, &p.view, NULL, &p.view, &p.view, 10,
+                                    &dy.view, ws, ws_bytes, NULL);
+            CHECK_MSG(st == SBN_OK, "empty shape %d x %s: in-place backward_elemt %s (%s)", si,
+                      tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
             CHECK_MSG(tsup_unchanged(&dy, dysnap), "empty shape %d: dy written in place", si);
             for (k = 0; k < 4; k++) tsup_free(&out[k]);
             tsup_free(&x);
             tsup_free(&dy);
             tsup_free(&gi);
             tsup_free(&p);
-            free(gisnap);
-            free(dysnap);
-            free(ws);
+            FREE_ALL(gisnap, dysnap, ws);
         }
     }
+}
+
+static void backward_empty(void)
+{
+    run_empty();
+}
+
+static void backward_empty_zero_strides(void)
+{
+    g_zero_strides = 1;
+    run_empty();
 }
 
 /*
@@ -470,7 +504,7 @@ static void backward_grad_input_sums_to_zero(void)
             st[1] = tsup_make_1d(SBN_F64, c, invstd);
             sums[0] = tsup_make_1d(SBN_F64, c, NULL);
             sums[1] = tsup_make_1d(SBN_F64, c, NULL);
-            gi = tsup_make(sp.dt.out, sp.shape->rank, sp.shape->d, TSUP_CHANNELS_FIRST, NULL);
+            gi = make_view(sp.dt.out, sp.shape->rank, sp.shape->d, TSUP_CHANNELS_FIRST, NULL);
             ws_r = workspace_for(sbn_backward_reduce_workspace_size, &d.x.view, &wsr);
             ws_e = workspace_for(sbn_backward_elemt_workspace_size, &d.x.view, &wse);
             CHECK_OK(sbn_backward_reduce(&d.dy.view, &d.x.view, &st[0].view, &st[1].view,
@@ -501,14 +535,7 @@ static void backward_grad_input_sums_to_zero(void)
             tsup_free(&sums[0]);
             tsup_free(&sums[1]);
             tsup_free(&gi);
-            free(mean);
-            free(invstd);
-            free(sdx);
-            free(gv);
-            free(chsum);
-            free(chmax);
-            free(ws_r);
-            free(ws_e);
+            FREE_ALL(mean, invstd, sdx, gv, chsum, chmax, ws_r, ws_e);
             data_free(&d);
         }
     }
@@ -569,7 +596,7 @@ static void backward_finite_difference(void)
             for (path = 0; path < 3; path++)
                 for (i = 0; i < len[path]; i++) fdmax = fmax(fdmax, fabs(fd[path][i]));
             bb = tsup_make_1d(SBN_F64, c, bv);
-            y = tsup_make(SBN_F64, sh->rank, sh->d, TSUP_CHANNELS_FIRST, NULL);
+            y = make_view(SBN_F64, sh->rank, sh->d, TSUP_CHANNELS_FIRST, NULL);
             st[0] = tsup_make_1d(SBN_F64, c, NULL);
             st[1] = tsup_make_1d(SBN_F64, c, NULL);
             ws = workspace_for(sbn_batch_norm_workspace_size, &d.x.view, &wsb);
@@ -577,7 +604,7 @@ static void backward_finite_difference(void)
                                     &y.view, &st[0].view, &st[1].view, ws, wsb, NULL));
             free(ws);
             for (path = 0; path < 2; path++) {
-                gr[0] = tsup_make(SBN_F64, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
+                gr[0] = make_view(SBN_F64, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
                 gr[1] = tsup_make_1d(SBN_F64, c, NULL);
                 gr[2] = tsup_make_1d(SBN_F64, c, NULL);
                 if (path == 0) {
@@ -657,7 +684,7 @@ static void backward_threads_bitwise(void)
                 sbn_pool_t *pool = t == 0 ? NULL : make_pool(t);
                 CHECK_MSG(t == 0 || pool != NULL, "sbn_pool_create(%d) failed", t);
                 for (k = 0; k < 4; k++) o[k] = tsup_make_1d(sp.dt.out, c, NULL);
-                o[4] = tsup_make(sp.dt.out, sh.rank, sh.d, TSUP_CHANNELS_FIRST, NULL);
+                o[4] = make_view(sp.dt.out, sh.rank, sh.d, TSUP_CHANNELS_FIRST, NULL);
                 CHECK_OK(sbn_backward_reduce(&d.dy.view, &d.x.view, &d.p[0].view, &d.p[1].view,
                                              &o[0].view, &o[1].view, &o[2].view, &o[3].view,
                                              ws_r, wsr, pool));
@@ -694,6 +721,7 @@ int main(int argc, char **argv)
         SBN_TEST_CASE(backward_bf16_params_f32),
         SBN_TEST_CASE(backward_reduce_output_masks),
         SBN_TEST_CASE(backward_empty),
+        SBN_TEST_CASE(backward_empty_zero_strides),
         SBN_TEST_CASE(backward_grad_input_sums_to_zero),
         SBN_TEST_CASE(backward_finite_difference),
         SBN_TEST_CASE(backward_threads_bitwise),

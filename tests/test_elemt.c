@@ -139,6 +139,39 @@ static void *elemt_workspace(const sbn_tensor *x, size_t *bytes)
     return *bytes ? malloc(*bytes) : NULL;
 }
 
+/* Frees every heap pointer listed. */
+#define FREE_ALL(...)                                                                \
+    do {                                                                             \
+        void *free_all_[] = {__VA_ARGS__};                                           \
+        size_t free_i_;                                                              \
+        for (free_i_ = 0; free_i_ < sizeof free_all_ / sizeof *free_all_; free_i_++) \
+            free(free_all_[free_i_]);                                                \
+    } while (0)
+
+/*
+ * tsup_make, except that an empty view gets the strides of the shape with every 0
+ * dim taken as 1 (as sbn_tensor_contiguous builds them) unless g_zero_strides is
+ * set: then it keeps tsup_make's (numpy's) strides, where a 0 dim zeroes the
+ * strides outside it. An empty view has no elements, so either must be accepted.
+ */
+static int g_zero_strides;
+
+static tsup_buf make_view(sbn_dtype dt, int rank, const int64_t *shape, tsup_layout layout,
+                          const double *values)
+{
+    tsup_buf b = tsup_make(dt, rank, shape, layout, values);
+    if (tsup_numel(rank, shape) == 0 && !g_zero_strides) {
+        int64_t ones[SBN_MAX_RANK];
+        tsup_buf tmp;
+        int d;
+        for (d = 0; d < rank; d++) ones[d] = shape[d] > 0 ? shape[d] : 1;
+        tmp = tsup_make(dt, rank, ones, layout, NULL);
+        memcpy(b.view.strides, tmp.view.strides, sizeof b.view.strides);
+        tsup_free(&tmp);
+    }
+    return b;
+}
+
 static double *alloc_fill(int64_t n, double value)
 {
     double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
@@ -187,16 +220,16 @@ static void run_elemt(const elemt_spec *sp, uint64_t seed)
     split_shape(sh, &n, &c, &s);
     tsup_fill_normal(&rng, xv, numel, sp->x_mean, sp->x_std, sp->dt.x);
     make_params(&rng, c, sp->x_mean, sp->x_std, sp->dt.p, pv);
-    x = tsup_make(sp->dt.x, sh->rank, sh->d, sp->xl, xv);
+    x = make_view(sp->dt.x, sh->rank, sh->d, sp->xl, xv);
     xsnap = tsup_snapshot(&x);
     if (sp->in_place) {
         y = &x;
     } else {
-        ybuf = tsup_make(ydt, sh->rank, sh->d, sp->yl, nanv);
+        ybuf = make_view(ydt, sh->rank, sh->d, sp->yl, nanv);
         y = &ybuf;
     }
     for (k = 0; k < 4; k++) {
-        p[k] = tsup_make(sp->dt.p, 1, &c, sp->pl, pv[k]);
+        p[k] = make_view(sp->dt.p, 1, &c, sp->pl, pv[k]);
         psnap[k] = tsup_snapshot(&p[k]);
     }
     ws = elemt_workspace(&x.view, &ws_bytes);
@@ -227,13 +260,7 @@ static void run_elemt(const elemt_spec *sp, uint64_t seed)
     }
     if (!sp->in_place) tsup_free(&ybuf);
     tsup_free(&x);
-    free(ws);
-    free(xsnap);
-    free(xv);
-    free(nanv);
-    free(got);
-    free(want);
-    free(tol);
+    FREE_ALL(ws, xsnap, xv, nanv, got, want, tol);
 }
 
 static sbn_pool_t *make_pool(int threads)
@@ -318,7 +345,7 @@ static void elemt_mean_offset(void)
 }
 
 /* Empty x (a zero dim anywhere but C): SBN_OK, y and every guard byte untouched. */
-static void elemt_empty(void)
+static void run_empty(void)
 {
     static const shape_t shapes[] = {
         {3, {0, 3, 5}}, {3, {2, 3, 0}}, {2, {0, 64}}, {4, {2, 3, 0, 4}}, {5, {1, 1, 2, 0, 3}},
@@ -332,33 +359,45 @@ static void elemt_empty(void)
             for (xl = 0; xl < 3; xl++) {
                 const shape_t *sh = &shapes[si];
                 int64_t c = sh->d[1];
-                tsup_buf x = tsup_make(dts[di].x, sh->rank, sh->d, (tsup_layout)xl, NULL);
-                tsup_buf y = tsup_make(dts[di].y, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3),
+                tsup_buf x = make_view(dts[di].x, sh->rank, sh->d, (tsup_layout)xl, NULL);
+                tsup_buf y = make_view(dts[di].y, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3),
                                        NULL);
                 tsup_buf p = tsup_make_1d(dts[di].p, c, pv);
                 unsigned char *xsnap = tsup_snapshot(&x), *ysnap = tsup_snapshot(&y);
                 size_t ws_bytes;
                 void *ws = elemt_workspace(&x.view, &ws_bytes);
                 char shs[96];
+                sbn_status st = sbn_elemt(&x.view, &p.view, &p.view, &p.view, &p.view, &y.view,
+                                          ws, ws_bytes, NULL);
                 shape_str(sh, shs, sizeof shs);
-                CHECK_OK(sbn_elemt(&x.view, &p.view, &p.view, &p.view, &p.view, &y.view, ws,
-                                   ws_bytes, NULL));
+                CHECK_MSG(st == SBN_OK, "empty %s x %s %s: %s (%s)", shs, sbn_dtype_name(dts[di].x),
+                          tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
                 CHECK_MSG(tsup_unchanged(&y, ysnap), "empty %s %s: y written", shs,
                           tsup_layout_name((tsup_layout)xl));
                 /* In place on the empty view as well. */
-                CHECK_OK(sbn_elemt(&x.view, &p.view, &p.view, NULL, NULL, &x.view, ws, ws_bytes,
-                                   NULL));
+                st = sbn_elemt(&x.view, &p.view, &p.view, NULL, NULL, &x.view, ws, ws_bytes, NULL);
+                CHECK_MSG(st == SBN_OK, "empty %s %s in place: %s (%s)", shs,
+                          tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
                 CHECK_MSG(tsup_unchanged(&x, xsnap), "empty %s %s: x written in place", shs,
                           tsup_layout_name((tsup_layout)xl));
                 tsup_free(&x);
                 tsup_free(&y);
                 tsup_free(&p);
-                free(xsnap);
-                free(ysnap);
-                free(ws);
+                FREE_ALL(xsnap, ysnap, ws);
             }
         }
     }
+}
+
+static void elemt_empty(void)
+{
+    run_empty();
+}
+
+static void elemt_empty_zero_strides(void)
+{
+    g_zero_strides = 1;
+    run_empty();
 }
 
 /* Output bytes for pool NULL, 1, 2 and 3 threads must be identical (many chunks). */
@@ -378,15 +417,15 @@ static void elemt_threads_bitwise(void)
             void *ws;
             tsup_fill_normal(&rng, xv, numel, 0.5, 2.0, dts[di].x);
             make_params(&rng, c, 0.5, 2.0, dts[di].p, pv);
-            x = tsup_make(dts[di].x, sh.rank, sh.d, (tsup_layout)xl, xv);
+            x = make_view(dts[di].x, sh.rank, sh.d, (tsup_layout)xl, xv);
             for (k = 0; k < 4; k++) p[k] = tsup_make_1d(dts[di].p, c, pv[k]);
-            y0 = tsup_make(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
+            y0 = make_view(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
             ws = elemt_workspace(&x.view, &ws_bytes);
             CHECK_OK(sbn_elemt(&x.view, &p[0].view, &p[1].view, &p[2].view, &p[3].view,
                                &y0.view, ws, ws_bytes, NULL));
             for (t = 1; t <= 3; t++) {
                 sbn_pool_t *pool = make_pool(t);
-                tsup_buf y = tsup_make(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
+                tsup_buf y = make_view(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
                 int same;
                 CHECK_MSG(pool != NULL, "sbn_pool_create(%d) failed", t);
                 CHECK_OK(sbn_elemt(&x.view, &p[0].view, &p[1].view, &p[2].view, &p[3].view,
@@ -422,6 +461,7 @@ int main(int argc, char **argv)
         SBN_TEST_CASE(elemt_f64_to_f32),
         SBN_TEST_CASE(elemt_mean_offset),
         SBN_TEST_CASE(elemt_empty),
+        SBN_TEST_CASE(elemt_empty_zero_strides),
         SBN_TEST_CASE(elemt_threads_bitwise),
     };
     return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));

@@ -125,6 +125,7 @@ sbn_status sbn_backward_reduce(const sbn_tensor *dy, const sbn_tensor *x, const 
  * backward_elemt: with N = count (the global number of samples per channel, >= R):
  *   grad_input = (dy - sum_dy/N - (x - mean) * invstd^2 * sum_dy_xmu/N) * invstd * weight
  * weight optional (default 1). grad_input may be exactly dy (same view).
+ * count must be >= R (it counts this rank's samples too), else SBN_ERR_BAD_VALUE.
  */
 sbn_status sbn_backward_elemt_workspace_size(const sbn_tensor *x, size_t *bytes);
 sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x, const sbn_tensor *mean,
@@ -140,7 +141,7 @@ sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x, const s
  *   and save_invstd = invstd (each optional). Empty x: save_mean 0, save_invstd NaN,
  *   SBN_NO_SAMPLES; R == 1: running_var untouched, SBN_SINGLE_SAMPLE.
  * training == 0: y = (x - running_mean) / sqrt(running_var + eps) * w + b; both running
- *   tensors are required; save_* are not written.
+ *   tensors are required; save_* are not written; SBN_OK also for an empty x.
  */
 sbn_status sbn_batch_norm_workspace_size(const sbn_tensor *x, size_t *bytes);
 sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight, const sbn_tensor *bias,
@@ -158,6 +159,7 @@ sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight, const s
  *   grad_input = dy * w * invstd, grad_weight = sum(dy * (x - running_mean)) * invstd,
  *   grad_bias = sum(dy).
  * Outputs grad_input, grad_weight, grad_bias are each optional (NULL = masked off).
+ * Empty x: grad_weight and grad_bias are set to 0.
  */
 sbn_status sbn_batch_norm_backward_workspace_size(const sbn_tensor *x, size_t *bytes);
 sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tensor *x,
