@@ -182,6 +182,17 @@ sbn_status sbn__check_momentum(double momentum)
 
 #define SBN_WS_ALIGN 64
 
+sbn_status sbn__activation_workspace(const sbn_tensor *x, size_t *bytes,
+                                     size_t (*need)(const sbn_tensor *x))
+{
+    sbn_status s;
+    sbn__clear_error();
+    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
+    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    *bytes = sbn__ws_bytes(need(x));
+    return SBN_OK;
+}
+
 size_t sbn__ws_bytes(size_t need)
 {
     return need == 0 ? 0 : need + SBN_WS_ALIGN;

@@ -70,6 +70,12 @@ sbn_status sbn__check_eps(double eps);
 sbn_status sbn__check_momentum(double momentum);
 /* Workspace large enough for `need` bytes (plus alignment slack, see sbn__ws_align). */
 sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need);
+/*
+ * The common body of sbn_<op>_workspace_size: checks `bytes` and x (an
+ * activation), then stores need(x) plus the alignment slack in *bytes.
+ */
+sbn_status sbn__activation_workspace(const sbn_tensor *x, size_t *bytes,
+                                     size_t (*need)(const sbn_tensor *x));
 /* The 64-byte aligned start of a workspace. */
 double *sbn__ws_align(void *workspace);
 /* Adds the alignment slack to a workspace need; 0 stays 0. */
@@ -169,5 +175,14 @@ double sbn__invstd(double var, double eps);
 sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momentum, double eps,
                                sbn_tensor *running_mean, sbn_tensor *running_var,
                                sbn_tensor *mean, sbn_tensor *invstd);
+
+/*
+ * The checks shared by the [W, C] gather ops: inputs[0] and inputs[1] are [W, C]
+ * float matrices, inputs[2] the [W] counts; running stats optional, mean and
+ * invstd required; momentum, eps; no output overlapping anything.
+ */
+sbn_status sbn__check_gather_args(const sbn__arg *inputs, double momentum, double eps,
+                                  sbn_tensor *running_mean, sbn_tensor *running_var,
+                                  sbn_tensor *mean, sbn_tensor *invstd);
 
 #endif /* SBN_CORE_INTERNAL_H */

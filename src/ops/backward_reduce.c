@@ -14,12 +14,7 @@ static size_t backward_reduce_need(const sbn_tensor *x)
 
 SBN_API sbn_status sbn_backward_reduce_workspace_size(const sbn_tensor *x, size_t *bytes)
 {
-    sbn_status s;
-    sbn__clear_error();
-    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
-    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
-    *bytes = sbn__ws_bytes(backward_reduce_need(x));
-    return SBN_OK;
+    return sbn__activation_workspace(x, bytes, backward_reduce_need);
 }
 
 SBN_API sbn_status sbn_backward_reduce(const sbn_tensor *dy, const sbn_tensor *x,

@@ -16,12 +16,7 @@ static size_t backward_need(const sbn_tensor *x)
 
 SBN_API sbn_status sbn_batch_norm_backward_workspace_size(const sbn_tensor *x, size_t *bytes)
 {
-    sbn_status s;
-    sbn__clear_error();
-    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
-    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
-    *bytes = sbn__ws_bytes(backward_need(x));
-    return SBN_OK;
+    return sbn__activation_workspace(x, bytes, backward_need);
 }
 
 static sbn_status check_args(const sbn_tensor *dy, const sbn_tensor *x, const sbn_tensor *weight,

@@ -13,12 +13,7 @@ static size_t elemt_need(const sbn_tensor *x)
 
 SBN_API sbn_status sbn_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)
 {
-    sbn_status s;
-    sbn__clear_error();
-    if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
-    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
-    *bytes = sbn__ws_bytes(elemt_need(x));
-    return SBN_OK;
+    return sbn__activation_workspace(x, bytes, elemt_need);
 }
 
 SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const sbn_tensor *invstd,

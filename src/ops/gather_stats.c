@@ -40,8 +40,6 @@ SBN_API sbn_status sbn_gather_stats_with_counts(const sbn_tensor *mean_all,
                                                 sbn_tensor *invstd, void *workspace,
                                                 size_t workspace_bytes, sbn_pool_t *pool)
 {
-    const sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
-                                {mean, "mean"}, {invstd, "invstd"}};
     const sbn__arg inputs[] = {{mean_all, "mean_all"}, {invstd_all, "invstd_all"},
                                {counts, "counts"}};
     sbn_status s, result = SBN_OK;
@@ -49,24 +47,10 @@ SBN_API sbn_status sbn_gather_stats_with_counts(const sbn_tensor *mean_all,
 
     (void)pool;
     sbn__clear_error();
-    if ((s = sbn__check_present(mean_all, "mean_all")) != SBN_OK) return s;
-    if ((s = sbn__check_present(invstd_all, "invstd_all")) != SBN_OK) return s;
-    if ((s = sbn__check_present(counts, "counts")) != SBN_OK) return s;
-    if ((s = sbn__check_present(mean, "mean")) != SBN_OK) return s;
-    if ((s = sbn__check_present(invstd, "invstd")) != SBN_OK) return s;
-    if ((s = sbn__check_matrix(mean_all, "mean_all", -1, -1)) != SBN_OK)
-        return s;
+    s = sbn__check_gather_args(inputs, momentum, eps, running_mean, running_var, mean, invstd);
+    if (s != SBN_OK) return s;
     world = mean_all->shape[0];
     channels = mean_all->shape[1];
-    if ((s = sbn__check_matrix(invstd_all, "invstd_all", world, channels)) != SBN_OK) return s;
-    if ((s = sbn__check_counts(counts, "counts", world)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
-    if ((s = sbn__check_momentum(momentum)) != SBN_OK) return s;
-    if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
-    if ((s = sbn__check_aliases(outputs, 4, inputs, 3, NULL, NULL)) != SBN_OK) return s;
     if ((s = sbn__check_workspace(workspace, workspace_bytes, 0)) != SBN_OK) return s;
 
     for (c = 0; c < channels; c++) {

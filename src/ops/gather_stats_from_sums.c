@@ -15,33 +15,16 @@ SBN_API sbn_status sbn_gather_stats_from_sums(const sbn_tensor *total_sum,
                                               sbn_tensor *running_var, sbn_tensor *mean,
                                               sbn_tensor *invstd)
 {
-    const sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
-                                {mean, "mean"}, {invstd, "invstd"}};
     const sbn__arg inputs[] = {{total_sum, "total_sum"}, {total_square_sum, "total_square_sum"},
                                {sample_count, "sample_count"}};
     sbn_status s, result = SBN_OK;
     int64_t c, j, world, channels;
 
     sbn__clear_error();
-    if ((s = sbn__check_present(total_sum, "total_sum")) != SBN_OK) return s;
-    if ((s = sbn__check_present(total_square_sum, "total_square_sum")) != SBN_OK) return s;
-    if ((s = sbn__check_present(sample_count, "sample_count")) != SBN_OK) return s;
-    if ((s = sbn__check_present(mean, "mean")) != SBN_OK) return s;
-    if ((s = sbn__check_present(invstd, "invstd")) != SBN_OK) return s;
-    if ((s = sbn__check_matrix(total_sum, "total_sum", -1, -1)) != SBN_OK)
-        return s;
+    s = sbn__check_gather_args(inputs, momentum, eps, running_mean, running_var, mean, invstd);
+    if (s != SBN_OK) return s;
     world = total_sum->shape[0];
     channels = total_sum->shape[1];
-    if ((s = sbn__check_matrix(total_square_sum, "total_square_sum", world, channels)) != SBN_OK)
-        return s;
-    if ((s = sbn__check_counts(sample_count, "sample_count", world)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
-    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
-    if ((s = sbn__check_momentum(momentum)) != SBN_OK) return s;
-    if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
-    if ((s = sbn__check_aliases(outputs, 4, inputs, 3, NULL, NULL)) != SBN_OK) return s;
 
     for (c = 0; c < channels; c++) {
         double n = 0.0, sum = 0.0, squares = 0.0, m, var;

@@ -58,3 +58,31 @@ sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momen
                         momentum * (total->m2 / (n - 1.0)));
     return SBN_OK;
 }
+
+sbn_status sbn__check_gather_args(const sbn__arg *inputs, double momentum, double eps,
+                                  sbn_tensor *running_mean, sbn_tensor *running_var,
+                                  sbn_tensor *mean, sbn_tensor *invstd)
+{
+    const sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
+                                {mean, "mean"}, {invstd, "invstd"}};
+    const sbn_tensor *first = inputs[0].t;
+    int64_t world, channels;
+    sbn_status s;
+    int i;
+    for (i = 0; i < 3; i++)
+        if ((s = sbn__check_present(inputs[i].t, inputs[i].name)) != SBN_OK) return s;
+    if ((s = sbn__check_present(mean, "mean")) != SBN_OK) return s;
+    if ((s = sbn__check_present(invstd, "invstd")) != SBN_OK) return s;
+    if ((s = sbn__check_matrix(first, inputs[0].name, -1, -1)) != SBN_OK) return s;
+    world = first->shape[0];
+    channels = first->shape[1];
+    if ((s = sbn__check_matrix(inputs[1].t, inputs[1].name, world, channels)) != SBN_OK) return s;
+    if ((s = sbn__check_counts(inputs[2].t, inputs[2].name, world)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
+    if ((s = sbn__check_momentum(momentum)) != SBN_OK) return s;
+    if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
+    return sbn__check_aliases(outputs, 4, inputs, 3, NULL, NULL);
+}

@@ -14,20 +14,9 @@ static size_t stats_need(const sbn_tensor *x)
     return sbn__channel_reduce_bytes(x) + (size_t)x->shape[1] * 2 * sizeof(double);
 }
 
-static sbn_status check_x(const sbn_tensor *x, size_t *bytes)
-{
-    sbn_status s = sbn__check_present(bytes, "bytes");
-    if (s == SBN_OK) s = sbn__check_activation(x, "x");
-    return s;
-}
-
 SBN_API sbn_status sbn_stats_workspace_size(const sbn_tensor *x, size_t *bytes)
 {
-    sbn_status s;
-    sbn__clear_error();
-    if ((s = check_x(x, bytes)) != SBN_OK) return s;
-    *bytes = sbn__ws_bytes(stats_need(x));
-    return SBN_OK;
+    return sbn__activation_workspace(x, bytes, stats_need);
 }
 
 SBN_API sbn_status sbn_stats_moments_workspace_size(const sbn_tensor *x, size_t *bytes)
