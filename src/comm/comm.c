@@ -1,0 +1,338 @@
+/*
+ * comm.c - the generic layer of the communicator, shared by every backend. Each
+ * collective first allgathers a fixed header (op, count, tag, call number, failure
+ * status) from every rank; every rank then sees the same headers and reaches the
+ * same verdict: a rank that announced a failure makes every rank return
+ * SBN_ERR_PEER_FAILED (and the handle stays failed), any disagreement makes every
+ * rank return SBN_ERR_COMM_MISMATCH, and only when all agree is the payload
+ * exchanged. A rank whose own arguments are wrong announces the failure in the
+ * header instead of leaving its peers waiting. allreduce_sum gathers every rank's
+ * values into the grow-only scratch and adds them in rank order 0..W-1, so all
+ * ranks get the same bits whatever the backend.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "comm_internal.h"
+
+#define SBN_COMM_TEXT 512
+
+/* ---- handle lifetime ---- */
+
+sbn_status sbn__comm_init(sbn_comm_t *comm, const struct sbn__comm_vtable *vt, int rank,
+                          int size)
+{
+    comm->vt = vt;
+    comm->rank = rank;
+    comm->size = size;
+    comm->seq = 0;
+    comm->headers = sbn__malloc((size_t)size * SBN_HDR_WORDS * sizeof(int64_t));
+    if (comm->headers == NULL)
+        return sbn__error(SBN_ERR_OUT_OF_MEMORY,
+                          "could not allocate the header buffer of a communicator of %d ranks",
+                          size);
+    return SBN_OK;
+}
+
+void sbn__comm_release(sbn_comm_t *comm)
+{
+    sbn__free(comm->headers);
+    sbn__free(comm->scratch);
+    comm->headers = NULL;
+    comm->scratch = NULL;
+    comm->scratch_bytes = 0;
+}
+
+/*
+ * Like sbn_pool_destroy and sbn_pool_threads, destroy and the getters cannot fail
+ * and leave the calling thread's error sentence alone, so that a caller may clean
+ * up (or print the rank) before reporting the failure it just got.
+ */
+SBN_API void sbn_comm_destroy(sbn_comm_t *comm)
+{
+    if (comm == NULL) return;
+    sbn__comm_release(comm);
+    comm->vt->destroy(comm);
+}
+
+SBN_API int sbn_comm_rank(const sbn_comm_t *comm)
+{
+    return comm ? comm->rank : -1;
+}
+
+SBN_API int sbn_comm_size(const sbn_comm_t *comm)
+{
+    return comm ? comm->size : 0;
+}
+
+/* ---- messages ---- */
+
+static const char *op_name(int64_t op, char *buf, size_t size)
+{
+    switch (op) {
+    case SBN_OP_ALLGATHER: return "allgather";
+    case SBN_OP_ALLREDUCE: return "allreduce";
+    case SBN_OP_BARRIER: return "barrier";
+    case SBN_OP_FAIL: return "fail";
+    default: snprintf(buf, size, "op %" PRId64, op); return buf;
+    }
+}
+
+/* Re-emits the backend's sentence for `status` with the call it happened in. */
+static sbn_status backend_error(const sbn_comm_t *comm, int op, const char *phase,
+                                sbn_status status)
+{
+    char text[SBN_COMM_TEXT], name[32];
+    snprintf(text, sizeof text, "%s", sbn_last_error());
+    return sbn__error(status, "rank %d, %s call #%" PRIu64 ", %s exchange: %s", comm->rank,
+                      op_name(op, name, sizeof name), comm->seq, phase,
+                      text[0] ? text : sbn_status_str(status));
+}
+
+static sbn_status dead_error(const sbn_comm_t *comm, int op)
+{
+    char name[32];
+    return sbn__error(SBN_ERR_PEER_FAILED,
+                      "rank %d, %s: this communicator is unusable since rank %d%s failed with "
+                      "%s in call #%" PRIu64,
+                      comm->rank, op_name(op, name, sizeof name), comm->dead_rank,
+                      comm->dead_rank == comm->rank ? " (this rank)" : "",
+                      sbn_status_name(comm->dead_status), comm->dead_seq);
+}
+
+/* ---- the header exchange and its verdict ---- */
+
+static const int64_t *header_of(const sbn_comm_t *comm, int r)
+{
+    return comm->headers + (size_t)r * SBN_HDR_WORDS;
+}
+
+/* Any rank that announced a failure: records it and writes the sentence. */
+static sbn_status verdict_failed(sbn_comm_t *comm, int my_op)
+{
+    char text[SBN_COMM_TEXT], name[32];
+    size_t len = 0;
+    int r, nfailed = 0, shown = 0;
+
+    for (r = 0; r < comm->size; r++)
+        if (header_of(comm, r)[SBN_HDR_OP] == SBN_OP_FAIL) nfailed++;
+    if (nfailed == 0) return SBN_OK;
+
+    text[0] = '\0';
+    for (r = 0; r < comm->size && shown < 8; r++) {
+        const int64_t *h = header_of(comm, r);
+        if (h[SBN_HDR_OP] != SBN_OP_FAIL) continue;
+        if (!comm->dead) {
+            comm->dead = 1;
+            comm->dead_rank = r;
+            comm->dead_status = (sbn_status)h[SBN_HDR_STATUS];
+            comm->dead_seq = comm->seq;
+        }
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s%d (%s)", shown ? ", " : "", r,
+                                sbn_status_name((sbn_status)h[SBN_HDR_STATUS]));
+        if (len >= sizeof text) len = sizeof text - 1;
+        shown++;
+    }
+    if (my_op == SBN_OP_FAIL) return SBN_OK; /* the caller returns its own reason */
+    return sbn__error(SBN_ERR_PEER_FAILED,
+                      "rank %d, %s call #%" PRIu64 ": %s %s%s failed before this collective",
+                      comm->rank, op_name(my_op, name, sizeof name), comm->seq,
+                      nfailed == 1 ? "rank" : "ranks", text, nfailed > shown ? ", ..." : "");
+}
+
+/* Every rank must agree with rank 0 on op, count, tag and call number. */
+static sbn_status verdict_mismatch(const sbn_comm_t *comm)
+{
+    const int64_t *h0 = header_of(comm, 0);
+    char n0[32], nr[32];
+    int r, w;
+
+    for (r = 1; r < comm->size; r++) {
+        const int64_t *h = header_of(comm, r);
+        int same = 1;
+        for (w = 0; w < SBN_HDR_STATUS; w++) same = same && h[w] == h0[w];
+        if (same) continue;
+        return sbn__error(SBN_ERR_COMM_MISMATCH,
+                          "rank 0 called %s (count %" PRId64 ", tag %" PRId64 ", call #%" PRId64
+                          ") but rank %d called %s (count %" PRId64 ", tag %" PRId64
+                          ", call #%" PRId64 ")",
+                          op_name(h0[SBN_HDR_OP], n0, sizeof n0), h0[SBN_HDR_COUNT],
+                          h0[SBN_HDR_TAG], h0[SBN_HDR_SEQ], r, op_name(h[SBN_HDR_OP], nr, sizeof nr),
+                          h[SBN_HDR_COUNT], h[SBN_HDR_TAG], h[SBN_HDR_SEQ]);
+    }
+    return SBN_OK;
+}
+
+/*
+ * Starts a collective: numbers it, exchanges this rank's header and returns the
+ * verdict every rank shares. `status` is the announced failure for SBN_OP_FAIL.
+ */
+static sbn_status start(sbn_comm_t *comm, int op, size_t count, int64_t tag, sbn_status status)
+{
+    int64_t mine[SBN_HDR_WORDS];
+    sbn_status s;
+
+    comm->seq++;
+    mine[SBN_HDR_OP] = op;
+    mine[SBN_HDR_COUNT] = (int64_t)count;
+    mine[SBN_HDR_TAG] = tag;
+    mine[SBN_HDR_SEQ] = (int64_t)comm->seq;
+    mine[SBN_HDR_STATUS] = op == SBN_OP_FAIL ? (int64_t)status : 0;
+    s = comm->vt->allgather_bytes(comm, mine, sizeof mine, comm->headers);
+    if (SBN_FAILED(s)) return backend_error(comm, op, "header", s);
+    s = verdict_failed(comm, op);
+    if (SBN_FAILED(s) || op == SBN_OP_FAIL) return s;
+    return verdict_mismatch(comm);
+}
+
+/*
+ * A rank whose arguments are wrong still takes part in the collective, as a
+ * failed rank, so that its peers return SBN_ERR_PEER_FAILED instead of waiting.
+ * The caller writes its own sentence afterwards.
+ */
+static void announce(sbn_comm_t *comm, sbn_status status)
+{
+    if (comm->dead) return;
+    (void)start(comm, SBN_OP_FAIL, 0, 0, status);
+}
+
+/* 1 when size * count doubles (and count as an int64) fit. */
+static int payload_fits(const sbn_comm_t *comm, size_t count)
+{
+    return count <= SIZE_MAX / sizeof(double) / (size_t)comm->size &&
+           count <= (size_t)INT64_MAX / sizeof(double);
+}
+
+static sbn_status too_large(sbn_comm_t *comm, size_t count)
+{
+    announce(comm, SBN_ERR_BAD_VALUE);
+    return sbn__error(SBN_ERR_BAD_VALUE, "count is %zu; %d ranks of that many doubles overflow "
+                      "the address space", count, comm->size);
+}
+
+static int overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
+{
+    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return a_bytes > 0 && b_bytes > 0 && a0 < b0 + b_bytes && b0 < a0 + a_bytes;
+}
+
+/* ---- collectives ---- */
+
+SBN_API sbn_status sbn_comm_allgather(sbn_comm_t *comm, const double *send, size_t count,
+                                      double *recv, int64_t tag)
+{
+    sbn_status s;
+    size_t bytes;
+
+    sbn__clear_error();
+    if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
+    if (comm->dead) return dead_error(comm, SBN_OP_ALLGATHER);
+    if (!payload_fits(comm, count)) return too_large(comm, count);
+    bytes = count * sizeof(double);
+    if (count > 0 && (send == NULL || recv == NULL)) {
+        announce(comm, SBN_ERR_NULL_ARGUMENT);
+        return sbn__error(SBN_ERR_NULL_ARGUMENT, "allgather on rank %d: %s is NULL with count %zu",
+                          comm->rank, send == NULL ? "send" : "recv", count);
+    }
+    if (overlaps(send, bytes, recv, bytes * (size_t)comm->size)) {
+        announce(comm, SBN_ERR_ALIAS);
+        return sbn__error(SBN_ERR_ALIAS, "allgather on rank %d: send (%zu doubles) overlaps recv "
+                          "(%d x %zu doubles)", comm->rank, count, comm->size, count);
+    }
+    s = start(comm, SBN_OP_ALLGATHER, count, tag, SBN_OK);
+    if (SBN_FAILED(s) || count == 0) return s;
+    s = comm->vt->allgather_bytes(comm, send, bytes, recv);
+    if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLGATHER, "payload", s);
+    return SBN_OK;
+}
+
+/* Grows the scratch to at least `bytes`; returns 0 when the allocation failed. */
+static int reserve_scratch(sbn_comm_t *comm, size_t bytes)
+{
+    void *p;
+    if (bytes <= comm->scratch_bytes) return 1;
+    p = sbn__malloc(bytes);
+    if (p == NULL) return 0;
+    sbn__free(comm->scratch);
+    comm->scratch = p;
+    comm->scratch_bytes = bytes;
+    return 1;
+}
+
+SBN_API sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size_t count,
+                                          int64_t tag)
+{
+    const double *rows;
+    sbn_status s;
+    size_t bytes, i;
+    int r;
+
+    sbn__clear_error();
+    if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
+    if (comm->dead) return dead_error(comm, SBN_OP_ALLREDUCE);
+    if (!payload_fits(comm, count)) return too_large(comm, count);
+    bytes = count * sizeof(double);
+    if (count > 0 && values == NULL) {
+        announce(comm, SBN_ERR_NULL_ARGUMENT);
+        return sbn__error(SBN_ERR_NULL_ARGUMENT, "allreduce on rank %d: values is NULL with "
+                          "count %zu", comm->rank, count);
+    }
+    if (comm->size > 1 && !reserve_scratch(comm, bytes * (size_t)comm->size)) {
+        announce(comm, SBN_ERR_OUT_OF_MEMORY);
+        return sbn__error(SBN_ERR_OUT_OF_MEMORY, "allreduce on rank %d: could not allocate the "
+                          "%d x %zu doubles scratch", comm->rank, comm->size, count);
+    }
+    s = start(comm, SBN_OP_ALLREDUCE, count, tag, SBN_OK);
+    if (SBN_FAILED(s) || count == 0 || comm->size == 1) return s;
+    s = comm->vt->allgather_bytes(comm, values, bytes, comm->scratch);
+    if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLREDUCE, "payload", s);
+    /* ((v0 + v1) + v2) + ...: the same order, hence the same bits, on every rank. */
+    rows = comm->scratch;
+    memcpy(values, rows, bytes);
+    for (r = 1; r < comm->size; r++) {
+        const double *row = rows + (size_t)r * count;
+        for (i = 0; i < count; i++) values[i] += row[i];
+    }
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_comm_barrier(sbn_comm_t *comm)
+{
+    sbn_status s;
+
+    sbn__clear_error();
+    if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
+    if (comm->dead) return dead_error(comm, SBN_OP_BARRIER);
+    s = start(comm, SBN_OP_BARRIER, 0, 0, SBN_OK);
+    if (SBN_FAILED(s)) return s;
+    s = comm->vt->barrier(comm);
+    if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_BARRIER, "barrier", s);
+    return SBN_OK;
+}
+
+/*
+ * Unlike the other entry points, the sentence of the failure being announced
+ * (the caller's last error) is kept, so that `return sbn_comm_fail(comm, s);`
+ * still reports why; without one, the sentence says what was announced.
+ */
+SBN_API sbn_status sbn_comm_fail(sbn_comm_t *comm, sbn_status reason)
+{
+    char kept[SBN_COMM_TEXT];
+    sbn_status s;
+
+    snprintf(kept, sizeof kept, "%s", sbn_last_error());
+    sbn__clear_error();
+    if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
+    if (!comm->dead) {
+        s = start(comm, SBN_OP_FAIL, 0, 0, reason);
+        if (SBN_FAILED(s)) return s; /* the backend's error: the failure was not announced */
+    }
+    if (!SBN_FAILED(reason))
+        return sbn__error(SBN_ERR_BAD_VALUE, "sbn_comm_fail on rank %d: reason %s is not a "
+                          "failure (it was announced to the peers anyway)", comm->rank,
+                          sbn_status_name(reason));
+    if (kept[0] != '\0') return sbn__error(reason, "%s", kept);
+    return sbn__error(reason, "rank %d announced %s to its peers", comm->rank,
+                      sbn_status_name(reason));
+}

@@ -1,0 +1,314 @@
+/*
+ * comm_threads.c - the in-process backend: a world of W ranks, one handle per
+ * rank, each used from its own thread. The world holds one slot per rank and a
+ * reusable two-phase exchange under a mutex and a condition variable. Arrival:
+ * each rank posts its send pointer and size, and the last to arrive opens the
+ * round (a generation counter) for everyone; each rank then copies every slot
+ * into its own recv outside the lock. Departure: nobody returns, and so reuses its
+ * send buffer, until every rank has copied (a second generation counter). Waiting
+ * for arrivals is bounded by the world's timeout (CLOCK_MONOTONIC); a timeout, a
+ * size mismatch or a destroyed handle breaks the world, and from then on every
+ * collective on any of its handles fails at once with the sentence that broke it.
+ * The world is freed with its last handle.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm_internal.h"
+
+#define SBN_WORLD_MAX 4096
+#define SBN_WORLD_DEFAULT_TIMEOUT 60.0
+#define SBN_WORLD_MAX_TIMEOUT 1e8 /* about three years: keeps the deadline representable */
+#define SBN_WORLD_TEXT 400
+
+typedef struct world_slot {
+    const void *send;
+    size_t bytes;
+    int posted; /* arrived in the open round */
+} world_slot;
+
+typedef struct sbn_world {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int size;
+    int refs;            /* live handles */
+    double timeout;      /* seconds */
+    int arrived;         /* ranks arrived in the open round */
+    int departed;        /* ranks done copying in the closing round */
+    uint64_t round;      /* bumped when every rank has arrived */
+    uint64_t leave;      /* bumped when every rank has copied */
+    int broken;
+    sbn_status broken_status;
+    char broken_text[SBN_WORLD_TEXT];
+    world_slot *slots;
+} sbn_world;
+
+typedef struct threads_comm {
+    struct sbn_comm base; /* first: a sbn_comm_t * is a threads_comm * */
+    sbn_world *world;
+} threads_comm;
+
+/* ---- the world ---- */
+
+/* Marks the world broken (the first reason wins) and wakes every waiter; lock held. */
+static void break_world(sbn_world *w, sbn_status status, const char *text)
+{
+    if (!w->broken) {
+        w->broken = 1;
+        w->broken_status = status;
+        snprintf(w->broken_text, sizeof w->broken_text, "%s", text);
+    }
+    pthread_cond_broadcast(&w->cond);
+}
+
+/* `earlier`: the world was already broken when this collective began. */
+static sbn_status broken_error(const sbn_world *w, int earlier)
+{
+    if (earlier)
+        return sbn__error(w->broken_status, "the in-process world was broken before this "
+                          "collective: %s", w->broken_text);
+    return sbn__error(w->broken_status, "%s", w->broken_text);
+}
+
+static struct timespec deadline_after(double seconds)
+{
+    struct timespec ts;
+    time_t whole = (time_t)seconds;
+    long nanos = (long)((seconds - (double)whole) * 1e9);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += whole;
+    ts.tv_nsec += nanos;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* "rank 2" or "ranks 1, 2, 5" for the ranks that have not posted; lock held. */
+static void missing_ranks(const sbn_world *w, char *buf, size_t size)
+{
+    size_t len;
+    int r, n = 0, shown = 0;
+    for (r = 0; r < w->size; r++) n += !w->slots[r].posted;
+    len = (size_t)snprintf(buf, size, "%s ", n == 1 ? "rank" : "ranks");
+    for (r = 0; r < w->size && len < size; r++) {
+        if (w->slots[r].posted) continue;
+        if (shown == 8) {
+            len += (size_t)snprintf(buf + len, size - len, ", ...");
+            break;
+        }
+        len += (size_t)snprintf(buf + len, size - len, "%s%d", shown ? ", " : "", r);
+        shown++;
+    }
+}
+
+/* The last rank to arrive: checks the sizes and opens the round; lock held. */
+static void open_round(sbn_world *w)
+{
+    int r;
+    for (r = 1; r < w->size; r++) {
+        if (w->slots[r].bytes != w->slots[0].bytes) {
+            char text[SBN_WORLD_TEXT];
+            snprintf(text, sizeof text, "rank 0 exchanged %zu bytes but rank %d exchanged %zu",
+                     w->slots[0].bytes, r, w->slots[r].bytes);
+            break_world(w, SBN_ERR_COMM_MISMATCH, text);
+            return;
+        }
+    }
+    for (r = 0; r < w->size; r++) w->slots[r].posted = 0;
+    w->arrived = 0;
+    w->round++;
+    pthread_cond_broadcast(&w->cond);
+}
+
+static sbn_status threads_allgather(sbn_comm_t *base, const void *send, size_t bytes, void *recv)
+{
+    threads_comm *c = (threads_comm *)base;
+    sbn_world *w = c->world;
+    struct timespec deadline = deadline_after(w->timeout);
+    uint64_t round, leave;
+    int r;
+
+    pthread_mutex_lock(&w->lock);
+    if (w->broken) {
+        sbn_status s = broken_error(w, 1);
+        pthread_mutex_unlock(&w->lock);
+        return s;
+    }
+    /* Arrival. */
+    round = w->round;
+    w->slots[base->rank].send = send;
+    w->slots[base->rank].bytes = bytes;
+    w->slots[base->rank].posted = 1;
+    if (++w->arrived == w->size) open_round(w);
+    while (w->round == round && !w->broken) {
+        if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) == ETIMEDOUT &&
+            w->round == round && !w->broken) {
+            char text[SBN_WORLD_TEXT], missing[SBN_WORLD_TEXT / 2];
+            missing_ranks(w, missing, sizeof missing);
+            snprintf(text, sizeof text, "rank %d timed out after %g s: %d of %d ranks arrived at "
+                     "the collective, %s missing", base->rank, w->timeout, w->arrived, w->size,
+                     missing);
+            break_world(w, SBN_ERR_TIMEOUT, text);
+        }
+    }
+    if (w->round == round) { /* broken before every rank arrived */
+        sbn_status s = broken_error(w, 0);
+        pthread_mutex_unlock(&w->lock);
+        return s;
+    }
+    pthread_mutex_unlock(&w->lock);
+
+    /* The slots stay valid until every rank has departed. */
+    if (bytes > 0)
+        for (r = 0; r < w->size; r++)
+            memcpy((char *)recv + (size_t)r * bytes, w->slots[r].send, bytes);
+
+    /*
+     * Departure. Every rank of the round is already past its wait, so nothing
+     * here can block for long: no timeout, and nothing can break the world now.
+     */
+    pthread_mutex_lock(&w->lock);
+    leave = w->leave;
+    if (++w->departed == w->size) {
+        w->departed = 0;
+        w->leave++;
+        pthread_cond_broadcast(&w->cond);
+    }
+    while (w->leave == leave) pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    return SBN_OK;
+}
+
+static sbn_status threads_barrier(sbn_comm_t *base)
+{
+    return threads_allgather(base, NULL, 0, NULL);
+}
+
+static void free_world(sbn_world *w)
+{
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    sbn__free(w->slots);
+    sbn__free(w);
+}
+
+/* Drops one reference; the last frees the world. Otherwise the world can no longer meet. */
+static void release_world(sbn_world *w, int rank)
+{
+    int last;
+    pthread_mutex_lock(&w->lock);
+    last = --w->refs == 0;
+    if (!last && rank >= 0) {
+        char text[SBN_WORLD_TEXT];
+        snprintf(text, sizeof text, "rank %d's handle was destroyed, so no collective can "
+                 "complete", rank);
+        break_world(w, SBN_ERR_PEER_FAILED, text);
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (last) free_world(w);
+}
+
+static void threads_destroy(sbn_comm_t *base)
+{
+    threads_comm *c = (threads_comm *)base;
+    sbn_world *w = c->world;
+    int rank = base->rank;
+    sbn__free(c);
+    release_world(w, rank);
+}
+
+static const struct sbn__comm_vtable threads_vtable = {threads_allgather, threads_barrier,
+                                                       threads_destroy};
+
+/* ---- creation ---- */
+
+static sbn_status create_world(int size, double timeout, sbn_world **out)
+{
+    pthread_condattr_t attr;
+    sbn_world *w;
+    int rc;
+
+    *out = NULL;
+    w = sbn__calloc(1, sizeof *w);
+    if (w == NULL)
+        return sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate a world of %d ranks", size);
+    w->slots = sbn__calloc((size_t)size, sizeof *w->slots);
+    if (w->slots == NULL) {
+        sbn__free(w);
+        return sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate the %d slots of a world",
+                          size);
+    }
+    if (pthread_mutex_init(&w->lock, NULL) != 0) {
+        sbn__free(w->slots);
+        sbn__free(w);
+        return sbn__error(SBN_ERR_THREAD, "could not initialize the world's mutex");
+    }
+    rc = pthread_condattr_init(&attr);
+    if (rc == 0) {
+        rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        if (rc == 0) rc = pthread_cond_init(&w->cond, &attr);
+        pthread_condattr_destroy(&attr);
+    }
+    if (rc != 0) {
+        pthread_mutex_destroy(&w->lock);
+        sbn__free(w->slots);
+        sbn__free(w);
+        return sbn__error(SBN_ERR_THREAD, "could not initialize the world's condition variable "
+                          "on CLOCK_MONOTONIC (error %d)", rc);
+    }
+    w->size = size;
+    w->timeout = timeout;
+    *out = w;
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_comm_threads_create(int world, double timeout_seconds, sbn_comm_t **comms)
+{
+    sbn_world *w;
+    sbn_status s;
+    int r, made;
+
+    sbn__clear_error();
+    if (comms == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comms (the output array) is NULL");
+    if (world < 1 || world > SBN_WORLD_MAX)
+        return sbn__error(SBN_ERR_BAD_VALUE, "world is %d; expected 1 to %d ranks", world,
+                          SBN_WORLD_MAX);
+    for (r = 0; r < world; r++) comms[r] = NULL;
+    if (!(timeout_seconds > 0)) timeout_seconds = SBN_WORLD_DEFAULT_TIMEOUT;
+    if (timeout_seconds > SBN_WORLD_MAX_TIMEOUT) timeout_seconds = SBN_WORLD_MAX_TIMEOUT;
+
+    s = create_world(world, timeout_seconds, &w);
+    if (SBN_FAILED(s)) return s;
+    for (made = 0; made < world; made++) {
+        threads_comm *c = sbn__calloc(1, sizeof *c);
+        if (c == NULL) {
+            s = sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate the handle of rank %d of %d",
+                           made, world);
+            break;
+        }
+        s = sbn__comm_init(&c->base, &threads_vtable, made, world);
+        if (SBN_FAILED(s)) {
+            sbn__free(c);
+            break;
+        }
+        c->world = w;
+        comms[made] = &c->base;
+    }
+    w->refs = made;
+    if (made == world) return SBN_OK;
+
+    /* Undo: free the handles made so far, then the world. */
+    for (r = 0; r < made; r++) {
+        threads_comm *c = (threads_comm *)comms[r];
+        comms[r] = NULL;
+        sbn__comm_release(&c->base);
+        sbn__free(c);
+    }
+    free_world(w);
+    return s;
+}
