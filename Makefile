@@ -25,7 +25,7 @@ asan: $(BUILD)/asan/Makefile
 	cmake --build $(BUILD)/asan -j $(JOBS)
 
 demo: deps release
-	./$(BUILD)/release/sbn_demo --ranks 4
+	./$(BUILD)/release/syncbn demo --ranks 4
 
 test: release
 	cd $(BUILD)/release && ctest --output-on-failure -j $(JOBS)

@@ -1,0 +1,42 @@
+/*
+ * syncbn_check.h - one SyncBN training run of the `syncbn` command, seen from
+ * one rank: the rank takes its uneven share of a synthetic batch, runs the layer's
+ * forward and backward over its communicator for a number of steps, and compares
+ * every output with whole-batch batch norm computed in double on the same
+ * (dtype-rounded) values. demo and verify are both built on it.
+ */
+#ifndef SYNCBN_TOOLS_CHECK_H
+#define SYNCBN_TOOLS_CHECK_H
+
+#include "syncbn/layer.h"
+
+typedef struct check_config {
+    int64_t shape[4];     /* the global batch (N, C, H, W) */
+    sbn_dtype dtype;      /* of x, y, dy, grad_input */
+    int channels_last;
+    int iters;
+    int empty_rank;       /* this rank gets no samples (-1: none) */
+    int cumulative;       /* momentum = None */
+    int threads;          /* compute threads per rank */
+    int verbose;          /* print a line per step (rank 0) */
+    int progress;         /* print a progress line for long runs (rank 0) */
+} check_config;
+
+typedef struct check_result {
+    double y, running, grad_input, grad_params, stats; /* max abs differences over ranks and steps */
+    double y_scale, grad_scale;                        /* max |y|, max |grad_input| of the reference */
+    double tol_y, tol_running, tol_grad_input, tol_grad_params, tol_stats;
+    sbn_syncbn_timing timing; /* summed over steps, of the rank that waited least each step */
+    int steps;
+    sbn_status status;
+    char message[256];
+} check_result;
+
+/* The rows of the global batch owned by `rank` of `world`: [*first, *first + *count). */
+void check_split(int64_t n, int world, int rank, int empty_rank, int64_t *first, int64_t *count);
+/* Runs the configuration on this rank; every rank of the world must call it. */
+void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result);
+/* 1 when every difference is within its tolerance and the run succeeded. */
+int check_passed(const check_result *result);
+
+#endif /* SYNCBN_TOOLS_CHECK_H */
