@@ -5,7 +5,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all demo check deps release asan test test-asan clean
+.PHONY: all demo check deps release asan test test-asan install clean
+
+PREFIX ?= /usr/local
 
 all: release
 
@@ -37,6 +39,9 @@ test-asan: asan
 check: deps
 	$(MAKE) test
 	$(MAKE) test-asan
+
+install: release
+	cmake --install $(BUILD)/release --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD)
