@@ -168,7 +168,8 @@ static sbn_status forward_local(const sbn_syncbn_config *config, const sbn_tenso
 {
     int use_running = running_mean != NULL && running_var != NULL;
     if (global_count) *global_count = sbn_tensor_numel(x) / x->shape[1];
-    return sbn_batch_norm(x, weight, bias, !use_running, 0.0, config->eps, NULL, NULL, y,
+    return sbn_batch_norm(x, weight, bias, !use_running, 0.0, config->eps,
+                          use_running ? running_mean : NULL, use_running ? running_var : NULL, y,
                           use_running ? NULL : save_mean, use_running ? NULL : save_invstd,
                           ws->ops, ws->ops_bytes, pool);
 }
@@ -234,7 +235,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
                            ws.merged, &mean_view, &invstd_view);
     if (SBN_FAILED(s)) return s;
     result = s;
-    if (!merged_finite(ws.merged, channels) && result == SBN_OK) {
+    if (result != SBN_NO_SAMPLES && !merged_finite(ws.merged, channels)) {
         if (config->nan_guard) {
             update = 0;
             result = SBN_NON_FINITE_STATS;
@@ -355,9 +356,11 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
     }
     /* grad_weight = sum_dy_xmu * invstd, grad_bias = sum_dy: this rank's share or the world's */
     param_sums = sync_params ? ws.sums : ws.mean;
-    for (c = 0; c < channels; c++) {
+    for (c = 0; c < channels; c++) { /* an all-empty world has invstd NaN and gradients 0 */
         if (grad_weight)
-            sbn__store1(grad_weight, c, param_sums[channels + c] * sbn__load1(save_invstd, c));
+            sbn__store1(grad_weight, c,
+                        global_count > 0 ? param_sums[channels + c] * sbn__load1(save_invstd, c)
+                                         : 0.0);
         if (grad_bias) sbn__store1(grad_bias, c, param_sums[c]);
     }
 

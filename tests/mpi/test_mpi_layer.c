@@ -1,0 +1,473 @@
+/*
+ * test_mpi_layer.c - sbn_syncbn_forward/backward across processes over the MPI
+ * backend, run under mpirun with 2, 3 or 4 processes. Every process generates
+ * the same global batch from a seed and takes its shard along N (uneven; rank 1
+ * empty when there are more than 2 processes); two training steps through a handle
+ * from sbn_comm_mpi_create(MPI_COMM_WORLD) must give, on every process, the
+ * whole-batch oracle's y and grad_input for its rows, its save_mean/save_invstd,
+ * running stats (momentum 0.1) and global_count, a local grad_weight/grad_bias
+ * equal to its shard's share whose sum over the processes (MPI_Allreduce here) is
+ * the whole-batch value, or the whole-batch value itself with sync_grad_params;
+ * f32 and bf16, channels-first and channels-last. Also: an all-empty world
+ * (SBN_NO_SAMPLES everywhere, running stats bit-unchanged, backward succeeds),
+ * eval called on rank 0 alone while the others wait in an MPI_Barrier of their
+ * own (a collective inside eval would deadlock, which ctest's timeout reports), and
+ * a rank with eps = -1 (SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED on its
+ * peers). No fork harness under MPI: the cases run in sequence, each process
+ * counts its failures, the counts are summed with MPI_Allreduce and rank 0 prints
+ * "N passed, N failed"; the exit status is non-zero on any failure. Tolerances as
+ * in test_layer.c (docs/numerics.md).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/ref.h"
+#include "support/support.h"
+#include "syncbn/comm_mpi.h"
+#include "syncbn/layer.h"
+
+#define EPS 1e-5
+#define STEPS 2
+#define MAXP 64
+
+static int g_rank, g_size, g_failures;
+
+/* Records a failure and goes on, so that every process makes the same collectives. */
+#define EXPECT(cond, ...)                                                            \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "    FAIL rank %d, %s:%d: ", g_rank, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fputc('\n', stderr);                                                     \
+            g_failures++;                                                            \
+        }                                                                            \
+    } while (0)
+
+#define EXPECT_STATUS(got, want, what)                                                    \
+    EXPECT((got) == (want), "%s returned %s, expected %s (%s)", what, sbn_status_name(got), \
+           sbn_status_name(want), sbn_last_error())
+
+static double *dalloc(int64_t n, double fill)
+{
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    int64_t i;
+    for (i = 0; i < n; i++) v[i] = fill;
+    return v;
+}
+
+/* |got - want| <= tol[i] elementwise (NaN matches NaN); prints the first 5 failures. */
+static int close_tol(const char *what, const double *got, const double *want, const double *tol,
+                     int64_t n)
+{
+    int64_t i, bad = 0;
+    for (i = 0; i < n; i++) {
+        double diff = fabs(got[i] - want[i]);
+        if ((isnan(got[i]) && isnan(want[i])) || diff <= tol[i]) continue;
+        if (bad < 5)
+            fprintf(stderr, "    rank %d %s[%lld]: got %.17g, want %.17g, diff %.3g (tol %.3g)\n",
+                    g_rank, what, (long long)i, got[i], want[i], diff, tol[i]);
+        bad++;
+    }
+    return bad == 0;
+}
+
+/* ---- the property ---- */
+
+typedef struct spec {
+    sbn_dtype xdt, sdt; /* activations; save_* (params, running stats: f32) */
+    tsup_layout layout;
+    int sync;
+    uint64_t seed;
+} spec;
+
+typedef struct batch {
+    int64_t c, s, ntot, n[MAXP], off[MAXP];
+    double *x[STEPS], *dy[STEPS], w[4], b[4], rm0[4], rv0[4];
+} batch;
+
+/* The same global batch on every process: the split and the values come from the seed. */
+static void batch_make(const spec *sp, batch *bt)
+{
+    tsup_rng rng = tsup_rng_seed(sp->seed);
+    int64_t numel, i;
+    int r, k;
+    memset(bt, 0, sizeof *bt);
+    bt->c = 3;
+    bt->s = 4;
+    for (r = 0; r < g_size; r++) {
+        bt->n[r] = g_size > 2 && r == 1 ? 0 : 1 + (int64_t)(tsup_uniform(&rng) * 3.0);
+        bt->off[r] = bt->ntot;
+        bt->ntot += bt->n[r];
+    }
+    numel = bt->ntot * bt->c * bt->s;
+    for (k = 0; k < STEPS; k++) {
+        bt->x[k] = dalloc(numel, 0);
+        bt->dy[k] = dalloc(numel, 0);
+        for (i = 0; i < numel; i++)
+            bt->x[k][i] = tsup_round(sp->xdt, 0.5 + 0.5 * (double)((i / bt->s) % bt->c) +
+                                                  tsup_normal(&rng));
+        tsup_fill_normal(&rng, bt->dy[k], numel, 0.1, 1.0, sp->xdt);
+    }
+    for (i = 0; i < bt->c; i++) {
+        bt->w[i] = tsup_round(SBN_F32, tsup_normal(&rng));
+        bt->b[i] = tsup_round(SBN_F32, tsup_normal(&rng));
+        bt->rm0[i] = tsup_round(SBN_F32, tsup_normal(&rng));
+        bt->rv0[i] = tsup_round(SBN_F32, 0.5 + tsup_uniform(&rng));
+    }
+}
+
+static void batch_free(batch *bt)
+{
+    int k;
+    for (k = 0; k < STEPS; k++) {
+        free(bt->x[k]);
+        free(bt->dy[k]);
+    }
+}
+
+/* Per-element tolerances of y and grad_input and per-channel sums (see test_layer.c). */
+static void tolerances(const batch *bt, int k, const spec *sp, const double *mean,
+                       const double *is, const double *ms, const double *iss, const double *srel,
+                       const double *y, const double *gi, double *ty, double *tg, double *absdy,
+                       double *absdx)
+{
+    int64_t C = bt->c, S = bt->s, R = bt->ntot * S, i;
+    double uo = tsup_unit_roundoff(sp->xdt), u64 = ldexp(1.0, -53);
+    const double *x = bt->x[k], *dy = bt->dy[k];
+    memset(absdy, 0, (size_t)C * sizeof *absdy);
+    memset(absdx, 0, (size_t)C * sizeof *absdx);
+    for (i = 0; i < R * C; i++) {
+        int64_t c = (i / S) % C;
+        absdy[c] += fabs(dy[i]);
+        absdx[c] += fabs(dy[i]) * (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c]));
+    }
+    for (i = 0; i < R * C; i++) {
+        int64_t c = (i / S) % C;
+        double xw = fabs((x[i] - mean[c]) * is[c] * bt->w[c]), mw = fabs(mean[c] * is[c] * bt->w[c]);
+        double uc = 4.0 * (double)R * u64 + 4.0 * tsup_unit_roundoff(sp->sdt) + 2.0 * srel[c];
+        double t = fabs(dy[i]) + absdy[c] / (double)R +
+                   (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c])) * absdx[c] / (double)R;
+        ty[i] = 2.0 * uo * fabs(y[i]) + 8.0 * u64 * (fabs(bt->b[c]) + xw + mw) + srel[c] * (xw + mw);
+        tg[i] = 2.0 * uo * fabs(gi[i]) + 8.0 * uc * fabs(bt->w[c] * iss[c]) * t;
+    }
+}
+
+static void check_property(const spec *sp)
+{
+    batch bt;
+    sbn_comm_t *comm = NULL;
+    sbn_syncbn_config cfg;
+    int64_t C, S, shape[3], nbt = 0, count = -1, numel, mine, at, ch;
+    double u64 = ldexp(1.0, -53), u32 = ldexp(1.0, -24), us = tsup_unit_roundoff(sp->sdt);
+    double *nanv, *ywant, *gwant, *ty, *tg, *got, mean[4], is[4], ms[4], iss[4], var[4];
+    double srel[4], orm[4], orv[4], trm[4] = {0}, trv[4] = {0}, absdy[4], absdx[4], pc[6][4];
+    double gw[4], gb[4], sh[8], shs[8], tl[8], prev[8];
+    tsup_buf wt, bs, rm, rv, sm, si, gwb, gbb;
+    size_t bytes = 0;
+    void *ws;
+    int k;
+
+    batch_make(sp, &bt);
+    C = bt.c;
+    S = bt.s;
+    numel = bt.ntot * C * S;
+    mine = bt.n[g_rank] * C * S;
+    at = bt.off[g_rank] * C * S;
+    shape[0] = bt.n[g_rank];
+    shape[1] = C;
+    shape[2] = S;
+    nanv = dalloc(mine > C ? mine : C, NAN);
+    ywant = dalloc(numel, 0);
+    gwant = dalloc(numel, 0);
+    ty = dalloc(numel, 0);
+    tg = dalloc(numel, 0);
+    got = dalloc(mine, 0);
+    wt = tsup_make_1d(SBN_F32, C, bt.w);
+    bs = tsup_make_1d(SBN_F32, C, bt.b);
+    rm = tsup_make_1d(SBN_F32, C, bt.rm0);
+    rv = tsup_make_1d(SBN_F32, C, bt.rv0);
+    sm = tsup_make_1d(sp->sdt, C, nanv);
+    si = tsup_make_1d(sp->sdt, C, nanv);
+    gwb = tsup_make_1d(SBN_F32, C, nanv);
+    gbb = tsup_make_1d(SBN_F32, C, nanv);
+    memcpy(orm, bt.rm0, sizeof orm);
+    memcpy(orv, bt.rv0, sizeof orv);
+    sbn_syncbn_config_default(&cfg);
+    cfg.sync_grad_params = sp->sync;
+    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    for (k = 0; k < STEPS; k++) {
+        tsup_buf x = tsup_make(sp->xdt, 3, shape, sp->layout, bt.x[k] + at);
+        tsup_buf dy = tsup_make(sp->xdt, 3, shape, sp->layout, bt.dy[k] + at);
+        tsup_buf y = tsup_make(sp->xdt, 3, shape, sp->layout, nanv);
+        tsup_buf gi = tsup_make(sp->xdt, 3, shape, sp->layout, nanv);
+        sbn_status st;
+        if (k == 0) sbn_syncbn_workspace_size(&x.view, g_size, &bytes);
+        ws = malloc(bytes ? bytes : 1);
+        st = sbn_syncbn_forward(comm, &cfg, &x.view, &wt.view, &bs.view, &rm.view, &rv.view, &nbt,
+                                &y.view, &sm.view, &si.view, &count, ws, bytes, NULL);
+        EXPECT_STATUS(st, SBN_OK, "forward");
+        st = sbn_syncbn_backward(comm, &cfg, &dy.view, &x.view, &wt.view, NULL, NULL, &sm.view,
+                                 &si.view, count, &gi.view, &gwb.view, &gbb.view, ws, bytes, NULL);
+        EXPECT_STATUS(st, SBN_OK, "backward");
+        free(ws);
+        EXPECT(count == bt.ntot * S && nbt == k + 1, "step %d: global_count %lld, "
+               "num_batches_tracked %lld", k, (long long)count, (long long)nbt);
+
+        /* The oracle on the whole batch. */
+        memcpy(prev, orm, sizeof orm);
+        memcpy(prev + 4, orv, sizeof orv);
+        ref_batch_norm_train(bt.x[k], bt.ntot, C, S, bt.w, bt.b, 0.1, EPS, ywant, mean, is, orm,
+                             orv);
+        ref_mean_var(bt.x[k], bt.ntot, C, S, mean, var);
+        for (ch = 0; ch < C; ch++) {
+            double sd = sqrt(var[ch] + EPS), R = (double)(bt.ntot * S), vu = var[ch] * R / (R - 1);
+            double prm = prev[ch], prv = prev[4 + ch];
+            srel[ch] = 8.0 * R * u64 * (1.0 + fabs(mean[ch]) / sd);
+            orm[ch] = tsup_round(SBN_F32, orm[ch]);
+            orv[ch] = tsup_round(SBN_F32, orv[ch]);
+            trm[ch] = 0.9 * trm[ch] + 4.0 * u32 * (fabs(0.9 * prm) + fabs(0.1 * mean[ch])) +
+                      0.1 * srel[ch] * sd + 2.0 * u32 * fabs(orm[ch]);
+            trv[ch] = 0.9 * trv[ch] + 4.0 * u32 * (fabs(0.9 * prv) + 0.1 * vu) +
+                      0.2 * vu * srel[ch] + 2.0 * u32 * fabs(orv[ch]);
+            ms[ch] = tsup_round(sp->sdt, mean[ch]);
+            iss[ch] = tsup_round(sp->sdt, is[ch]);
+            pc[0][ch] = tsup_get1(&sm.view, ch);
+            pc[1][ch] = tsup_get1(&si.view, ch);
+            pc[2][ch] = tsup_get1(&rm.view, ch);
+            pc[3][ch] = tsup_get1(&rv.view, ch);
+            pc[4][ch] = tsup_get1(&gwb.view, ch);
+            pc[5][ch] = tsup_get1(&gbb.view, ch);
+            EXPECT(fabs(pc[0][ch] - mean[ch]) <= 2.0 * us * fabs(mean[ch]) + srel[ch] * sd &&
+                   fabs(pc[1][ch] - is[ch]) <= (2.0 * us + srel[ch]) * is[ch],
+                   "step %d channel %lld: save %.17g, %.17g; oracle %.17g, %.17g", k,
+                   (long long)ch, pc[0][ch], pc[1][ch], mean[ch], is[ch]);
+            EXPECT(fabs(pc[2][ch] - orm[ch]) <= trm[ch] && fabs(pc[3][ch] - orv[ch]) <= trv[ch],
+                   "step %d channel %lld: running %.9g, %.9g; oracle %.9g, %.9g", k,
+                   (long long)ch, pc[2][ch], pc[3][ch], orm[ch], orv[ch]);
+        }
+        ref_batch_norm_backward_train(bt.dy[k], bt.x[k], bt.ntot, C, S, bt.w, ms, iss, gwant, gw,
+                                      gb);
+        tolerances(&bt, k, sp, mean, is, ms, iss, srel, ywant, gwant, ty, tg, absdy, absdx);
+        tsup_read(&y.view, got);
+        EXPECT(close_tol("y", got, ywant + at, ty + at, mine), "step %d: y differs", k);
+        tsup_read(&gi.view, got);
+        EXPECT(close_tol("grad_input", got, gwant + at, tg + at, mine), "step %d: grad_input "
+               "differs", k);
+        /* grad_weight/grad_bias: the shard's share (or the whole with sync), and the sum. */
+        ref_backward_reduce(bt.dy[k] + at, bt.x[k] + at, bt.n[g_rank], C, S, ms, sh + C, sh);
+        for (ch = 0; ch < C; ch++) {
+            double uc = 4.0 * (double)(bt.ntot * S) * u64 + 4.0 * us + 2.0 * srel[ch];
+            sh[ch] *= iss[ch];
+            tl[ch] = 2.0 * u32 * fabs(sp->sync ? gw[ch] : sh[ch]) + 4.0 * uc * absdx[ch];
+            tl[C + ch] = 2.0 * u32 * fabs(sp->sync ? gb[ch] : sh[C + ch]) + 4.0 * uc * absdy[ch];
+            shs[ch] = pc[4][ch];
+            shs[C + ch] = pc[5][ch];
+        }
+        if (sp->sync) {
+            EXPECT(close_tol("grad_weight", pc[4], gw, tl, C) &&
+                   close_tol("grad_bias", pc[5], gb, tl + C, C), "step %d: synced parameter "
+                   "gradients differ", k);
+        } else {
+            EXPECT(close_tol("grad_weight share", pc[4], sh, tl, C) &&
+                   close_tol("grad_bias share", pc[5], sh + C, tl + C, C), "step %d: local "
+                   "parameter gradients differ from the shard's share", k);
+            /* the sum's tolerance: every process's output rounding plus the sums' error */
+            for (ch = 0; ch < 2 * C; ch++) prev[ch] = 2.0 * u32 * fabs(sh[ch]);
+            MPI_Allreduce(MPI_IN_PLACE, shs, (int)(2 * C), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, prev, (int)(2 * C), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            for (ch = 0; ch < C; ch++) {
+                double uc = 4.0 * (double)(bt.ntot * S) * u64 + 4.0 * us + 2.0 * srel[ch];
+                sh[ch] = gw[ch];
+                sh[C + ch] = gb[ch];
+                tl[ch] = prev[ch] + 4.0 * uc * absdx[ch];
+                tl[C + ch] = prev[C + ch] + 4.0 * uc * absdy[ch];
+            }
+            EXPECT(close_tol("sum grad_weight", shs, sh, tl, C) &&
+                   close_tol("sum grad_bias", shs + C, sh + C, tl + C, C), "step %d: parameter "
+                   "gradients summed over the processes differ from the whole batch's", k);
+        }
+        tsup_free(&x);
+        tsup_free(&dy);
+        tsup_free(&y);
+        tsup_free(&gi);
+    }
+    sbn_comm_destroy(comm);
+    tsup_free(&wt); tsup_free(&bs); tsup_free(&rm); tsup_free(&rv); tsup_free(&sm);
+    tsup_free(&si); tsup_free(&gwb); tsup_free(&gbb);
+    free(nanv); free(ywant); free(gwant); free(ty); free(tg); free(got);
+    batch_free(&bt);
+}
+
+static void property(void)
+{
+    static const spec specs[] = {
+        {SBN_F32, SBN_F64, TSUP_CHANNELS_FIRST, 0, 1},
+        {SBN_BF16, SBN_F32, TSUP_CHANNELS_LAST, 0, 2},
+        {SBN_F32, SBN_F32, TSUP_CHANNELS_LAST, 1, 3},
+        {SBN_BF16, SBN_F64, TSUP_CHANNELS_FIRST, 1, 4},
+    };
+    size_t k;
+    for (k = 0; k < sizeof specs / sizeof specs[0]; k++) check_property(&specs[k]);
+}
+
+/* ---- the other cases ---- */
+
+typedef struct small {
+    tsup_buf x, y, w, b, rm, rv, sm, si, gw, gb;
+    size_t bytes;
+    void *ws;
+} small;
+
+/* x (n, 3, 2) f32 of value v, w = b = 1, running stats (0.5, 2), save/grads NaN. */
+static void small_make(small *t, int64_t n, double v)
+{
+    int64_t shape[3] = {n, 3, 2}, i;
+    double xv[64] = {0}, ones[3] = {1, 1, 1}, rmv[3] = {0.5, 0.5, 0.5}, rvv[3] = {2, 2, 2};
+    double nanv[3] = {NAN, NAN, NAN};
+    for (i = 0; i < n * 6 && i < 64; i++) xv[i] = v + 0.25 * (double)i;
+    t->x = tsup_make(SBN_F32, 3, shape, TSUP_CHANNELS_FIRST, xv);
+    t->y = tsup_make(SBN_F32, 3, shape, TSUP_CHANNELS_FIRST, NULL);
+    t->w = tsup_make_1d(SBN_F32, 3, ones);
+    t->b = tsup_make_1d(SBN_F32, 3, ones);
+    t->rm = tsup_make_1d(SBN_F32, 3, rmv);
+    t->rv = tsup_make_1d(SBN_F32, 3, rvv);
+    t->sm = tsup_make_1d(SBN_F64, 3, nanv);
+    t->si = tsup_make_1d(SBN_F64, 3, nanv);
+    t->gw = tsup_make_1d(SBN_F32, 3, nanv);
+    t->gb = tsup_make_1d(SBN_F32, 3, nanv);
+    sbn_syncbn_workspace_size(&t->x.view, g_size, &t->bytes);
+    t->ws = malloc(t->bytes);
+}
+
+static void small_free(small *t)
+{
+    tsup_buf *all[] = {&t->x, &t->y, &t->w, &t->b, &t->rm, &t->rv, &t->sm, &t->si, &t->gw, &t->gb};
+    size_t k;
+    for (k = 0; k < sizeof all / sizeof all[0]; k++) tsup_free(all[k]);
+    free(t->ws);
+}
+
+static sbn_status small_forward(sbn_comm_t *comm, const sbn_syncbn_config *cfg, small *t,
+                                int64_t *nbt, int64_t *count)
+{
+    return sbn_syncbn_forward(comm, cfg, &t->x.view, &t->w.view, &t->b.view, &t->rm.view,
+                              &t->rv.view, nbt, &t->y.view, &t->sm.view, &t->si.view, count, t->ws,
+                              t->bytes, NULL);
+}
+
+static void all_empty(void)
+{
+    sbn_comm_t *comm = NULL;
+    sbn_syncbn_config cfg;
+    small t;
+    unsigned char *rms, *rvs;
+    int64_t nbt = 0, count = -1;
+    sbn_status st;
+    small_make(&t, 0, 0.0);
+    rms = tsup_snapshot(&t.rm);
+    rvs = tsup_snapshot(&t.rv);
+    sbn_syncbn_config_default(&cfg);
+    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    st = small_forward(comm, &cfg, &t, &nbt, &count);
+    EXPECT_STATUS(st, SBN_NO_SAMPLES, "forward on an all-empty world");
+    EXPECT(tsup_unchanged(&t.rm, rms) && tsup_unchanged(&t.rv, rvs), "running stats changed");
+    EXPECT(count == 0, "global_count %lld", (long long)count);
+    st = sbn_syncbn_backward(comm, &cfg, &t.x.view, &t.x.view, &t.w.view, NULL, NULL, &t.sm.view,
+                             &t.si.view, count, &t.y.view, &t.gw.view, &t.gb.view, t.ws, t.bytes,
+                             NULL);
+    EXPECT_STATUS(st, SBN_OK, "backward on an all-empty world");
+    sbn_comm_destroy(comm);
+    free(rms);
+    free(rvs);
+    small_free(&t);
+}
+
+/* Rank 0 alone runs eval; the others wait in a barrier of MPI_COMM_WORLD (not the handle's). */
+static void eval_alone(void)
+{
+    sbn_comm_t *comm = NULL;
+    sbn_syncbn_config cfg;
+    small t;
+    int64_t nbt = 4, count = 0, i;
+    double xv[12], yv[12], want[12], mean[3], is[3], w[3] = {1, 1, 1};
+    small_make(&t, 2, 1.0);
+    sbn_syncbn_config_default(&cfg);
+    cfg.training = 0;
+    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    if (g_rank == 0) {
+        sbn_status st = small_forward(comm, &cfg, &t, &nbt, &count);
+        EXPECT_STATUS(st, SBN_OK, "eval forward on rank 0 alone");
+        tsup_read(&t.x.view, xv);
+        tsup_read(&t.y.view, yv);
+        for (i = 0; i < 3; i++) {
+            mean[i] = 0.5;
+            is[i] = 1.0 / sqrt(2.0 + EPS);
+        }
+        ref_elemt(xv, 2, 3, 2, mean, is, w, w, want);
+        for (i = 0; i < 12 && st == SBN_OK; i++)
+            EXPECT(fabs(yv[i] - want[i]) <= ldexp(1.0, -23) * (fabs(want[i]) + 1.0),
+                   "eval y[%lld] = %.9g, oracle %.9g", (long long)i, yv[i], want[i]);
+        EXPECT(nbt == 4, "eval changed num_batches_tracked to %lld", (long long)nbt);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* The handle is still in step on every process: a training call goes through. */
+    cfg.training = 1;
+    EXPECT_STATUS(small_forward(comm, &cfg, &t, &nbt, &count), SBN_OK, "training after eval");
+    sbn_comm_destroy(comm);
+    small_free(&t);
+}
+
+/* The last process passes eps = -1: SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED elsewhere. */
+static void failing_rank(void)
+{
+    sbn_comm_t *comm = NULL;
+    sbn_syncbn_config cfg;
+    small t;
+    int64_t nbt = 0, count = -1;
+    int odd = g_rank == g_size - 1;
+    unsigned char *ys;
+    sbn_status st;
+    char name[64];
+    small_make(&t, 1 + g_rank % 2, 0.5);
+    ys = tsup_snapshot(&t.y);
+    sbn_syncbn_config_default(&cfg);
+    if (odd) cfg.eps = -1.0;
+    snprintf(name, sizeof name, "rank %d (SBN_ERR_BAD_VALUE)", g_size - 1);
+    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    st = small_forward(comm, &cfg, &t, &nbt, &count);
+    EXPECT_STATUS(st, odd ? SBN_ERR_BAD_VALUE : SBN_ERR_PEER_FAILED, "forward");
+    EXPECT(odd || strstr(sbn_last_error(), name) != NULL, "message \"%s\" lacks \"%s\"",
+           sbn_last_error(), name);
+    EXPECT(tsup_unchanged(&t.y, ys) && nbt == 0 && count == -1, "a failed call wrote outputs");
+    sbn_comm_destroy(comm);
+    free(ys);
+    small_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct { const char *name; void (*fn)(void); } cases[] = {
+        {"property", property}, {"all_empty", all_empty}, {"eval_alone", eval_alone},
+        {"failing_rank", failing_rank},
+    };
+    int k, n = (int)(sizeof cases / sizeof cases[0]), passed = 0, failed = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    if (g_size > MAXP) MPI_Abort(MPI_COMM_WORLD, 2);
+    for (k = 0; k < n; k++) {
+        int before = g_failures, mine, total;
+        cases[k].fn();
+        mine = g_failures - before;
+        MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (g_rank == 0) printf("  %-4s %s\n", total ? "FAIL" : "ok", cases[k].name);
+        if (total) failed++;
+        else passed++;
+    }
+    if (g_rank == 0) printf("%d passed, %d failed\n", passed, failed);
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}
