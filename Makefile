@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all demo check deps release asan test test-asan install clean
+.PHONY: all demo check deps release asan test test-asan fuzz install clean
 
 PREFIX ?= /usr/local
 
@@ -16,6 +16,10 @@ deps:
 
 $(BUILD)/release/Makefile:
 	cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+$(BUILD)/fuzz/Makefile:
+	CC=clang cmake -S . -B $(BUILD)/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBN_SANITIZE=ON \
+	  -DSBN_FUZZ=ON -DSBN_BUILD_TESTS=OFF -DSBN_WITH_MPI=OFF $(CMAKE_FLAGS)
 
 $(BUILD)/asan/Makefile:
 	cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBN_SANITIZE=ON $(CMAKE_FLAGS)
@@ -36,9 +40,18 @@ test-asan: asan
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
+# The aclnn phase-1 fuzzer (libFuzzer, clang), FUZZ_SECONDS long.
+FUZZ_SECONDS ?= 60
+fuzz: $(BUILD)/fuzz/Makefile
+	cmake --build $(BUILD)/fuzz -j $(JOBS) --target fuzz_aclnn_phase1
+	mkdir -p $(BUILD)/fuzz/corpus
+	./$(BUILD)/fuzz/fuzz_aclnn_phase1 -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  $(BUILD)/fuzz/corpus > $(BUILD)/fuzz/last.log 2>&1; rc=$$?; tail -20 $(BUILD)/fuzz/last.log; exit $$rc
+
 check: deps
 	$(MAKE) test
 	$(MAKE) test-asan
+	$(MAKE) fuzz
 
 install: release
 	cmake --install $(BUILD)/release --prefix $(PREFIX)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh - makes sure the build and test tools are present: a C compiler,
-# make, cmake, and OpenMPI (the MPI backend and its tests). As root it installs
+# make, cmake, a C++ compiler (the CANN-style samples), clang with libFuzzer (the
+# aclnn fuzzer) and OpenMPI (the MPI backend and its tests). As root it installs
 # what is missing with apt-get (Debian packages); otherwise it names what to install.
 set -euo pipefail
 
@@ -8,6 +9,16 @@ need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v c++ >/dev/null 2>&1 || need+=(g++)
+# libFuzzer for the aclnn fuzz target: clang and its runtime
+fuzz_probe=$(mktemp -d)
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
+  > "$fuzz_probe/probe.c"
+if ! clang -fsanitize=fuzzer,address "$fuzz_probe/probe.c" -o "$fuzz_probe/probe" >/dev/null 2>&1; then
+  command -v clang >/dev/null 2>&1 || need+=(clang)
+  need+=(libclang-rt-14-dev)
+fi
+rm -rf "$fuzz_probe"
 if [ "${SBN_WITH_MPI:-1}" = 1 ]; then
   command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
   command -v mpicc >/dev/null 2>&1 || need+=(libopenmpi-dev)

@@ -45,8 +45,8 @@ static sbn_status check_float_dtype(const sbn_tensor *t, const char *name)
     return SBN_OK;
 }
 
-/* Dims non-negative, element count bounded, data set when there are elements. */
-static sbn_status check_dims_and_data(const sbn_tensor *t, const char *name)
+/* Dims non-negative, element count bounded, and (need_data) data set when there are elements. */
+static sbn_status check_dims(const sbn_tensor *t, const char *name, int need_data)
 {
     char shape[160];
     int64_t numel = 1;
@@ -66,13 +66,14 @@ static sbn_status check_dims_and_data(const sbn_tensor *t, const char *name)
                               sbn__shape_str(t, shape, sizeof shape));
         numel *= t->shape[d];
     }
-    if (numel > 0 && t->data == NULL)
+    if (need_data && numel > 0 && t->data == NULL)
         return sbn__error(SBN_ERR_NULL_ARGUMENT, "%s has shape %s but its data pointer is NULL",
                           name, sbn__shape_str(t, shape, sizeof shape));
     return SBN_OK;
 }
 
-sbn_status sbn__check_activation(const sbn_tensor *t, const char *name)
+/* An activation's dtype, rank and dims; its data pointer only when need_data. */
+static sbn_status check_activation(const sbn_tensor *t, const char *name, int need_data)
 {
     char shape[160];
     sbn_status s = sbn__check_present(t, name);
@@ -81,11 +82,21 @@ sbn_status sbn__check_activation(const sbn_tensor *t, const char *name)
     if (t->rank < 2 || t->rank > SBN_MAX_RANK)
         return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected 2 to %d (N, C, ...)", name,
                           t->rank, SBN_MAX_RANK);
-    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if ((s = check_dims(t, name, need_data)) != SBN_OK) return s;
     if (t->shape[1] == 0)
         return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s: the channel dim (1) is 0", name,
                           sbn__shape_str(t, shape, sizeof shape));
     return SBN_OK;
+}
+
+sbn_status sbn__check_activation(const sbn_tensor *t, const char *name)
+{
+    return check_activation(t, name, 1);
+}
+
+sbn_status sbn__check_activation_shape(const sbn_tensor *t, const char *name)
+{
+    return check_activation(t, name, 0);
 }
 
 sbn_status sbn__check_like(const sbn_tensor *t, const char *name, const sbn_tensor *x,
@@ -113,7 +124,7 @@ sbn_status sbn__check_vector(const sbn_tensor *t, const char *name, int64_t c, i
     if (t->rank != 1)
         return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected a 1-D tensor of C = %lld",
                           name, t->rank, (long long)c);
-    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if ((s = check_dims(t, name, 1)) != SBN_OK) return s;
     if (t->shape[0] != c)
         return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s; expected [%lld] (C)", name,
                           sbn__shape_str(t, shape, sizeof shape), (long long)c);
@@ -129,7 +140,7 @@ sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows
     if (t->rank != 2)
         return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected a 2-D tensor [W, C]", name,
                           t->rank);
-    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if ((s = check_dims(t, name, 1)) != SBN_OK) return s;
     if ((rows >= 0 && t->shape[0] != rows) || (cols >= 0 && t->shape[1] != cols))
         return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s; expected [%lld, %lld] (W, C)", name,
                           sbn__shape_str(t, shape, sizeof shape),
@@ -152,7 +163,7 @@ sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n)
     if (t->rank != 1)
         return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected a 1-D tensor [W]", name,
                           t->rank);
-    if ((s = check_dims_and_data(t, name)) != SBN_OK) return s;
+    if ((s = check_dims(t, name, 1)) != SBN_OK) return s;
     if (t->shape[0] != n)
         return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s; expected [%lld] (W)", name,
                           sbn__shape_str(t, shape, sizeof shape), (long long)n);
@@ -188,7 +199,7 @@ sbn_status sbn__activation_workspace(const sbn_tensor *x, size_t *bytes,
     sbn_status s;
     sbn__clear_error();
     if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
-    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_activation_shape(x, "x")) != SBN_OK) return s;
     *bytes = sbn__ws_bytes(need(x));
     return SBN_OK;
 }

@@ -57,6 +57,8 @@ const char *sbn__shape_str(const sbn_tensor *t, char *buf, size_t size);
 sbn_status sbn__check_present(const void *t, const char *name);
 /* An activation: rank 2..8, float dtype, dims >= 0, C > 0, data set when numel > 0. */
 sbn_status sbn__check_activation(const sbn_tensor *t, const char *name);
+/* check_activation without the data pointer (workspace sizes are known before the data). */
+sbn_status sbn__check_activation_shape(const sbn_tensor *t, const char *name);
 /* Like check_activation, plus the same shape as x (named x_name). */
 sbn_status sbn__check_like(const sbn_tensor *t, const char *name, const sbn_tensor *x,
                            const char *x_name);
@@ -72,7 +74,8 @@ sbn_status sbn__check_momentum(double momentum);
 sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need);
 /*
  * The common body of sbn_<op>_workspace_size: checks `bytes` and x (an
- * activation), then stores need(x) plus the alignment slack in *bytes.
+ * activation's dtype, rank and dims; its data may still be NULL), then stores
+ * need(x) plus the alignment slack in *bytes.
  */
 sbn_status sbn__activation_workspace(const sbn_tensor *x, size_t *bytes,
                                      size_t (*need)(const sbn_tensor *x));

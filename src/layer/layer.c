@@ -59,7 +59,7 @@ SBN_API sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, siz
     sbn_status s;
     sbn__clear_error();
     if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
-    if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
+    if ((s = sbn__check_activation_shape(x, "x")) != SBN_OK) return s;
     if (world < 1)
         return sbn__error(SBN_ERR_BAD_VALUE, "world is %d; expected >= 1", world);
     *bytes = sbn__ws_bytes(arrays_bytes(x->shape[1], world)) + ops_bytes(x);

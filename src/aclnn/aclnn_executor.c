@@ -1,0 +1,292 @@
+/*
+ * aclnn_executor.c - the aclOpExecutor of the two-phase protocol and the public
+ * executor calls. Phase 1 of an op creates an executor (registered in a
+ * mutex-protected list of live executors), adds the native views of its tensor
+ * arguments and hands it out; phase 2 (sbn__acl_exec_run) looks the pointer up
+ * in the registry, so a pointer that was already run, destroyed, discarded or
+ * never created is refused with a status and never dereferenced. A
+ * non-repeatable executor is taken out of the registry before it runs (so two
+ * threads cannot run it twice) and freed after; a repeatable one stays until
+ * aclDestroyAclOpExecutor, which defers the free while a run is in progress.
+ * aclSetInputTensorAddr/aclSetOutputTensorAddr/aclSetTensorAddr count the
+ * present tensors in the op's signature order: among the inputs, among the
+ * outputs, or over all of them (inputs first, then outputs, as CANN's
+ * aclSetTensorAddr page numbers them). As in CANN, where the executor reads the
+ * aclTensor itself, the new address is written into `tensor` and every view made
+ * from that tensor is refreshed, keeping its view offset; the index is checked
+ * against the count only. Codes: unknown executor in repeatable/destroy ->
+ * 561000 (what CANN's libnnopbase returns for a pointer without an executor
+ * magic), NULL there -> 561103; in phase 2 NULL -> 161001, unknown -> 561103,
+ * another op's executor or a short workspace -> 161002 (left alive for a retry).
+ * Limitation: the registry compares addresses, so a stale pointer whose memory
+ * was reused by a newer executor of the same op reaches that newer executor.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "aclnn_internal.h"
+
+#define SBN_ACL_EXEC_MAGIC 0x53424e4558454355ull /* "SBNEXECU" */
+#define SBN_ACL_EXEC_DEAD 0x4445414445584543ull  /* "DEADEXEC" */
+
+/* The registry entry; `ex` is what callers see. */
+typedef struct exec_node {
+    struct aclOpExecutor ex;
+    struct exec_node *prev, *next;
+    int busy;   /* runs of a repeatable executor in progress */
+    int doomed; /* destroyed while busy: the last run frees it */
+} exec_node;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static exec_node *g_live; /* doubly linked list of registered executors */
+
+/* The node of a registered executor, or NULL; the caller holds g_lock. p is never dereferenced. */
+static exec_node *find_locked(const aclOpExecutor *p)
+{
+    exec_node *n;
+    for (n = g_live; n != NULL; n = n->next)
+        if (&n->ex == p) return n;
+    return NULL;
+}
+
+static void unlink_locked(exec_node *n)
+{
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        g_live = n->next;
+    if (n->next) n->next->prev = n->prev;
+    n->prev = n->next = NULL;
+}
+
+static void free_node(exec_node *n)
+{
+    n->ex.magic = SBN_ACL_EXEC_DEAD;
+    sbn__free(n);
+}
+
+aclOpExecutor *sbn__acl_exec_create(const char *op, sbn__acl_run_fn run, uint64_t workspace_size)
+{
+    exec_node *n = (exec_node *)sbn__calloc(1, sizeof *n);
+    if (n == NULL) {
+        sbn__acl_fail(ACLNN_ERR_INNER, op, "out of memory while creating the executor");
+        return NULL;
+    }
+    n->ex.magic = SBN_ACL_EXEC_MAGIC;
+    n->ex.op = op;
+    n->ex.run = run;
+    n->ex.workspace_size = workspace_size;
+    pthread_mutex_lock(&g_lock);
+    n->next = g_live;
+    if (g_live) g_live->prev = n;
+    g_live = n;
+    pthread_mutex_unlock(&g_lock);
+    return &n->ex;
+}
+
+void sbn__acl_exec_discard(aclOpExecutor *executor)
+{
+    exec_node *n;
+    if (executor == NULL) return;
+    pthread_mutex_lock(&g_lock);
+    n = find_locked(executor);
+    if (n != NULL) unlink_locked(n);
+    pthread_mutex_unlock(&g_lock);
+    if (n != NULL) free_node(n);
+}
+
+int sbn__acl_exec_add(aclOpExecutor *executor, const aclTensor *t, sbn_tensor view, int is_output)
+{
+    int slot;
+    size_t elem;
+    if (executor == NULL || t == NULL || executor->ntensors >= SBN_ACL_EXEC_MAX_TENSORS) return -1;
+    slot = executor->ntensors++;
+    executor->views[slot] = view;
+    executor->sources[slot] = t;
+    executor->is_output[slot] = is_output ? 1 : 0;
+    if (t->data != NULL && view.data != NULL) {
+        executor->view_offset_bytes[slot] = (int64_t)((uintptr_t)view.data - (uintptr_t)t->data);
+    } else {
+        elem = sbn_dtype_size(view.dtype);
+        executor->view_offset_bytes[slot] = t->offset * (int64_t)elem;
+    }
+    return slot;
+}
+
+sbn_tensor *sbn__acl_exec_view(aclOpExecutor *executor, int slot)
+{
+    if (executor == NULL || slot < 0 || slot >= executor->ntensors) return NULL;
+    return &executor->views[slot];
+}
+
+aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspace_size,
+                              aclOpExecutor *executor, aclrtStream stream)
+{
+    exec_node *n;
+    aclnnStatus status;
+    int repeatable;
+    (void)stream; /* phase 2 computes synchronously; every stream (NULL too) is accepted */
+    if (executor == NULL)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "executor is NULL");
+    pthread_mutex_lock(&g_lock);
+    n = find_locked(executor);
+    if (n == NULL) {
+        pthread_mutex_unlock(&g_lock);
+        return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op,
+                             "executor %p is not a live executor (already run, destroyed, or "
+                             "never created)",
+                             (void *)executor);
+    }
+    if (n->ex.op == NULL || op == NULL || strcmp(n->ex.op, op) != 0) {
+        const char *owner = n->ex.op ? n->ex.op : "(unknown op)";
+        pthread_mutex_unlock(&g_lock);
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "executor %p was created by %sGetWorkspaceSize, not by "
+                             "%sGetWorkspaceSize",
+                             (void *)executor, owner, op ? op : "(unknown op)");
+    }
+    if (n->ex.workspace_size > 0 && (workspace == NULL || workspace_size < n->ex.workspace_size)) {
+        uint64_t promised = n->ex.workspace_size;
+        pthread_mutex_unlock(&g_lock);
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "workspace %p of %llu bytes is smaller than the %llu bytes that "
+                             "%sGetWorkspaceSize asked for",
+                             workspace, (unsigned long long)workspace_size,
+                             (unsigned long long)promised, op);
+    }
+    repeatable = n->ex.repeatable;
+    if (repeatable)
+        n->busy++;
+    else
+        unlink_locked(n); /* claimed: no other call can find it from now on */
+    pthread_mutex_unlock(&g_lock);
+
+    if (n->ex.run != NULL)
+        status = n->ex.run(&n->ex, workspace, workspace_size);
+    else
+        status = sbn__acl_fail(ACLNN_ERR_INNER, op, "executor %p has nothing to run",
+                               (void *)executor);
+
+    if (!repeatable) {
+        free_node(n);
+    } else {
+        int free_now;
+        pthread_mutex_lock(&g_lock);
+        n->busy--;
+        free_now = n->doomed && n->busy == 0;
+        pthread_mutex_unlock(&g_lock);
+        if (free_now) free_node(n);
+    }
+    return status;
+}
+
+/* ---- public executor calls ---- */
+
+SBN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
+{
+    static const char *op = "aclSetAclOpExecutorRepeatable";
+    exec_node *n;
+    if (executor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "executor is NULL");
+    pthread_mutex_lock(&g_lock);
+    n = find_locked(executor);
+    if (n != NULL) n->ex.repeatable = 1;
+    pthread_mutex_unlock(&g_lock);
+    if (n == NULL)
+        return sbn__acl_fail(ACLNN_ERR_INNER, op,
+                             "executor %p is not a live executor (already run, destroyed, or "
+                             "never created)",
+                             (void *)executor);
+    return ACLNN_SUCCESS;
+}
+
+SBN_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
+{
+    static const char *op = "aclDestroyAclOpExecutor";
+    exec_node *n;
+    int free_now = 0;
+    if (executor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "executor is NULL");
+    pthread_mutex_lock(&g_lock);
+    n = find_locked(executor);
+    if (n != NULL) {
+        unlink_locked(n);
+        if (n->busy > 0)
+            n->doomed = 1;
+        else
+            free_now = 1;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (n == NULL)
+        return sbn__acl_fail(ACLNN_ERR_INNER, op,
+                             "executor %p is not a live executor (already run, destroyed, or "
+                             "never created)",
+                             (void *)executor);
+    if (free_now) free_node(n);
+    return ACLNN_SUCCESS;
+}
+
+typedef enum addr_scope { SCOPE_INPUT, SCOPE_OUTPUT, SCOPE_ALL } addr_scope;
+
+/* The shared body of the three aclSet*TensorAddr calls. */
+static aclnnStatus set_addr(const char *op, aclOpExecutor *executor, size_t index,
+                            aclTensor *tensor, void *addr, addr_scope scope)
+{
+    static const char *const scope_names[] = {"input", "output", "tensor"};
+    exec_node *n;
+    int slot, count = 0, found = -1;
+    if (executor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "executor is NULL");
+    if (tensor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "tensor is NULL");
+    if (!sbn__acl_tensor_is_live(tensor))
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "tensor %p is not a live aclTensor",
+                             (void *)tensor);
+    pthread_mutex_lock(&g_lock);
+    n = find_locked(executor);
+    if (n == NULL) {
+        pthread_mutex_unlock(&g_lock);
+        return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op,
+                             "executor %p is not a live executor (already run, destroyed, or "
+                             "never created)",
+                             (void *)executor);
+    }
+    /* Inputs come before outputs in SCOPE_ALL, each group in signature (add) order. */
+    if (scope != SCOPE_OUTPUT)
+        for (slot = 0; slot < n->ex.ntensors; slot++)
+            if (!n->ex.is_output[slot] && (size_t)count++ == index) found = slot;
+    if (scope != SCOPE_INPUT)
+        for (slot = 0; slot < n->ex.ntensors; slot++)
+            if (n->ex.is_output[slot] && (size_t)count++ == index) found = slot;
+    if (found < 0) {
+        const char *owner = n->ex.op ? n->ex.op : "(unknown op)";
+        pthread_mutex_unlock(&g_lock);
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "index %zu is out of range: the executor of %s has %d %s%s "
+                             "(absent optional tensors are not counted)",
+                             index, owner, count, scope_names[scope], count == 1 ? "" : "s");
+    }
+    tensor->data = addr;
+    for (slot = 0; slot < n->ex.ntensors; slot++) {
+        if (n->ex.sources[slot] != tensor) continue;
+        n->ex.views[slot].data =
+            addr ? (void *)((uintptr_t)addr + (uintptr_t)n->ex.view_offset_bytes[slot]) : NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return ACLNN_SUCCESS;
+}
+
+SBN_API aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index,
+                                          aclTensor *tensor, void *addr)
+{
+    return set_addr("aclSetInputTensorAddr", executor, index, tensor, addr, SCOPE_INPUT);
+}
+
+SBN_API aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index,
+                                           aclTensor *tensor, void *addr)
+{
+    return set_addr("aclSetOutputTensorAddr", executor, index, tensor, addr, SCOPE_OUTPUT);
+}
+
+SBN_API aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index,
+                                     aclTensor *tensor, void *addr)
+{
+    return set_addr("aclSetTensorAddr", executor, index, tensor, addr, SCOPE_ALL);
+}

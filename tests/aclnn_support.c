@@ -1,0 +1,263 @@
+/*
+ * aclnn_support.c - aclTensors over tsup buffers for the aclnn tests: the
+ * tensorData, offset, strides and storage dims handed to aclCreateTensor follow
+ * from the tsup view (strides in elements); raw tensors for the argument checks;
+ * phase 2 with a malloc'ed workspace; the recent-message checks.
+ */
+#include "aclnn_support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/acl_rt.h"
+
+int atsup_native_dtype(aclDataType dtype, sbn_dtype *out)
+{
+    switch (dtype) {
+    case ACL_FLOAT: *out = SBN_F32; return 1;
+    case ACL_FLOAT16: *out = SBN_F16; return 1;
+    case ACL_BF16: *out = SBN_BF16; return 1;
+    case ACL_DOUBLE: *out = SBN_F64; return 1;
+    case ACL_INT32: *out = SBN_I32; return 1;
+    case ACL_INT64: *out = SBN_I64; return 1;
+    default: return 0;
+    }
+}
+
+const char *atsup_dtype_name(aclDataType dtype)
+{
+    switch (dtype) {
+    case ACL_FLOAT: return "FLOAT";
+    case ACL_FLOAT16: return "FLOAT16";
+    case ACL_BF16: return "BF16";
+    case ACL_DOUBLE: return "DOUBLE";
+    case ACL_INT32: return "INT32";
+    case ACL_INT64: return "INT64";
+    case ACL_INT8: return "INT8";
+    case ACL_UINT8: return "UINT8";
+    case ACL_BOOL: return "BOOL";
+    default: return "?";
+    }
+}
+
+atsup_tensor atsup_raw(aclDataType dtype, int rank, const int64_t *shape, aclFormat format)
+{
+    atsup_tensor a;
+    int64_t strides[16], numel = 1;
+    int d;
+    memset(&a, 0, sizeof a);
+    a.dtype = dtype;
+    if (rank < 0 || rank > 16) return a;
+    for (d = rank - 1; d >= 0; d--) {
+        strides[d] = numel;
+        numel *= shape[d] > 0 ? shape[d] : 1;
+    }
+    a.raw = calloc((size_t)numel, 8);
+    a.data = a.raw;
+    a.t = aclCreateTensor(shape, (uint64_t)rank, dtype, rank ? strides : NULL, 0, format, shape,
+                          (uint64_t)rank, a.data);
+    return a;
+}
+
+/* 1 + the largest element index the view reaches (0 for an empty view). */
+static int64_t view_extent(const sbn_tensor *v)
+{
+    int64_t extent = 1;
+    int d;
+    for (d = 0; d < v->rank; d++) {
+        if (v->shape[d] == 0) return 0;
+        extent += (v->shape[d] - 1) * v->strides[d];
+    }
+    return extent;
+}
+
+atsup_tensor atsup_make(aclDataType dtype, int rank, const int64_t *shape, tsup_layout layout,
+                        atsup_place place, aclFormat format, const double *values)
+{
+    atsup_tensor a;
+    sbn_dtype sd;
+    size_t es;
+    int64_t strides[SBN_MAX_RANK], storage, offset = 0;
+    int d;
+
+    if (!atsup_native_dtype(dtype, &sd) || rank < 0 || rank > SBN_MAX_RANK)
+        return atsup_raw(dtype, rank, shape, format);
+    memset(&a, 0, sizeof a);
+    a.dtype = dtype;
+    a.native = 1;
+    a.buf = tsup_make(sd, rank, shape, layout, values);
+    es = sbn_dtype_size(sd);
+    for (d = 0; d < rank; d++) strides[d] = a.buf.view.strides[d];
+    if (place == ATSUP_OFFSET) {
+        a.data = a.buf.alloc;
+        offset = (int64_t)(((unsigned char *)a.buf.view.data - a.buf.alloc) / es);
+        storage = (int64_t)(a.buf.alloc_bytes / es);
+        a.t = aclCreateTensor(shape, (uint64_t)rank, dtype, strides, offset, format, &storage, 1,
+                              a.data);
+    } else if (layout == TSUP_CHANNELS_FIRST) {
+        a.data = a.buf.view.data;
+        a.t = aclCreateTensor(shape, (uint64_t)rank, dtype, strides, 0, format, shape,
+                              (uint64_t)rank, a.data);
+    } else {
+        a.data = a.buf.view.data;
+        storage = view_extent(&a.buf.view);
+        a.t = aclCreateTensor(shape, (uint64_t)rank, dtype, strides, 0, format, &storage, 1,
+                              a.data);
+    }
+    return a;
+}
+
+atsup_tensor atsup_plain(aclDataType dtype, int rank, const int64_t *shape, const double *values)
+{
+    return atsup_make(dtype, rank, shape, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ACL_FORMAT_ND, values);
+}
+
+atsup_tensor atsup_vec(aclDataType dtype, int64_t n, const double *values)
+{
+    return atsup_plain(dtype, 1, &n, values);
+}
+
+double *atsup_normal(uint64_t seed, int64_t count, double mean, double std, aclDataType dtype)
+{
+    tsup_rng rng = tsup_rng_seed(seed);
+    sbn_dtype sd = SBN_F64;
+    double *v = malloc(sizeof(double) * (size_t)(count > 0 ? count : 1));
+    atsup_native_dtype(dtype, &sd);
+    tsup_fill_normal(&rng, v, count, mean, std, sd);
+    return v;
+}
+
+void atsup_read(const atsup_tensor *a, double *out)
+{
+    if (a->native) tsup_read(&a->buf.view, out);
+}
+
+int atsup_guard_ok(const atsup_tensor *a)
+{
+    return !a->native || tsup_guard_intact(&a->buf);
+}
+
+void atsup_free(atsup_tensor *a)
+{
+    if (a->t) aclDestroyTensor(a->t);
+    if (a->native) tsup_free(&a->buf);
+    free(a->raw);
+    memset(a, 0, sizeof *a);
+}
+
+aclnnStatus atsup_run(atsup_phase2_fn fn, uint64_t size, aclOpExecutor *executor)
+{
+    void *workspace = size ? malloc((size_t)size) : NULL;
+    aclnnStatus status = fn(workspace, size, executor, NULL);
+    free(workspace);
+    return status;
+}
+
+const char *atsup_msg(void)
+{
+    static char copy[1024];
+    const char *msg = aclGetRecentErrMsg();
+    snprintf(copy, sizeof copy, "%s", msg ? msg : "");
+    return copy;
+}
+
+int atsup_msg_has(const char *needle)
+{
+    const char *msg = atsup_msg();
+    if (strstr(msg, needle)) return 1;
+    fprintf(stderr, "    recent message \"%s\" does not contain \"%s\"\n", msg, needle);
+    return 0;
+}
+
+int atsup_expect(atsup_call_fn fn, aclTensor *const *args, int nargs, const atsup_case *c)
+{
+    aclTensor *copy[ATSUP_MAX_ARGS];
+    atsup_tensor made[2];
+    int null_ws = 0, null_ex = 0, i, ok;
+    aclnnStatus got;
+    const char *msg;
+
+    memset(made, 0, sizeof made);
+    for (i = 0; i < nargs && i < ATSUP_MAX_ARGS; i++) copy[i] = args[i];
+    for (i = 0; i < c->nsub && i < 2; i++) {
+        const atsup_arg *a = &c->sub[i];
+        if (a->slot == ATSUP_SLOT_WS) {
+            null_ws = 1;
+        } else if (a->slot == ATSUP_SLOT_EX) {
+            null_ex = 1;
+        } else if (a->slot >= 0 && a->slot < nargs) {
+            if (a->rank == ATSUP_NULL) {
+                copy[a->slot] = NULL;
+            } else {
+                made[i] = atsup_raw(a->dtype, a->rank, a->shape, a->format);
+                copy[a->slot] = made[i].t;
+            }
+        }
+    }
+    got = fn(copy, null_ws, null_ex);
+    msg = atsup_msg();
+    ok = got == c->want;
+    if (ok && c->want != ACLNN_SUCCESS && c->needle && !strstr(msg, c->needle)) ok = 0;
+    if (!ok)
+        fprintf(stderr, "    case \"%s\": status %d (expected %d), message \"%s\" (expected to "
+                "contain \"%s\")\n",
+                c->label, (int)got, (int)c->want, msg, c->needle ? c->needle : "");
+    for (i = 0; i < 2; i++) atsup_free(&made[i]);
+    return ok;
+}
+
+int atsup_expect_all(atsup_call_fn fn, aclTensor *const *args, int nargs,
+                     const atsup_case *cases, int ncases)
+{
+    int i, failed = 0;
+    for (i = 0; i < ncases; i++) failed += !atsup_expect(fn, args, nargs, &cases[i]);
+    return failed;
+}
+
+/* Prints a failed expectation of atsup_check_executor_rules and returns 0. */
+static int rule_failed(const char *rule, aclnnStatus got)
+{
+    fprintf(stderr, "    executor rule \"%s\" broken: status %d, message \"%s\"\n", rule,
+            (int)got, atsup_msg());
+    return 0;
+}
+
+int atsup_check_executor_rules(atsup_phase1_fn phase1, void *ctx, atsup_phase2_fn phase2)
+{
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    aclrtStream stream = NULL;
+    aclnnStatus s;
+
+    if ((s = phase1(ctx, &ws, &ex)) != ACLNN_SUCCESS) return rule_failed("phase 1", s);
+    if ((s = atsup_run(phase2, ws, ex)) != ACLNN_SUCCESS) return rule_failed("first run", s);
+    if ((s = atsup_run(phase2, ws, ex)) == ACLNN_SUCCESS || atsup_msg()[0] == '\0')
+        return rule_failed("a second run is refused with a message", s);
+
+    if ((s = phase1(ctx, &ws, &ex)) != ACLNN_SUCCESS) return rule_failed("phase 1", s);
+    if (ws > 0 && (s = atsup_run(phase2, ws - 1, ex)) != ACLNN_ERR_PARAM_INVALID)
+        return rule_failed("a short workspace gives 161002", s);
+    if (aclrtCreateStream(&stream) != ACL_SUCCESS) return rule_failed("aclrtCreateStream", -1);
+    {
+        void *workspace = ws ? malloc((size_t)ws) : NULL;
+        s = phase2(workspace, ws, ex, stream);
+        free(workspace);
+    }
+    aclrtDestroyStream(stream);
+    if (s != ACLNN_SUCCESS) return rule_failed("a run on a created stream", s);
+
+    if ((s = phase2(NULL, 0, NULL, NULL)) != ACLNN_ERR_PARAM_NULLPTR)
+        return rule_failed("a NULL executor gives 161001", s);
+
+    if ((s = phase1(ctx, &ws, &ex)) != ACLNN_SUCCESS) return rule_failed("phase 1", s);
+    if ((s = aclSetAclOpExecutorRepeatable(ex)) != ACLNN_SUCCESS)
+        return rule_failed("aclSetAclOpExecutorRepeatable", s);
+    if ((s = atsup_run(phase2, ws, ex)) != ACLNN_SUCCESS) return rule_failed("repeatable run 1", s);
+    if ((s = atsup_run(phase2, ws, ex)) != ACLNN_SUCCESS) return rule_failed("repeatable run 2", s);
+    if ((s = aclDestroyAclOpExecutor(ex)) != ACLNN_SUCCESS)
+        return rule_failed("aclDestroyAclOpExecutor", s);
+    if ((s = atsup_run(phase2, ws, ex)) == ACLNN_SUCCESS)
+        return rule_failed("a destroyed executor is refused", s);
+    return 1;
+}

@@ -1,0 +1,470 @@
+/*
+ * test_aclnn_executor.c - the executor of the two-phase protocol, driven through
+ * the internal API of src/aclnn/aclnn_internal.h with a dummy run function that
+ * counts its calls and checks its views: the lifecycle (create, add, run, freed
+ * by the run), a second run of the same pointer (561103, no use after free under
+ * ASan), a destroyed, discarded or foreign (stack) executor, NULL (161001 in
+ * phase 2, 561103 in the public calls), another op's executor (161002, still
+ * runnable by its own op), a repeatable executor reused many times and then
+ * destroyed, address refresh through aclSetInputTensorAddr/aclSetOutputTensorAddr
+ * /aclSetTensorAddr (index counting, view offsets kept, a tensor used as input
+ * and output refreshed in both views, out-of-range indices), a workspace smaller
+ * than promised, NULL and real streams, absent optional tensors, the tensor cap,
+ * allocation failure in create, and threads creating, running and sharing
+ * executors at once.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aclnn/aclnn_internal.h"
+#include "acl/acl.h"
+#include "harness/harness.h"
+
+#define CHECK_ACLNN(expr, want)                                                              \
+    do {                                                                                     \
+        aclnnStatus got_ = (expr);                                                           \
+        const char *msg_;                                                                    \
+        if (got_ != (want)) {                                                                \
+            msg_ = aclGetRecentErrMsg();                                                     \
+            sbn_test_fail(__FILE__, __LINE__, "%s returned %d, expected %d (%s)", #expr,     \
+                          (int)got_, (int)(want), msg_ ? msg_ : "no message");               \
+            return;                                                                          \
+        }                                                                                    \
+    } while (0)
+
+static const char *const OP = "aclnnDummy";
+
+static int message_has(const char *part)
+{
+    const char *m = aclGetRecentErrMsg();
+    return m != NULL && strstr(m, part) != NULL;
+}
+
+/* The dummy run: counts calls, remembers the views' data, returns ints[7]. */
+static int g_runs;
+static void *g_seen[SBN_ACL_EXEC_MAX_TENSORS];
+
+static aclnnStatus dummy_run(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
+{
+    int i;
+    (void)workspace, (void)workspace_size;
+    __atomic_add_fetch(&g_runs, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; i < e->ntensors; i++) g_seen[i] = e->views[i].data;
+    return (aclnnStatus)e->ints[7];
+}
+
+/* A small 2-D FLOAT tensor over `data` at `offset` elements. */
+static aclTensor *tensor_at(float *data, int64_t offset)
+{
+    const int64_t dims[2] = {2, 3};
+    return aclCreateTensor(dims, 2, ACL_FLOAT, NULL, offset, ACL_FORMAT_ND, dims, 2, data);
+}
+
+/* An executor with inputs a, b and output c (views from sbn__acl_view). */
+static aclOpExecutor *make3(aclTensor *a, aclTensor *b, aclTensor *c, uint64_t workspace)
+{
+    aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, workspace);
+    if (e == NULL) return NULL;
+    if (sbn__acl_exec_add(e, a, sbn__acl_view(a, 0), 0) != 0 ||
+        sbn__acl_exec_add(e, b, sbn__acl_view(b, 0), 0) != 1 ||
+        sbn__acl_exec_add(e, c, sbn__acl_view(c, 0), 1) != 2) {
+        sbn__acl_exec_discard(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void lifecycle_and_double_run(void)
+{
+    float x[16], y[16], z[16];
+    aclTensor *a = tensor_at(x, 0), *b = tensor_at(y, 2), *c = tensor_at(z, 1);
+    aclOpExecutor *e = make3(a, b, c, 0);
+    CHECK(e != NULL);
+    CHECK(sbn__acl_exec_view(e, 1)->data == (void *)(y + 2));
+    CHECK(sbn__acl_exec_view(e, -1) == NULL && sbn__acl_exec_view(e, 3) == NULL);
+    g_runs = 0;
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK(g_runs == 1 && g_seen[0] == x && g_seen[1] == y + 2 && g_seen[2] == z + 1);
+    /* freed by the run: the same pointer again is refused without being touched */
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK(message_has("not a live executor"));
+    CHECK(g_runs == 1);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_ERR_INNER);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_ERR_INNER);
+    aclDestroyTensor(a), aclDestroyTensor(b), aclDestroyTensor(c);
+}
+
+static void run_status_is_returned_and_executor_freed(void)
+{
+    float x[8];
+    aclTensor *a = tensor_at(x, 0);
+    aclOpExecutor *e = make3(a, a, a, 0);
+    CHECK(e != NULL);
+    e->ints[7] = ACLNN_ERR_PARAM_INVALID;
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    aclDestroyTensor(a);
+}
+
+static void destroyed_and_discarded(void)
+{
+    float x[8];
+    aclTensor *a = tensor_at(x, 0);
+    aclOpExecutor *e = make3(a, a, a, 0);
+    CHECK(e != NULL);
+    /* a non-repeatable executor that was never run may be destroyed */
+    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_ERR_INNER);
+    e = make3(a, a, a, 0);
+    CHECK(e != NULL);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    e = make3(a, a, a, 0);
+    CHECK(e != NULL);
+    sbn__acl_exec_discard(e);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    sbn__acl_exec_discard(e);    /* unknown: ignored */
+    sbn__acl_exec_discard(NULL); /* ignored */
+    aclDestroyTensor(a);
+}
+
+static void foreign_and_null(void)
+{
+    struct aclOpExecutor fake;
+    float x[8];
+    aclTensor *a = tensor_at(x, 0);
+    memset(&fake, 0, sizeof fake);
+    fake.op = OP;
+    fake.run = dummy_run;
+    g_runs = 0;
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, &fake, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK(g_runs == 0);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(&fake), ACLNN_ERR_INNER);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(&fake), ACLNN_ERR_INNER);
+    CHECK_ACLNN(aclSetInputTensorAddr(&fake, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK(message_has("executor is NULL"));
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACLNN(aclSetInputTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACLNN(aclSetOutputTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACLNN(aclSetTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    aclDestroyTensor(a);
+}
+
+static void other_ops_executor(void)
+{
+    float x[8];
+    aclTensor *a = tensor_at(x, 0);
+    aclOpExecutor *e = make3(a, a, a, 0);
+    CHECK(e != NULL);
+    g_runs = 0;
+    CHECK_ACLNN(sbn__acl_exec_run("aclnnOther", NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(message_has("created by aclnnDummyGetWorkspaceSize"));
+    CHECK(g_runs == 0);
+    /* not consumed: its own op still runs it */
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK(g_runs == 1);
+    aclDestroyTensor(a);
+}
+
+static void repeatable_reuse(void)
+{
+    float x[8];
+    aclTensor *a = tensor_at(x, 0);
+    aclOpExecutor *e = make3(a, a, a, 0);
+    int i;
+    CHECK(e != NULL);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS); /* twice is fine */
+    g_runs = 0;
+    for (i = 0; i < 500; i++) CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK(g_runs == 500);
+    e->ints[7] = ACLNN_ERR_PARAM_INVALID; /* a failing run does not free a repeatable executor */
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    e->ints[7] = 0;
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    aclDestroyTensor(a);
+}
+
+static void address_refresh(void)
+{
+    float x[16], y[16], z[16], x2[16], y2[16], z2[16];
+    aclTensor *a = tensor_at(x, 0), *b = tensor_at(y, 3), *c = tensor_at(z, 5);
+    aclOpExecutor *e = make3(a, b, c, 0);
+    CHECK(e != NULL);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    /* input index 1 is b; the view keeps its offset of 3 elements */
+    CHECK_ACLNN(aclSetInputTensorAddr(e, 1, b, y2), ACLNN_SUCCESS);
+    CHECK(b->data == y2 && e->views[1].data == (void *)(y2 + 3));
+    CHECK_ACLNN(aclSetInputTensorAddr(e, 0, a, x2), ACLNN_SUCCESS);
+    CHECK(e->views[0].data == x2);
+    CHECK_ACLNN(aclSetOutputTensorAddr(e, 0, c, z2), ACLNN_SUCCESS);
+    CHECK(e->views[2].data == (void *)(z2 + 5));
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK(g_seen[0] == x2 && g_seen[1] == y2 + 3 && g_seen[2] == z2 + 5);
+    /* aclSetTensorAddr counts inputs then outputs: 0 = a, 1 = b, 2 = c */
+    CHECK_ACLNN(aclSetTensorAddr(e, 2, c, z), ACLNN_SUCCESS);
+    CHECK(e->views[2].data == (void *)(z + 5));
+    CHECK_ACLNN(aclSetTensorAddr(e, 1, b, y), ACLNN_SUCCESS);
+    CHECK(e->views[1].data == (void *)(y + 3));
+    /* out of range */
+    CHECK_ACLNN(aclSetInputTensorAddr(e, 2, b, y), ACLNN_ERR_PARAM_INVALID);
+    CHECK(message_has("has 2 inputs"));
+    CHECK_ACLNN(aclSetOutputTensorAddr(e, 1, c, z), ACLNN_ERR_PARAM_INVALID);
+    CHECK(message_has("has 1 output"));
+    CHECK_ACLNN(aclSetTensorAddr(e, 3, c, z), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACLNN(aclSetTensorAddr(e, (size_t)-1, c, z), ACLNN_ERR_PARAM_INVALID);
+    /* NULL tensor */
+    CHECK_ACLNN(aclSetInputTensorAddr(e, 0, NULL, x), ACLNN_ERR_INNER_NULLPTR);
+    /* a NULL address is stored as NULL (no arithmetic on it) */
+    CHECK_ACLNN(aclSetInputTensorAddr(e, 1, b, NULL), ACLNN_SUCCESS);
+    CHECK(e->views[1].data == NULL && b->data == NULL);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    aclDestroyTensor(a), aclDestroyTensor(b), aclDestroyTensor(c);
+}
+
+static void address_refresh_in_place_and_late_data(void)
+{
+    float x[16], r[4], r2[4];
+    const int64_t dims[1] = {3};
+    aclTensor *in = tensor_at(x, 0);
+    /* created without data, as CANN allows; it is both an input and an output */
+    aclTensor *run = aclCreateTensor(dims, 1, ACL_FLOAT, NULL, 1, ACL_FORMAT_ND, dims, 1, NULL);
+    aclOpExecutor *e;
+    CHECK(in != NULL && run != NULL);
+    e = sbn__acl_exec_create(OP, dummy_run, 0);
+    CHECK(e != NULL);
+    CHECK(sbn__acl_exec_add(e, in, sbn__acl_view(in, 0), 0) == 0);
+    CHECK(sbn__acl_exec_add(e, NULL, sbn__acl_view(NULL, 0), 0) == -1); /* absent optional */
+    CHECK(sbn__acl_exec_add(e, run, sbn__acl_view(run, 0), 0) == 1);
+    CHECK(sbn__acl_exec_add(e, run, sbn__acl_view(run, 0), 1) == 2);
+    CHECK(e->views[1].data == NULL && e->views[2].data == NULL);
+    /* input index 1 is `run` (the absent optional is not counted); both views follow */
+    CHECK_ACLNN(aclSetInputTensorAddr(e, 1, run, r), ACLNN_SUCCESS);
+    CHECK(e->views[1].data == (void *)(r + 1) && e->views[2].data == (void *)(r + 1));
+    CHECK_ACLNN(aclSetOutputTensorAddr(e, 0, run, r2), ACLNN_SUCCESS);
+    CHECK(e->views[1].data == (void *)(r2 + 1) && e->views[2].data == (void *)(r2 + 1));
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK(g_seen[2] == r2 + 1);
+    aclDestroyTensor(in), aclDestroyTensor(run);
+}
+
+static void address_refresh_channels_last_view(void)
+{
+    float x[64], x2[64];
+    const int64_t dims[4] = {2, 2, 2, 3}; /* NHWC, C = 3 */
+    aclTensor *t = aclCreateTensor(dims, 4, ACL_FLOAT, NULL, 4, ACL_FORMAT_NHWC, dims, 4, x);
+    aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, 0);
+    sbn_tensor v;
+    CHECK(t != NULL && e != NULL);
+    v = sbn__acl_view(t, 1);
+    CHECK(v.shape[1] == 3 && v.strides[1] == 1 && v.data == (void *)(x + 4));
+    CHECK(sbn__acl_exec_add(e, t, v, 0) == 0);
+    CHECK_ACLNN(aclSetInputTensorAddr(e, 0, t, x2), ACLNN_SUCCESS);
+    CHECK(e->views[0].data == (void *)(x2 + 4) && e->views[0].shape[1] == 3);
+    sbn__acl_exec_discard(e);
+    aclDestroyTensor(t);
+}
+
+static void workspace_smaller_than_promised(void)
+{
+    float x[8];
+    unsigned char ws[256];
+    aclTensor *a = tensor_at(x, 0);
+    aclOpExecutor *e = make3(a, a, a, 128);
+    CHECK(e != NULL);
+    g_runs = 0;
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 128, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(message_has("smaller than the 128 bytes"));
+    CHECK_ACLNN(sbn__acl_exec_run(OP, ws, 127, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(g_runs == 0);
+    /* still alive: a retry with the right workspace runs it */
+    CHECK_ACLNN(sbn__acl_exec_run(OP, ws, 128, e, NULL), ACLNN_SUCCESS);
+    CHECK(g_runs == 1);
+    /* a promise of 0 bytes accepts NULL, and any buffer */
+    e = make3(a, a, a, 0);
+    CHECK(e != NULL);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, ws, sizeof ws, e, NULL), ACLNN_SUCCESS);
+    aclDestroyTensor(a);
+}
+
+static void streams_are_accepted(void)
+{
+    float x[8];
+    aclrtStream s = NULL;
+    aclTensor *a = tensor_at(x, 0);
+    aclOpExecutor *e = make3(a, a, a, 0);
+    CHECK(e != NULL);
+    CHECK(aclrtCreateStream(&s) == ACL_SUCCESS);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, s), ACLNN_SUCCESS);
+    CHECK(aclrtSynchronizeStream(s) == ACL_SUCCESS);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK(aclrtDestroyStream(s) == ACL_SUCCESS);
+    aclDestroyTensor(a);
+}
+
+static void tensor_cap(void)
+{
+    float x[8];
+    aclTensor *a = tensor_at(x, 0);
+    aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, 0);
+    int i;
+    CHECK(e != NULL);
+    for (i = 0; i < SBN_ACL_EXEC_MAX_TENSORS; i++)
+        CHECK(sbn__acl_exec_add(e, a, sbn__acl_view(a, 0), i % 2) == i);
+    CHECK(sbn__acl_exec_add(e, a, sbn__acl_view(a, 0), 0) == -1);
+    CHECK(sbn__acl_exec_add(NULL, a, sbn__acl_view(a, 0), 0) == -1);
+    sbn__acl_exec_discard(e);
+    aclDestroyTensor(a);
+}
+
+typedef struct counting {
+    long calls, live, fail_at;
+} counting;
+
+static void *counting_malloc(size_t bytes, void *user)
+{
+    counting *c = user;
+    void *p;
+    if (++c->calls == c->fail_at) return NULL;
+    p = malloc(bytes ? bytes : 1);
+    if (p) c->live++;
+    return p;
+}
+
+static void counting_free(void *ptr, void *user)
+{
+    counting *c = user;
+    if (!ptr) return;
+    c->live--;
+    free(ptr);
+}
+
+static void create_out_of_memory(void)
+{
+    counting c = {0, 0, 1};
+    aclOpExecutor *e;
+    sbn_set_allocator(counting_malloc, counting_free, &c);
+    e = sbn__acl_exec_create(OP, dummy_run, 0);
+    sbn_set_allocator(NULL, NULL, NULL);
+    CHECK(e == NULL && c.live == 0);
+    CHECK(message_has("out of memory"));
+    c.calls = 0, c.fail_at = 0;
+    sbn_set_allocator(counting_malloc, counting_free, &c);
+    e = sbn__acl_exec_create(OP, dummy_run, 0);
+    CHECK(e != NULL && c.live == 1);
+    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    sbn_set_allocator(NULL, NULL, NULL);
+    CHECK_MSG(c.live == 0, "%ld executor allocation(s) left after the run", c.live);
+}
+
+/* ---- threads ---- */
+
+static void *create_and_run_many(void *arg)
+{
+    int i, *bad = arg;
+    for (i = 0; i < 300; i++) {
+        aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, 0);
+        if (e == NULL || sbn__acl_exec_run(OP, NULL, 0, e, NULL) != ACLNN_SUCCESS ||
+            sbn__acl_exec_run(OP, NULL, 0, e, NULL) != ACLNN_ERR_INNER_NULLPTR)
+            (*bad)++;
+    }
+    return NULL;
+}
+
+static void threads_create_and_run(void)
+{
+    pthread_t th[4];
+    int bad[4] = {0, 0, 0, 0}, i;
+    g_runs = 0;
+    for (i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, create_and_run_many, &bad[i]) == 0);
+    for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (i = 0; i < 4; i++) CHECK_MSG(bad[i] == 0, "thread %d: %d bad round(s)", i, bad[i]);
+    CHECK(g_runs == 1200);
+}
+
+typedef struct shared_job {
+    aclOpExecutor *e;
+    int ok, claimed;
+} shared_job;
+
+static void *run_shared(void *arg)
+{
+    shared_job *j = arg;
+    aclnnStatus s = sbn__acl_exec_run(OP, NULL, 0, j->e, NULL);
+    if (s == ACLNN_SUCCESS) __atomic_add_fetch(&j->ok, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Eight threads race to run one non-repeatable executor: exactly one runs it. */
+static void threads_race_for_one_executor(void)
+{
+    pthread_t th[8];
+    int round, i;
+    for (round = 0; round < 50; round++) {
+        shared_job j = {NULL, 0, 0};
+        j.e = sbn__acl_exec_create(OP, dummy_run, 0);
+        CHECK(j.e != NULL);
+        for (i = 0; i < 8; i++) CHECK(pthread_create(&th[i], NULL, run_shared, &j) == 0);
+        for (i = 0; i < 8; i++) pthread_join(th[i], NULL);
+        CHECK_MSG(j.ok == 1, "round %d: %d threads ran the executor", round, j.ok);
+    }
+}
+
+static void *run_repeatable_until_gone(void *arg)
+{
+    shared_job *j = arg;
+    while (sbn__acl_exec_run(OP, NULL, 0, j->e, NULL) == ACLNN_SUCCESS)
+        __atomic_add_fetch(&j->ok, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* A repeatable executor destroyed while other threads run it: no use after free. */
+static void threads_destroy_while_running(void)
+{
+    pthread_t th[4];
+    int i;
+    shared_job j = {NULL, 0, 0};
+    j.e = sbn__acl_exec_create(OP, dummy_run, 0);
+    CHECK(j.e != NULL);
+    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(j.e), ACLNN_SUCCESS);
+    for (i = 0; i < 4; i++)
+        CHECK(pthread_create(&th[i], NULL, run_repeatable_until_gone, &j) == 0);
+    while (__atomic_load_n(&j.ok, __ATOMIC_SEQ_CST) < 200) {
+    }
+    CHECK_ACLNN(aclDestroyAclOpExecutor(j.e), ACLNN_SUCCESS);
+    for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    CHECK_ACLNN(aclDestroyAclOpExecutor(j.e), ACLNN_ERR_INNER);
+}
+
+int main(int argc, char **argv)
+{
+    static const sbn_test_case cases[] = {
+        SBN_TEST_CASE(lifecycle_and_double_run),
+        SBN_TEST_CASE(run_status_is_returned_and_executor_freed),
+        SBN_TEST_CASE(destroyed_and_discarded),
+        SBN_TEST_CASE(foreign_and_null),
+        SBN_TEST_CASE(other_ops_executor),
+        SBN_TEST_CASE(repeatable_reuse),
+        SBN_TEST_CASE(address_refresh),
+        SBN_TEST_CASE(address_refresh_in_place_and_late_data),
+        SBN_TEST_CASE(address_refresh_channels_last_view),
+        SBN_TEST_CASE(workspace_smaller_than_promised),
+        SBN_TEST_CASE(streams_are_accepted),
+        SBN_TEST_CASE(tensor_cap),
+        SBN_TEST_CASE(create_out_of_memory),
+        SBN_TEST_CASE(threads_create_and_run),
+        SBN_TEST_CASE(threads_race_for_one_executor),
+        SBN_TEST_CASE(threads_destroy_while_running),
+    };
+    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+}
