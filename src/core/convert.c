@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "kernels/kernels.h"
 
 SBN_API size_t sbn_dtype_size(sbn_dtype dtype)
 {
@@ -55,7 +56,7 @@ static float bits_float(uint32_t u)
 }
 
 /* double -> float, rounding to odd: truncate toward zero, then set the last bit if inexact. */
-static float narrow_round_to_odd(double d)
+float sbn__narrow_round_to_odd(double d)
 {
     float f = (float)d;
     uint32_t u;
@@ -65,7 +66,7 @@ static float narrow_round_to_odd(double d)
     return bits_float(u);
 }
 
-static float f16_to_float(uint16_t h)
+float sbn__f16_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
@@ -77,7 +78,7 @@ static float f16_to_float(uint16_t h)
     return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
-static uint16_t float_to_f16(float f)
+uint16_t sbn__float_to_f16(float f)
 {
     uint32_t x = float_bits(f);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
@@ -92,12 +93,12 @@ static uint16_t float_to_f16(float f)
     return (uint16_t)(sign | (uint16_t)((a >> 13) - (112u << 10)));
 }
 
-static float bf16_to_float(uint16_t h)
+float sbn__bf16_to_float(uint16_t h)
 {
     return bits_float((uint32_t)h << 16);
 }
 
-static uint16_t float_to_bf16(float f)
+uint16_t sbn__float_to_bf16(float f)
 {
     uint32_t x = float_bits(f);
     if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
@@ -107,7 +108,13 @@ static uint16_t float_to_bf16(float f)
 
 void sbn__load_run(const void *base, sbn_dtype dtype, int64_t stride, int64_t n, double *dst)
 {
+    const sbn_kernels *k = sbn__kernels();
     int64_t i;
+    if (stride == 1 && n > 0) { /* contiguous runs: the SIMD kernels */
+        if (dtype == SBN_F32) return k->load_f32(base, (size_t)n, dst);
+        if (dtype == SBN_F16) return k->load_f16(base, (size_t)n, dst);
+        if (dtype == SBN_BF16) return k->load_bf16(base, (size_t)n, dst);
+    }
     switch (dtype) {
     case SBN_F32: {
         const float *p = base;
@@ -124,12 +131,12 @@ void sbn__load_run(const void *base, sbn_dtype dtype, int64_t stride, int64_t n,
     }
     case SBN_F16: {
         const uint16_t *p = base;
-        for (i = 0; i < n; i++) dst[i] = f16_to_float(p[i * stride]);
+        for (i = 0; i < n; i++) dst[i] = sbn__f16_to_float(p[i * stride]);
         break;
     }
     case SBN_BF16: {
         const uint16_t *p = base;
-        for (i = 0; i < n; i++) dst[i] = bf16_to_float(p[i * stride]);
+        for (i = 0; i < n; i++) dst[i] = sbn__bf16_to_float(p[i * stride]);
         break;
     }
     case SBN_I32: {
@@ -147,7 +154,13 @@ void sbn__load_run(const void *base, sbn_dtype dtype, int64_t stride, int64_t n,
 
 void sbn__store_run(void *base, sbn_dtype dtype, int64_t stride, int64_t n, const double *src)
 {
+    const sbn_kernels *k = sbn__kernels();
     int64_t i;
+    if (stride == 1 && n > 0) {
+        if (dtype == SBN_F32) return k->store_f32(src, (size_t)n, base);
+        if (dtype == SBN_F16) return k->store_f16(src, (size_t)n, base);
+        if (dtype == SBN_BF16) return k->store_bf16(src, (size_t)n, base);
+    }
     switch (dtype) {
     case SBN_F32: {
         float *p = base;
@@ -164,12 +177,12 @@ void sbn__store_run(void *base, sbn_dtype dtype, int64_t stride, int64_t n, cons
     }
     case SBN_F16: {
         uint16_t *p = base;
-        for (i = 0; i < n; i++) p[i * stride] = float_to_f16(narrow_round_to_odd(src[i]));
+        for (i = 0; i < n; i++) p[i * stride] = sbn__float_to_f16(sbn__narrow_round_to_odd(src[i]));
         break;
     }
     case SBN_BF16: {
         uint16_t *p = base;
-        for (i = 0; i < n; i++) p[i * stride] = float_to_bf16(narrow_round_to_odd(src[i]));
+        for (i = 0; i < n; i++) p[i * stride] = sbn__float_to_bf16(sbn__narrow_round_to_odd(src[i]));
         break;
     }
     case SBN_I32: {

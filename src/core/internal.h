@@ -122,6 +122,15 @@ typedef struct sbn__walk {
 void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors);
 /* Length of chunk k: SBN_CHUNK except for the last. */
 int64_t sbn__walk_chunk_len(const sbn__walk *w, int64_t k);
+/*
+ * Calls fn once per run of [r0, r0 + n) of channel c: a stretch along the innermost
+ * walk dim, where tensor i's elements start at ptr[i] and are stride[i] elements
+ * apart; `at` is the run's position within [r0, r0 + n).
+ */
+typedef void (*sbn__run_fn)(void *ctx, char *const *ptr, const int64_t *stride, int64_t at,
+                            int64_t len);
+void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__run_fn fn,
+                    void *ctx);
 /* Reads elements [r0, r0 + n) of channel c of tensor i as doubles. */
 void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst);
 /* Writes elements [r0, r0 + n) of channel c of tensor i. */

@@ -54,53 +54,78 @@ int64_t sbn__walk_chunk_len(const sbn__walk *w, int64_t k)
     return left < SBN_CHUNK ? left : SBN_CHUNK;
 }
 
-/*
- * Calls gather or scatter on the runs of [r0, r0+n): along the innermost walk
- * dim the elements of a run are `stride` elements apart.
- */
-static void walk_runs(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *buf,
-                      int store)
+void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__run_fn fn,
+                    void *ctx)
 {
-    int64_t index[SBN_MAX_RANK], offset = c * w->channel_stride[i], rest = r0;
-    int last = w->ndims - 1, d;
-    size_t es = sbn_dtype_size(w->dtype[i]);
+    int64_t index[SBN_MAX_RANK], offset[SBN_WALK_MAX_TENSORS], rest = r0, done = 0;
+    int last = w->ndims - 1, d, i;
+    char *ptr[SBN_WALK_MAX_TENSORS];
+    int64_t inner[SBN_WALK_MAX_TENSORS];
 
+    for (i = 0; i < w->ntensors; i++) {
+        offset[i] = c * w->channel_stride[i];
+        inner[i] = w->stride[i][last];
+    }
     for (d = last; d >= 0; d--) {
         index[d] = rest % w->size[d];
         rest /= w->size[d];
-        offset += index[d] * w->stride[i][d];
+        for (i = 0; i < w->ntensors; i++) offset[i] += index[d] * w->stride[i][d];
     }
-    while (n > 0) {
+    while (done < n) {
         int64_t run = w->size[last] - index[last];
-        char *p = w->data[i] + offset * (int64_t)es;
-        if (run > n) run = n;
-        if (store)
-            sbn__store_run(p, w->dtype[i], w->stride[i][last], run, buf);
-        else
-            sbn__load_run(p, w->dtype[i], w->stride[i][last], run, buf);
-        buf += run;
-        n -= run;
-        if (n == 0) break;
-        /* advance the index by `run`: the inner dim wraps to 0, carry outward */
-        offset -= index[last] * w->stride[i][last];
+        if (run > n - done) run = n - done;
+        for (i = 0; i < w->ntensors; i++)
+            ptr[i] = w->data[i] + offset[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+        fn(ctx, ptr, inner, done, run);
+        done += run;
+        if (done == n) break;
+        /* the inner dim wraps to 0; carry into the outer dims */
+        for (i = 0; i < w->ntensors; i++) offset[i] -= index[last] * w->stride[i][last];
         index[last] = 0;
         for (d = last - 1; d >= 0; d--) {
             index[d]++;
-            offset += w->stride[i][d];
+            for (i = 0; i < w->ntensors; i++) offset[i] += w->stride[i][d];
             if (index[d] < w->size[d]) break;
-            offset -= index[d] * w->stride[i][d];
+            for (i = 0; i < w->ntensors; i++) offset[i] -= index[d] * w->stride[i][d];
             index[d] = 0;
         }
     }
 }
 
+typedef struct copy_ctx {
+    const sbn__walk *w;
+    int tensor;
+    double *buf;
+    int store;
+} copy_ctx;
+
+static void copy_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
+{
+    copy_ctx *cc = arg;
+    int i = cc->tensor;
+    if (cc->store)
+        sbn__store_run(ptr[i], cc->w->dtype[i], stride[i], len, cc->buf + at);
+    else
+        sbn__load_run(ptr[i], cc->w->dtype[i], stride[i], len, cc->buf + at);
+}
+
 void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst)
 {
-    walk_runs(w, i, c, r0, n, dst, 0);
+    copy_ctx cc;
+    cc.w = w;
+    cc.tensor = i;
+    cc.buf = dst;
+    cc.store = 0;
+    sbn__walk_runs(w, c, r0, n, copy_run, &cc);
 }
 
 void sbn__walk_scatter(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n,
                        const double *src)
 {
-    walk_runs(w, i, c, r0, n, (double *)src, 1);
+    copy_ctx cc;
+    cc.w = w;
+    cc.tensor = i;
+    cc.buf = (double *)src;
+    cc.store = 1;
+    sbn__walk_runs(w, c, r0, n, copy_run, &cc);
 }

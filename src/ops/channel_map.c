@@ -6,36 +6,77 @@
  *   NORMALIZE: y  = (x - k0) * k1 + k2                    k = (mean, invstd*w, b)
  *   BACKWARD:  gi = (dy - k0 - (x - k1) * k2) * k3        k = (sum_dy/N, mean,
  *                                                              invstd^2*sum_dy_xmu/N, invstd*w)
- * Reading a whole chunk before writing it makes an in-place call (output = the
- * identical input view) safe.
+ * When every tensor is fp32 with unit inner strides, the f32 kernels map each run
+ * directly; they compute the same double expression, so the bits are the same.
+ * Reading each element before writing it makes an in-place call (output = the
+ * identical input view) safe on both paths.
  */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 typedef struct map_job {
     sbn__map_kind kind;
     sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
     const double *coef;
+    int direct;     /* all fp32 with unit inner strides: the f32 kernels work in place */
 } map_job;
+
+/* One run of an all-fp32 map with unit strides: the kernel reads and writes in place. */
+typedef struct direct_ctx {
+    const map_job *job;
+    const double *coef;
+} direct_ctx;
+
+static void direct_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at,
+                       int64_t len)
+{
+    const direct_ctx *dc = arg;
+    const sbn_kernels *kern = sbn__kernels();
+    (void)stride;
+    (void)at;
+    if (dc->job->kind == SBN_MAP_NORMALIZE)
+        kern->f32_normalize((const float *)ptr[0], (size_t)len, dc->coef, (float *)ptr[1]);
+    else
+        kern->f32_backward((const float *)ptr[0], (const float *)ptr[1], (size_t)len, dc->coef,
+                           (float *)ptr[2]);
+}
 
 static void map_chunks(void *ctx, int64_t begin, int64_t end)
 {
     map_job *job = ctx;
     const sbn__walk *w = &job->walk;
-    double a[SBN_CHUNK], b[SBN_CHUNK];
+    _Alignas(64) double a[SBN_CHUNK];
+    _Alignas(64) double b[SBN_CHUNK];
     int64_t t, i;
     for (t = begin; t < end; t++) {
         int64_t k = t / w->channels, c = t % w->channels, n = sbn__walk_chunk_len(w, k);
         const double *q = job->coef + 4 * c;
+        if (job->direct) {
+            direct_ctx dc;
+            dc.job = job;
+            dc.coef = q;
+            sbn__walk_runs(w, c, k * SBN_CHUNK, n, direct_run, &dc);
+            continue;
+        }
         sbn__walk_gather(w, 0, c, k * SBN_CHUNK, n, a);
         if (job->kind == SBN_MAP_NORMALIZE) {
             for (i = 0; i < n; i++) a[i] = (a[i] - q[0]) * q[1] + q[2];
             sbn__walk_scatter(w, 1, c, k * SBN_CHUNK, n, a);
         } else {
             sbn__walk_gather(w, 1, c, k * SBN_CHUNK, n, b);
-            for (i = 0; i < n; i++) a[i] = (a[i] - q[0] - (b[i] - q[1]) * q[2]) * q[3];
+            for (i = 0; i < n; i++) a[i] = ((a[i] - q[0]) - (b[i] - q[1]) * q[2]) * q[3];
             sbn__walk_scatter(w, 2, c, k * SBN_CHUNK, n, a);
         }
     }
+}
+
+/* 1 when every tensor is fp32 and steps by one element along the innermost walk dim. */
+static int all_f32_unit_stride(const sbn__walk *w)
+{
+    int i;
+    for (i = 0; i < w->ntensors; i++)
+        if (w->dtype[i] != SBN_F32 || w->stride[i][w->ndims - 1] != 1) return 0;
+    return 1;
 }
 
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
@@ -50,5 +91,6 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kind = kind;
     job.coef = coef;
     sbn__walk_init(&job.walk, tensors, n);
+    job.direct = all_f32_unit_stride(&job.walk);
     sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, map_chunks, &job);
 }

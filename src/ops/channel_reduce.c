@@ -3,7 +3,8 @@
  * backward_reduce and both batch norms. Phase 1 reduces every (channel, chunk)
  * pair on its own into two doubles of scratch; phase 2 merges each channel's
  * chunks in index order. Chunks are SBN_CHUNK elements of one channel (the last
- * may be shorter), so the arithmetic depends on the shape alone:
+ * may be shorter), gathered as doubles and reduced by the kernels of kernels.h in
+ * their canonical 16-lane order, so the arithmetic depends on the shape alone:
  *   MOMENTS:  per chunk, two-pass: mean = sum(x)/n, M2 = sum((x-mean)^2) - (sum(x-mean))^2/n;
  *             chunks merged with Chan's formula.
  *   SUMS:     sum(x), sum(x^2), added chunk by chunk.
@@ -12,6 +13,7 @@
  * that channels-last data is reused from cache across neighbouring channels.
  */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 typedef struct reduce_job {
     sbn__reduce_kind kind;
@@ -21,63 +23,24 @@ typedef struct reduce_job {
     double *out;     /* [C][2] */
 } reduce_job;
 
-static void reduce_moments_chunk(const double *x, int64_t n, double *part)
-{
-    double sum = 0.0, mean, dev_sum = 0.0, m2 = 0.0;
-    int64_t i;
-    for (i = 0; i < n; i++) sum += x[i];
-    mean = sum / (double)n;
-    for (i = 0; i < n; i++) {
-        double d = x[i] - mean;
-        dev_sum += d;
-        m2 += d * d;
-    }
-    part[0] = mean;
-    part[1] = m2 - dev_sum * dev_sum / (double)n;
-    if (part[1] < 0) part[1] = 0;
-}
-
-static void reduce_sums_chunk(const double *x, int64_t n, double *part)
-{
-    double sum = 0.0, squares = 0.0;
-    int64_t i;
-    for (i = 0; i < n; i++) {
-        sum += x[i];
-        squares += x[i] * x[i];
-    }
-    part[0] = sum;
-    part[1] = squares;
-}
-
-static void reduce_backward_chunk(const double *dy, const double *x, int64_t n, double center,
-                                  double *part)
-{
-    double sum_dy = 0.0, sum_dy_xmu = 0.0;
-    int64_t i;
-    for (i = 0; i < n; i++) {
-        sum_dy += dy[i];
-        sum_dy_xmu += dy[i] * (x[i] - center);
-    }
-    part[0] = sum_dy;
-    part[1] = sum_dy_xmu;
-}
-
 static void reduce_chunks(void *ctx, int64_t begin, int64_t end)
 {
     reduce_job *job = ctx;
     const sbn__walk *w = &job->walk;
-    double a[SBN_CHUNK], b[SBN_CHUNK];
+    const sbn_kernels *kern = sbn__kernels();
+    _Alignas(64) double a[SBN_CHUNK];
+    _Alignas(64) double b[SBN_CHUNK];
     int64_t t;
     for (t = begin; t < end; t++) {
         int64_t k = t / w->channels, c = t % w->channels, n = sbn__walk_chunk_len(w, k);
         double *part = job->partial + 2 * (c * w->chunks + k);
         sbn__walk_gather(w, 0, c, k * SBN_CHUNK, n, a);
         switch (job->kind) {
-        case SBN_REDUCE_MOMENTS: reduce_moments_chunk(a, n, part); break;
-        case SBN_REDUCE_SUMS: reduce_sums_chunk(a, n, part); break;
+        case SBN_REDUCE_MOMENTS: kern->moments(a, (size_t)n, &part[0], &part[1]); break;
+        case SBN_REDUCE_SUMS: kern->sums(a, (size_t)n, &part[0], &part[1]); break;
         case SBN_REDUCE_BACKWARD:
             sbn__walk_gather(w, 1, c, k * SBN_CHUNK, n, b);
-            reduce_backward_chunk(a, b, n, sbn__load1(job->center, c), part);
+            kern->backward_sums(a, b, (size_t)n, sbn__load1(job->center, c), &part[0], &part[1]);
             break;
         }
     }
