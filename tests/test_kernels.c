@@ -1,0 +1,941 @@
+/*
+ * test_kernels.c - every kernel variant that sbn__kernels_for() offers on this
+ * machine (scalar, avx2, avx512) against the scalar one, BITWISE: the canonical
+ * 16-lane reduction order and the no-FMA rule (kernels.h) leave no freedom, so
+ * any difference in any bit, NaN payloads and signed zeros included, is a bug.
+ *   - reductions (moments, sums, backward_sums): n = 1..67, 100, 255, 1000, 1001,
+ *     2047, 2048, aligned and misaligned, over value profiles: normal, mean 1e4 with
+ *     std 1e-2, mixed magnitudes, values near fp32/fp16/bf16 rounding ties,
+ *     subnormals, signed zeros, NaN (with payloads) and infinities;
+ *   - loads: every fp16 and bf16 bit pattern, random fp32 bit patterns;
+ *   - stores: doubles near every kind of tie, overflow and underflow, specials;
+ *   - f32 maps (normalize, backward): random bits and mixed values, coefficients
+ *     including extreme and non-finite ones, in place too;
+ * with n = 0 for loads, stores and maps, and pointers offset by 0..3 elements.
+ * Outputs live in guarded buffers: a write outside [0, n) is a mismatch too.
+ * Then dispatch: SBN_FORCE_SCALAR=1 gives scalar, otherwise the widest variant;
+ * and whole ops (stats, batch_norm, batch_norm_backward on 3x5x4000 fp32 and bf16
+ * batches) give the same bits with SBN_FORCE_SCALAR=1 (in a forked child, which
+ * chooses its kernels afresh) as with the default choice.
+ */
+#define _DEFAULT_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/harness.h"
+#include "kernels/kernels.h"
+#include "syncbn/ops.h"
+
+#define MAXN 2048
+#define PAD 64 /* guard elements either side of every output */
+
+static const char *const k_isa_names[] = {"scalar", "avx2", "avx512"};
+#define NISA ((int)(sizeof k_isa_names / sizeof k_isa_names[0]))
+
+/* ---- deterministic random values ---- */
+
+static uint64_t g_rng = 0x5EED5EED12345678ull;
+
+static uint64_t next_u64(void)
+{
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t next_u32(void)
+{
+    return (uint32_t)(next_u64() >> 32);
+}
+
+static double uniform(void) /* [0, 1) */
+{
+    return (double)(next_u64() >> 11) * 0x1.0p-53;
+}
+
+static int below(int n)
+{
+    return (int)(uniform() * n);
+}
+
+static double normal(void)
+{
+    double u = uniform(), v = uniform();
+    if (u < 1e-300) u = 1e-300;
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static double from_bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static uint64_t bits_of(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static float float_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static double random_sign(double v)
+{
+    return next_u64() & 1 ? -v : v;
+}
+
+/* A NaN with a random payload, sign and quiet bit. */
+static double random_nan(void)
+{
+    uint64_t mant = next_u64() & 0x000FFFFFFFFFFFFFull;
+    if (mant == 0) mant = 1;
+    return from_bits((next_u64() & 0x8000000000000000ull) | 0x7FF0000000000000ull | mant);
+}
+
+/*
+ * A value at or next to a rounding tie of a format with `bits` significand bits
+ * (24 fp32, 11 fp16, 8 bf16) and exponents emin..emax: a representable value plus
+ * half an ulp, then moved by 0, a few double ulps, or a few float ulps of the tie.
+ */
+static double near_tie(int bits, int emin, int emax, int subnormal_min)
+{
+    int e = emin + below(emax - emin + 1);
+    double ulp = ldexp(1.0, e - (bits - 1));
+    double m = (double)((int64_t)(1 << (bits - 1)) + below(1 << (bits - 1)));
+    double v, tie;
+    if (subnormal_min && below(4) == 0) { /* the subnormal range of the format */
+        ulp = ldexp(1.0, emin - (bits - 1));
+        m = (double)below(1 << (bits - 1));
+        v = m * ulp;
+    } else {
+        v = m * ulp;
+    }
+    tie = v + 0.5 * ulp;
+    switch (below(6)) {
+    case 0: break;
+    case 1: tie = nextafter(tie, INFINITY); break;
+    case 2: tie = nextafter(tie, -INFINITY); break;
+    case 3: tie += ldexp(tie, -30) * (below(2) ? 1 : -1); break; /* a float ulp or so */
+    case 4: tie = v; break;                                        /* exact */
+    default: tie += ulp * (uniform() - 0.5); break;
+    }
+    return random_sign(tie);
+}
+
+/* One value of a broad mix: ties of every format, range edges, subnormals, specials. */
+static double mixed_value(int specials)
+{
+    int kind = below(specials ? 18 : 14);
+    switch (kind) {
+    case 0: return normal();
+    case 1: return 1e4 + 1e-2 * normal();
+    case 2: return random_sign(ldexp(0.5 + uniform(), below(2000) - 1000));
+    case 3: return near_tie(24, -126, 127, 1);  /* fp32 ties (and fp32 subnormals) */
+    case 4: return near_tie(11, -14, 15, 1);    /* fp16 ties */
+    case 5: return near_tie(8, -126, 127, 1);   /* bf16 ties */
+    case 6: return random_sign(ldexp(uniform(), -1074 + below(60))); /* double subnormals */
+    case 7: return random_sign(ldexp(uniform(), -150 + below(8)));   /* below fp32 subnormals */
+    case 8: return random_sign(65504.0 + 32.0 * (uniform() - 0.3)); /* fp16 overflow edge */
+    case 9: /* fp32 overflow edge: FLT_MAX, its rounding boundary, beyond */
+        return random_sign(ldexp(1.0 - ldexp(1.0, -25) + ldexp(uniform() - 0.5, -23), 128));
+    case 10: return random_sign(ldexp(0.5 + uniform(), -26 + below(4))); /* fp16 underflow edge */
+    case 11: return random_sign(0.0);
+    case 12: return random_sign(ldexp(1.0, below(300) - 150));
+    case 13: return random_sign(1e300 * uniform());
+    case 14: return random_nan();
+    case 15: return random_sign(INFINITY);
+    case 16: return from_bits(0x7FF8000000000000ull); /* the default NaN */
+    default: return random_sign(ldexp(uniform(), -1074 + below(52)));
+    }
+}
+
+enum {
+    P_NORMAL,
+    P_LARGE_MEAN,
+    P_MAGNITUDES,
+    P_MIXED,
+    P_SPECIALS,
+    P_ONE_SPECIAL,
+    P_ZEROS,
+    P_COUNT
+};
+
+static const char *const k_profile_names[] = {"normal",   "mean1e4_std1e-2", "magnitudes", "mixed",
+                                              "specials", "one_special",     "signed_zeros"};
+
+static void fill_profile(double *v, size_t n, int profile)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        switch (profile) {
+        case P_NORMAL: v[i] = normal(); break;
+        case P_LARGE_MEAN: v[i] = 1e4 + 1e-2 * normal(); break;
+        case P_MAGNITUDES: v[i] = random_sign(ldexp(0.5 + uniform(), below(120) - 60)); break;
+        case P_MIXED: v[i] = mixed_value(0); break;
+        case P_SPECIALS: v[i] = below(8) == 0 ? mixed_value(1) : normal(); break;
+        case P_ONE_SPECIAL: v[i] = normal(); break;
+        default: v[i] = random_sign(0.0); break;
+        }
+    }
+    if (profile == P_ONE_SPECIAL && n > 0) {
+        double specials[3];
+        specials[0] = random_nan();
+        specials[1] = random_sign(INFINITY);
+        specials[2] = 1e308;
+        v[(size_t)below((int)n)] = specials[below(3)];
+    }
+}
+
+/* ---- the ISAs under test ---- */
+
+static int isas(const sbn_kernels **out)
+{
+    int i, n = 0;
+    for (i = 0; i < NISA; i++)
+        if ((out[n] = sbn__kernels_for(k_isa_names[i])) != NULL) n++;
+    return n;
+}
+
+static const char *widest_isa(void)
+{
+    int i;
+    const char *w = "scalar";
+    for (i = 0; i < NISA; i++)
+        if (sbn__kernels_for(k_isa_names[i]) != NULL) w = k_isa_names[i];
+    return w;
+}
+
+static const size_t k_sizes[] = {100, 255, 1000, 1001, 2047, 2048};
+
+/* The test sizes: 0 (when allowed), 1..67, then k_sizes. Returns the count. */
+static int sizes(size_t *out, int with_zero)
+{
+    int c = 0;
+    size_t i;
+    if (with_zero) out[c++] = 0;
+    for (i = 1; i <= 67; i++) out[c++] = i;
+    for (i = 0; i < sizeof k_sizes / sizeof k_sizes[0]; i++) out[c++] = k_sizes[i];
+    return c;
+}
+
+/* Index of the first differing element of size es, or -1. */
+static long first_diff(const void *a, const void *b, size_t count, size_t es)
+{
+    size_t i;
+    for (i = 0; i < count; i++)
+        if (memcmp((const char *)a + i * es, (const char *)b + i * es, es) != 0) return (long)i;
+    return -1;
+}
+
+/*
+ * NaN payloads. x86 returns the first operand's NaN when both operands of an
+ * operation are NaNs, and C compilers treat + and * as commutative, so which of
+ * two different NaNs survives is not fixed even in the scalar code. Where the
+ * inputs of one result hold two or more "NaN sources" (distinct NaN patterns once
+ * quieted, plus any infinity, which can make the default NaN), that result only
+ * has to be NaN in both; with at most one source every bit must match.
+ */
+static int g_relaxed; /* results compared as "both NaN" in the running case */
+
+static void add_source(uint64_t *seen, int *count, double v, int *inf)
+{
+    int i;
+    uint64_t q;
+    if (isinf(v)) *inf = 1;
+    if (!isnan(v)) return;
+    q = bits_of(v) | 0x0008000000000000ull;
+    for (i = 0; i < *count; i++)
+        if (seen[i] == q) return;
+    if (*count < 4) seen[(*count)++] = q;
+}
+
+/* The number of NaN sources (capped at 5) among a[0..na), b[0..nb). */
+static int nan_sources(const double *a, size_t na, const double *b, size_t nb)
+{
+    uint64_t seen[4];
+    int count = 0, inf = 0;
+    size_t i;
+    for (i = 0; i < na; i++) add_source(seen, &count, a[i], &inf);
+    for (i = 0; i < nb; i++) add_source(seen, &count, b[i], &inf);
+    return count + inf;
+}
+
+/* Bitwise equal, or (relax) both NaN. */
+static int same_double(double r, double g, int relax)
+{
+    if (bits_of(r) == bits_of(g)) return 1;
+    if (relax && isnan(r) && isnan(g)) {
+        g_relaxed++;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- reductions ---- */
+
+static _Alignas(64) double g_a[MAXN + 16], g_b[MAXN + 16];
+
+static void check_reductions_for(const sbn_kernels *ref, const sbn_kernels *k)
+{
+    size_t ns[100], n;
+    int count = sizes(ns, 0), s, profile, misalign;
+    for (profile = 0; profile < P_COUNT; profile++)
+        for (s = 0; s < count; s++)
+            for (misalign = 0; misalign < 2; misalign++) {
+                double *x = g_a + misalign, *dy = g_b + misalign * 3;
+                double r[2], g[2], center;
+                int relax, relax_x;
+                n = ns[s];
+                fill_profile(x, n, profile);
+                fill_profile(dy, n, profile == P_LARGE_MEAN ? P_NORMAL : profile);
+                center = below(2) ? x[0] : normal();
+                relax_x = nan_sources(x, n, NULL, 0) >= 2;
+                relax = nan_sources(x, n, dy, n) >= 2;
+
+                ref->moments(x, n, &r[0], &r[1]);
+                g[0] = g[1] = 12345.0;
+                k->moments(x, n, &g[0], &g[1]);
+                CHECK_MSG(same_double(r[0], g[0], relax_x) && same_double(r[1], g[1], relax_x),
+                          "%s moments n=%zu profile=%s misalign=%d: mean %a/%a m2 %a/%a "
+                          "(bits %016llx/%016llx %016llx/%016llx)",
+                          k->isa, n, k_profile_names[profile], misalign, g[0], r[0], g[1], r[1],
+                          (unsigned long long)bits_of(g[0]), (unsigned long long)bits_of(r[0]),
+                          (unsigned long long)bits_of(g[1]), (unsigned long long)bits_of(r[1]));
+
+                ref->sums(x, n, &r[0], &r[1]);
+                g[0] = g[1] = 12345.0;
+                k->sums(x, n, &g[0], &g[1]);
+                CHECK_MSG(same_double(r[0], g[0], relax_x) && same_double(r[1], g[1], relax_x),
+                          "%s sums n=%zu profile=%s misalign=%d: sum %a/%a sumsq %a/%a "
+                          "(bits %016llx/%016llx %016llx/%016llx)",
+                          k->isa, n, k_profile_names[profile], misalign, g[0], r[0], g[1], r[1],
+                          (unsigned long long)bits_of(g[0]), (unsigned long long)bits_of(r[0]),
+                          (unsigned long long)bits_of(g[1]), (unsigned long long)bits_of(r[1]));
+
+                ref->backward_sums(dy, x, n, center, &r[0], &r[1]);
+                g[0] = g[1] = 12345.0;
+                k->backward_sums(dy, x, n, center, &g[0], &g[1]);
+                CHECK_MSG(same_double(r[0], g[0], relax) && same_double(r[1], g[1], relax),
+                          "%s backward_sums n=%zu profile=%s misalign=%d: %a/%a %a/%a "
+                          "(bits %016llx/%016llx %016llx/%016llx)",
+                          k->isa, n, k_profile_names[profile], misalign, g[0], r[0], g[1], r[1],
+                          (unsigned long long)bits_of(g[0]), (unsigned long long)bits_of(r[0]),
+                          (unsigned long long)bits_of(g[1]), (unsigned long long)bits_of(r[1]));
+            }
+}
+
+static void test_reductions_bitwise(void)
+{
+    const sbn_kernels *ks[NISA];
+    int n = isas(ks), i;
+    CHECK(n >= 1 && strcmp(ks[0]->isa, "scalar") == 0);
+    for (i = 0; i < n; i++) {
+        printf("    reductions: %s\n", ks[i]->isa);
+        check_reductions_for(ks[0], ks[i]);
+        RETURN_IF_FAILED();
+    }
+    printf("    %d results from two or more NaN sources compared as NaN only\n", g_relaxed);
+}
+
+/* A reduction of one long run with a value added at every lane position in turn:
+ * a wrong lane assignment or order changes the rounding of the large sums. */
+static void test_reductions_lane_order(void)
+{
+    const sbn_kernels *ks[NISA];
+    int n = isas(ks), i, pos;
+    size_t len = MAXN, j;
+    for (i = 1; i < n; i++)
+        for (pos = 0; pos < 48; pos++) {
+            double r[2], g[2];
+            for (j = 0; j < len; j++) g_a[j] = ldexp(1.0, (int)(j % 7) * 9) + (double)j;
+            for (j = 0; j < len; j++) g_b[j] = j % 3 ? 1.0 : -1.0;
+            g_a[pos] = 0x1.0p60; /* swallows later additions of its lane only */
+            g_a[pos + 16] = -0x1.0p60;
+            ks[0]->sums(g_a, len - (size_t)pos, &r[0], &r[1]);
+            ks[i]->sums(g_a, len - (size_t)pos, &g[0], &g[1]);
+            CHECK_MSG(memcmp(r, g, sizeof r) == 0, "%s sums lane order pos=%d: %a/%a %a/%a",
+                      ks[i]->isa, pos, g[0], r[0], g[1], r[1]);
+            ks[0]->moments(g_a, len - (size_t)pos, &r[0], &r[1]);
+            ks[i]->moments(g_a, len - (size_t)pos, &g[0], &g[1]);
+            CHECK_MSG(memcmp(r, g, sizeof r) == 0, "%s moments lane order pos=%d: %a/%a %a/%a",
+                      ks[i]->isa, pos, g[0], r[0], g[1], r[1]);
+            ks[0]->backward_sums(g_b, g_a, len - (size_t)pos, 3.0, &r[0], &r[1]);
+            ks[i]->backward_sums(g_b, g_a, len - (size_t)pos, 3.0, &g[0], &g[1]);
+            CHECK_MSG(memcmp(r, g, sizeof r) == 0,
+                      "%s backward_sums lane order pos=%d: %a/%a %a/%a", ks[i]->isa, pos, g[0],
+                      r[0], g[1], r[1]);
+        }
+}
+
+/* ---- loads ---- */
+
+#define BIGN 65536
+
+static _Alignas(64) uint16_t g_h[BIGN + 8];
+static _Alignas(64) float g_f[BIGN + 8];
+static _Alignas(64) double g_dref[BIGN + 2 * PAD], g_dgot[BIGN + 2 * PAD];
+
+typedef void (*load_fn)(const void *, size_t, double *);
+
+/* One load of n elements at src into guarded outputs; 0 and a message on a mismatch. */
+static int check_load(const char *isa, const char *what, load_fn ref, load_fn got,
+                      const void *src, size_t n, int out_off)
+{
+    long d;
+    memset(g_dref, 0xA5, sizeof g_dref);
+    memset(g_dgot, 0xA5, sizeof g_dgot);
+    ref(src, n, g_dref + PAD + out_off);
+    got(src, n, g_dgot + PAD + out_off);
+    d = first_diff(g_dref, g_dgot, BIGN + 2 * PAD, sizeof(double));
+    if (d < 0) return 1;
+    sbn_test_fail(__FILE__, __LINE__,
+                  "%s %s n=%zu out_off=%d: element %ld (index %ld) %016llx want %016llx", isa,
+                  what, n, out_off, d, d - PAD - out_off, (unsigned long long)bits_of(g_dgot[d]),
+                  (unsigned long long)bits_of(g_dref[d]));
+    return 0;
+}
+
+static void test_loads_bitwise(void)
+{
+    const sbn_kernels *ks[NISA];
+    size_t ns[100];
+    int nisa = isas(ks), count = sizes(ns, 1), i, s, off;
+    for (i = 0; i < nisa; i++) {
+        const sbn_kernels *k = ks[i], *r = ks[0];
+        printf("    loads: %s\n", k->isa);
+        /* every fp16 / bf16 bit pattern, and random fp32 bits, at offsets 0..3 */
+        for (off = 0; off < 4; off++) {
+            size_t j, n = BIGN - 8;
+            for (j = 0; j < BIGN + 8; j++) g_h[j] = (uint16_t)(j - (size_t)off);
+            for (j = 0; j < BIGN + 8; j++) g_f[j] = float_from_bits(next_u32());
+            if (!check_load(k->isa, "f16 all patterns", r->load_f16, k->load_f16, g_h + off,
+                            BIGN, 0))
+                return;
+            if (!check_load(k->isa, "bf16 all patterns", r->load_bf16, k->load_bf16, g_h + off,
+                            BIGN, 0))
+                return;
+            if (!check_load(k->isa, "f32 random bits", r->load_f32, k->load_f32, g_f + off, n,
+                            off))
+                return;
+        }
+        /* every size, with offsets of input and output */
+        for (s = 0; s < count; s++)
+            for (off = 0; off < 4; off++) {
+                size_t j, n = ns[s];
+                for (j = 0; j < n + 8; j++) {
+                    g_h[j] = (uint16_t)next_u32();
+                    g_f[j] = below(2) ? (float)mixed_value(1) : float_from_bits(next_u32());
+                }
+                if (!check_load(k->isa, "f16", r->load_f16, k->load_f16, g_h + off, n, 3 - off))
+                    return;
+                if (!check_load(k->isa, "bf16", r->load_bf16, k->load_bf16, g_h + off, n, off))
+                    return;
+                if (!check_load(k->isa, "f32", r->load_f32, k->load_f32, g_f + off, n, 3 - off))
+                    return;
+            }
+    }
+}
+
+/* ---- stores ---- */
+
+static _Alignas(64) double g_src[MAXN + 8];
+static _Alignas(64) unsigned char g_oref[(MAXN + 2 * PAD) * 4], g_ogot[(MAXN + 2 * PAD) * 4];
+
+typedef void (*store_fn)(const double *, size_t, void *);
+
+static int check_store(const char *isa, const char *what, store_fn ref, store_fn got,
+                       const double *src, size_t n, size_t es, int out_off)
+{
+    long d;
+    memset(g_oref, 0xA5, sizeof g_oref);
+    memset(g_ogot, 0xA5, sizeof g_ogot);
+    ref(src, n, g_oref + (PAD + (size_t)out_off) * es);
+    got(src, n, g_ogot + (PAD + (size_t)out_off) * es);
+    d = first_diff(g_oref, g_ogot, sizeof g_oref / es, es);
+    if (d < 0) return 1;
+    {
+        long idx = d - PAD - out_off;
+        double in = idx >= 0 && (size_t)idx < n ? src[idx] : 0.0;
+        uint32_t gv = 0, rv = 0;
+        memcpy(&gv, g_ogot + (size_t)d * es, es);
+        memcpy(&rv, g_oref + (size_t)d * es, es);
+        sbn_test_fail(__FILE__, __LINE__,
+                      "%s %s n=%zu out_off=%d: index %ld input %a (%016llx): got %08x want %08x",
+                      isa, what, n, out_off, idx, in, (unsigned long long)bits_of(in),
+                      (unsigned)gv, (unsigned)rv);
+    }
+    return 0;
+}
+
+static void test_stores_bitwise(void)
+{
+    const sbn_kernels *ks[NISA];
+    size_t ns[100];
+    int nisa = isas(ks), count = sizes(ns, 1), i, s, off, rep;
+    for (i = 0; i < nisa; i++) {
+        const sbn_kernels *k = ks[i], *r = ks[0];
+        printf("    stores: %s\n", k->isa);
+        for (s = 0; s < count; s++)
+            for (off = 0; off < 4; off++)
+                for (rep = 0; rep < (ns[s] < 100 ? 4 : 40); rep++) {
+                    size_t j, n = ns[s];
+                    int profile = rep % 4 == 0 ? P_SPECIALS : P_MIXED;
+                    fill_profile(g_src, n + 8, profile);
+                    if (rep % 4 == 1) /* the float ties of the double: round-to-odd's hard case */
+                        for (j = 0; j < n + 8; j++) g_src[j] = near_tie(24, -30, 20, 1);
+                    if (!check_store(k->isa, "f32", r->store_f32, k->store_f32, g_src + (off & 1),
+                                     n, 4, off))
+                        return;
+                    if (!check_store(k->isa, "f16", r->store_f16, k->store_f16, g_src + (off & 1),
+                                     n, 2, off))
+                        return;
+                    if (!check_store(k->isa, "bf16", r->store_bf16, k->store_bf16,
+                                     g_src + (off & 1), n, 2, 3 - off))
+                        return;
+                }
+    }
+}
+
+/* ---- f32 maps ---- */
+
+static _Alignas(64) float g_x[MAXN + 8], g_dy[MAXN + 8];
+static _Alignas(64) float g_yref[MAXN + 2 * PAD], g_ygot[MAXN + 2 * PAD];
+
+#define NCOEF 6
+
+static void coefficients(int which, double *k)
+{
+    int j;
+    switch (which) {
+    case 0: k[0] = 0.25; k[1] = 1.5; k[2] = -0.125; k[3] = 0.75; break;
+    case 1:
+        for (j = 0; j < 4; j++) k[j] = normal() * ldexp(1.0, below(20) - 10);
+        break;
+    case 2: k[0] = 1e4 + 1e-3 * normal(); k[1] = 1e2 * uniform(); k[2] = normal(); k[3] = 3e38; break;
+    case 3: k[0] = 0.0; k[1] = 1e-40; k[2] = -0.0; k[3] = 1e-300; break;
+    case 4: k[0] = normal(); k[1] = INFINITY; k[2] = normal(); k[3] = -INFINITY; break;
+    default: k[0] = random_nan(); k[1] = normal(); k[2] = random_nan(); k[3] = normal(); break;
+    }
+}
+
+static void fill_floats(float *v, size_t n, int bitsmode)
+{
+    size_t j;
+    for (j = 0; j < n; j++)
+        v[j] = bitsmode ? float_from_bits(next_u32())
+                        : below(4) == 0 ? (float)mixed_value(1) : (float)normal();
+}
+
+/* Compares the guarded outputs; x (and dy for backward, else NULL) are the inputs of
+ * the n results at y offset yo, for the NaN-source rule. */
+static int check_map_out(const char *isa, const char *what, size_t n, const float *x,
+                         const float *dy, const double *coef, int yo, int kc, int inplace)
+{
+    size_t i, total = MAXN + 2 * PAD;
+    for (i = 0; i < total; i++) {
+        uint32_t gb, rb;
+        long idx = (long)i - PAD - yo;
+        memcpy(&gb, &g_ygot[i], 4);
+        memcpy(&rb, &g_yref[i], 4);
+        if (gb == rb) continue;
+        if (idx >= 0 && (size_t)idx < n && isnan(g_ygot[i]) && isnan(g_yref[i])) {
+            double in[2];
+            int m = 0;
+            in[m++] = x[idx];
+            if (dy != NULL) in[m++] = dy[idx];
+            if (nan_sources(in, (size_t)m, coef, 4) >= 2) {
+                g_relaxed++;
+                continue;
+            }
+        }
+        sbn_test_fail(__FILE__, __LINE__,
+                      "%s %s n=%zu y_off=%d coef=%d inplace=%d: index %ld got %08x want %08x",
+                      isa, what, n, yo, kc, inplace, idx, (unsigned)gb, (unsigned)rb);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_maps_bitwise(void)
+{
+    const sbn_kernels *ks[NISA];
+    size_t ns[100];
+    int nisa = isas(ks), count = sizes(ns, 1), i, s, xo, kc;
+    for (i = 0; i < nisa; i++) {
+        const sbn_kernels *k = ks[i], *r = ks[0];
+        printf("    maps: %s\n", k->isa);
+        for (s = 0; s < count; s++)
+            for (xo = 0; xo < 4; xo++)
+                for (kc = 0; kc < NCOEF; kc++) {
+                    size_t n = ns[s];
+                    int yo = (xo + kc) % 4, dyo = (xo + 1) % 4;
+                    double coef[4];
+                    coefficients(kc, coef);
+                    fill_floats(g_x, n + 8, kc & 1);
+                    fill_floats(g_dy, n + 8, (kc >> 1) & 1);
+
+                    memset(g_yref, 0xA5, sizeof g_yref);
+                    memset(g_ygot, 0xA5, sizeof g_ygot);
+                    r->f32_normalize(g_x + xo, n, coef, g_yref + PAD + yo);
+                    k->f32_normalize(g_x + xo, n, coef, g_ygot + PAD + yo);
+                    if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, coef, yo, kc, 0)) return;
+
+                    memset(g_yref, 0xA5, sizeof g_yref);
+                    memset(g_ygot, 0xA5, sizeof g_ygot);
+                    r->f32_backward(g_dy + dyo, g_x + xo, n, coef, g_yref + PAD + yo);
+                    k->f32_backward(g_dy + dyo, g_x + xo, n, coef, g_ygot + PAD + yo);
+                    if (!check_map_out(k->isa, "backward", n, g_x + xo, g_dy + dyo, coef, yo, kc, 0))
+                        return;
+
+                    /* in place: y is x (normalize), gi is dy (backward) */
+                    memset(g_yref, 0xA5, sizeof g_yref);
+                    memset(g_ygot, 0xA5, sizeof g_ygot);
+                    memcpy(g_yref + PAD + xo, g_x + xo, n * sizeof(float));
+                    memcpy(g_ygot + PAD + xo, g_x + xo, n * sizeof(float));
+                    r->f32_normalize(g_yref + PAD + xo, n, coef, g_yref + PAD + xo);
+                    k->f32_normalize(g_ygot + PAD + xo, n, coef, g_ygot + PAD + xo);
+                    if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, coef, xo, kc, 1)) return;
+
+                    memset(g_yref, 0xA5, sizeof g_yref);
+                    memset(g_ygot, 0xA5, sizeof g_ygot);
+                    memcpy(g_yref + PAD + xo, g_dy + xo, n * sizeof(float));
+                    memcpy(g_ygot + PAD + xo, g_dy + xo, n * sizeof(float));
+                    r->f32_backward(g_yref + PAD + xo, g_x + dyo, n, coef, g_yref + PAD + xo);
+                    k->f32_backward(g_ygot + PAD + xo, g_x + dyo, n, coef, g_ygot + PAD + xo);
+                    if (!check_map_out(k->isa, "backward", n, g_x + dyo, g_dy + xo, coef, xo, kc, 1))
+                        return;
+                }
+    }
+    printf("    %d results from two or more NaN sources compared as NaN only\n", g_relaxed);
+}
+
+/*
+ * A fused multiply-add in a map changes the double result by less than a double
+ * ulp, which the rounding to float hides but for results within a double ulp of a
+ * float tie. These inputs land there: with K = 2^28 + 16 + j*2^-24 and
+ * x = 1.5 +- 2^(m-23), (x - 0) * K - 1.5K cancels to (about) a float tie, so the
+ * unrounded product tips the float one way and the rounded one the other. The
+ * test keeps the x whose fused and unfused results differ as floats, and checks
+ * that the scalar kernel is the unfused one and every variant matches it.
+ */
+static int fma_sensitive(double K, float *hits, int max)
+{
+    int m, sgn, c = 0;
+    for (m = 0; m < 23; m++)
+        for (sgn = -1; sgn <= 1; sgn += 2) {
+            float x = (float)(1.5 + sgn * ldexp(1.0, m - 23));
+            volatile double prod = (double)x * K;
+            double unfused = prod + -(1.5 * K), fused = fma((double)x, K, -(1.5 * K));
+            if ((float)unfused != (float)fused && c < max) hits[c++] = x;
+        }
+    return c;
+}
+
+static void test_maps_no_fma(void)
+{
+    const sbn_kernels *ks[NISA];
+    float hits[64], want_fused[MAXN];
+    int nisa = isas(ks), i, j, nh = 0, off, tried = 0, sensitive = 0;
+    double K = 0.0;
+    for (j = 1; j <= 400 && nh < 16; j++) {
+        K = 0x1.0p28 + 16.0 + j * 0x1.0p-24;
+        nh = fma_sensitive(K, hits, 64);
+    }
+    CHECK_MSG(nh >= 16, "no FMA-sensitive inputs found (%d)", nh);
+    for (i = 0; i < nisa; i++)
+        for (off = 0; off < 4; off++) {
+            size_t n = off == 0 ? MAXN : (size_t)(61 + 7 * off), e;
+            double kn[4], kb[4];
+            kn[0] = 0.0;                 /* normalize: y = (x - 0) * K + (-1.5K) */
+            kn[1] = K;
+            kn[2] = -(1.5 * K);
+            kn[3] = 1.0;
+            kb[0] = 1.5 * K;             /* backward: gi = ((0 - 1.5K) - (x - 0) * -K) * 1 */
+            kb[1] = 0.0;
+            kb[2] = -K;
+            kb[3] = 1.0;
+            for (e = 0; e < n; e++) {
+                g_x[off + e] = hits[below(nh)];
+                g_dy[e] = 0.0f;
+                want_fused[e] = (float)fma((double)g_x[off + e], K, kn[2]);
+            }
+            memset(g_yref, 0xA5, sizeof g_yref);
+            memset(g_ygot, 0xA5, sizeof g_ygot);
+            ks[0]->f32_normalize(g_x + off, n, kn, g_yref + PAD + off);
+            ks[i]->f32_normalize(g_x + off, n, kn, g_ygot + PAD + off);
+            for (e = 0; e < n; e++) {
+                tried++;
+                sensitive += g_yref[PAD + off + e] != want_fused[e];
+            }
+            if (!check_map_out(ks[i]->isa, "normalize (FMA-sensitive)", n, g_x + off, NULL, kn,
+                               off, -1, 0))
+                return;
+            memset(g_yref, 0xA5, sizeof g_yref);
+            memset(g_ygot, 0xA5, sizeof g_ygot);
+            ks[0]->f32_backward(g_dy, g_x + off, n, kb, g_yref + PAD + off);
+            ks[i]->f32_backward(g_dy, g_x + off, n, kb, g_ygot + PAD + off);
+            if (!check_map_out(ks[i]->isa, "backward (FMA-sensitive)", n, g_x + off, g_dy, kb,
+                               off, -1, 0))
+                return;
+        }
+    printf("    K = %a: %d sensitive inputs; scalar differs from the fused result in %d of %d\n",
+           K, nh, sensitive, tried);
+    CHECK_MSG(sensitive == tried, "the scalar normalize matched a fused result");
+}
+
+/* ---- dispatch ---- */
+
+static void test_dispatch_force_scalar(void)
+{
+    const sbn_kernels *k;
+    CHECK(setenv("SBN_FORCE_SCALAR", "1", 1) == 0);
+    k = sbn__kernels(); /* the first call in this (forked) case chooses */
+    CHECK(k != NULL);
+    CHECK_MSG(strcmp(k->isa, "scalar") == 0, "SBN_FORCE_SCALAR=1 chose %s", k->isa);
+    CHECK(k == sbn__kernels_for("scalar"));
+    CHECK(sbn__kernels() == k); /* chosen once */
+}
+
+static void test_dispatch_widest(void)
+{
+    const sbn_kernels *k;
+    const char *w = widest_isa();
+    CHECK(unsetenv("SBN_FORCE_SCALAR") == 0);
+    k = sbn__kernels();
+    CHECK(k != NULL);
+    printf("    widest supported ISA: %s, chosen: %s\n", w, k->isa);
+    CHECK_MSG(strcmp(k->isa, w) == 0, "chose %s, the widest supported is %s", k->isa, w);
+    CHECK(k == sbn__kernels_for(w));
+    CHECK(sbn__kernels_for("no-such-isa") == NULL);
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+        CHECK_MSG(sbn__kernels_for("avx2") != NULL, "AVX2 CPU but no avx2 kernels built");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        CHECK_MSG(sbn__kernels_for("avx512") != NULL, "AVX-512 CPU but no avx512 kernels built");
+#endif
+}
+
+static void test_dispatch_force_other_values(void)
+{
+    const sbn_kernels *k;
+    CHECK(setenv("SBN_FORCE_SCALAR", "0", 1) == 0);
+    k = sbn__kernels();
+    CHECK_MSG(strcmp(k->isa, widest_isa()) == 0, "SBN_FORCE_SCALAR=0 chose %s", k->isa);
+}
+
+/* ---- whole ops: forced scalar vs default ---- */
+
+#define OPS_N 3
+#define OPS_C 5
+
+/* Writes every output of stats, batch_norm (training) and batch_norm_backward
+ * (training) on one batch to out as doubles; returns the count, or -1 on an error. */
+static long run_ops(sbn_dtype dt, int channels_last, int64_t s, double *out)
+{
+    int64_t shape[3], numel, i;
+    size_t es = sbn_dtype_size(dt), ws_bytes = 0, b = 0;
+    void *xd, *dyd, *yd, *gid, *ws;
+    float w[OPS_C], bias[OPS_C], rm[OPS_C], rv[OPS_C], sm[OPS_C], si[OPS_C], gw[OPS_C], gb[OPS_C];
+    double mean[OPS_C], invstd[OPS_C];
+    sbn_tensor x, dy, y, gi, tw, tb, trm, trv, tsm, tsi, tgw, tgb, tmean, tinv;
+    long c = 0;
+    int ok = 1;
+
+    shape[0] = OPS_N;
+    shape[1] = OPS_C;
+    shape[2] = s;
+    numel = OPS_N * OPS_C * s;
+    xd = malloc((size_t)numel * es);
+    dyd = malloc((size_t)numel * es);
+    yd = calloc((size_t)numel, es);
+    gid = calloc((size_t)numel, es);
+    g_rng = 0xB47C4ull; /* the same batch in both processes */
+    for (i = 0; i < numel; i++) {
+        float xv = (float)(3.0 + (double)(i % 7) + 2.0 * normal());
+        float gv = (float)(0.5 * normal());
+        if (dt == SBN_F32) {
+            ((float *)xd)[i] = xv;
+            ((float *)dyd)[i] = gv;
+        } else {
+            uint32_t u;
+            memcpy(&u, &xv, 4);
+            ((uint16_t *)xd)[i] = (uint16_t)(u >> 16);
+            memcpy(&u, &gv, 4);
+            ((uint16_t *)dyd)[i] = (uint16_t)(u >> 16);
+        }
+    }
+    for (i = 0; i < OPS_C; i++) {
+        w[i] = (float)(1.0 + 0.1 * (double)i);
+        bias[i] = (float)(0.25 * (double)i - 0.5);
+        rm[i] = 0.0f;
+        rv[i] = 1.0f;
+    }
+    if (channels_last) {
+        x = sbn_tensor_channels_last(xd, dt, 3, shape);
+        dy = sbn_tensor_channels_last(dyd, dt, 3, shape);
+        y = sbn_tensor_channels_last(yd, dt, 3, shape);
+        gi = sbn_tensor_channels_last(gid, dt, 3, shape);
+    } else {
+        x = sbn_tensor_contiguous(xd, dt, 3, shape);
+        dy = sbn_tensor_contiguous(dyd, dt, 3, shape);
+        y = sbn_tensor_contiguous(yd, dt, 3, shape);
+        gi = sbn_tensor_contiguous(gid, dt, 3, shape);
+    }
+    tw = sbn_tensor_1d(w, SBN_F32, OPS_C);
+    tb = sbn_tensor_1d(bias, SBN_F32, OPS_C);
+    trm = sbn_tensor_1d(rm, SBN_F32, OPS_C);
+    trv = sbn_tensor_1d(rv, SBN_F32, OPS_C);
+    tsm = sbn_tensor_1d(sm, SBN_F32, OPS_C);
+    tsi = sbn_tensor_1d(si, SBN_F32, OPS_C);
+    tgw = sbn_tensor_1d(gw, SBN_F32, OPS_C);
+    tgb = sbn_tensor_1d(gb, SBN_F32, OPS_C);
+    tmean = sbn_tensor_1d(mean, SBN_F64, OPS_C);
+    tinv = sbn_tensor_1d(invstd, SBN_F64, OPS_C);
+
+    ok = ok && sbn_stats_workspace_size(&x, &b) == SBN_OK;
+    ws_bytes = b > ws_bytes ? b : ws_bytes;
+    ok = ok && sbn_batch_norm_workspace_size(&x, &b) == SBN_OK;
+    ws_bytes = b > ws_bytes ? b : ws_bytes;
+    ok = ok && sbn_batch_norm_backward_workspace_size(&x, &b) == SBN_OK;
+    ws_bytes = b > ws_bytes ? b : ws_bytes;
+    ws = malloc(ws_bytes ? ws_bytes : 1);
+    ok = ok && sbn_stats(&x, 1e-5, &tmean, &tinv, ws, ws_bytes, NULL) == SBN_OK;
+    ok = ok && sbn_batch_norm(&x, &tw, &tb, 1, 0.1, 1e-5, &trm, &trv, &y, &tsm, &tsi, ws,
+                              ws_bytes, NULL) == SBN_OK;
+    ok = ok && sbn_batch_norm_backward(&dy, &x, &tw, &trm, &trv, &tsm, &tsi, 1, 1e-5, &gi, &tgw,
+                                       &tgb, ws, ws_bytes, NULL) == SBN_OK;
+    if (ok) {
+        for (i = 0; i < OPS_C; i++) {
+            out[c++] = mean[i];
+            out[c++] = invstd[i];
+            out[c++] = rm[i];
+            out[c++] = rv[i];
+            out[c++] = sm[i];
+            out[c++] = si[i];
+            out[c++] = gw[i];
+            out[c++] = gb[i];
+        }
+        for (i = 0; i < numel; i++) {
+            if (dt == SBN_F32) {
+                out[c++] = ((float *)yd)[i];
+                out[c++] = ((float *)gid)[i];
+            } else {
+                out[c++] = sbn__bf16_to_float(((uint16_t *)yd)[i]);
+                out[c++] = sbn__bf16_to_float(((uint16_t *)gid)[i]);
+            }
+        }
+    }
+    free(ws);
+    free(xd);
+    free(dyd);
+    free(yd);
+    free(gid);
+    return ok ? c : -1;
+}
+
+static void check_ops_forced_vs_default(sbn_dtype dt)
+{
+    static const int64_t spatial[] = {4000, 4001};
+    size_t cap = 4 * (size_t)(8 * OPS_C + 2 * OPS_N * OPS_C * 4001); /* four runs */
+    int layout, si;
+    double *forced = mmap(NULL, cap * sizeof(double), PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    double *dflt = malloc(cap * sizeof(double));
+    long count[4];
+    pid_t pid;
+    int status = 0;
+    CHECK(forced != MAP_FAILED && dflt != NULL);
+
+    /* The child chooses its kernels afresh (no sbn__kernels() call before the fork). */
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        size_t at = 0;
+        int bad = setenv("SBN_FORCE_SCALAR", "1", 1) != 0 ||
+                  strcmp(sbn__kernels()->isa, "scalar") != 0;
+        for (layout = 0; layout < 2 && !bad; layout++)
+            for (si = 0; si < 2 && !bad; si++) {
+                long got = run_ops(dt, layout, spatial[si], forced + at);
+                bad = got < 0;
+                at += got > 0 ? (size_t)got : 0;
+            }
+        _exit(bad ? 3 : 0);
+    }
+    while (waitpid(pid, &status, 0) < 0) {
+    }
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the forced-scalar child failed (status %d)", status);
+
+    CHECK(unsetenv("SBN_FORCE_SCALAR") == 0);
+    printf("    %s: forced scalar vs %s\n", sbn_dtype_name(dt), sbn__kernels()->isa);
+    CHECK(strcmp(sbn__kernels()->isa, widest_isa()) == 0);
+    {
+        size_t at = 0;
+        int k = 0;
+        for (layout = 0; layout < 2; layout++)
+            for (si = 0; si < 2; si++, k++) {
+                long j, d;
+                count[k] = run_ops(dt, layout, spatial[si], dflt + at);
+                CHECK_MSG(count[k] > 0, "op failed: %s", sbn_last_error());
+                d = first_diff(forced + at, dflt + at, (size_t)count[k], sizeof(double));
+                j = d;
+                CHECK_MSG(d < 0,
+                          "%s %s s=%lld: output value %ld differs: default %a, forced scalar %a "
+                          "(%ld per-channel values come first)",
+                          sbn_dtype_name(dt), layout ? "channels_last" : "contiguous",
+                          (long long)spatial[si], j, dflt[at + (size_t)j],
+                          forced[at + (size_t)j], (long)(8 * OPS_C));
+                at += (size_t)count[k];
+            }
+    }
+    munmap(forced, cap * sizeof(double));
+    free(dflt);
+}
+
+static void test_ops_forced_scalar_f32(void)
+{
+    check_ops_forced_vs_default(SBN_F32);
+}
+
+static void test_ops_forced_scalar_bf16(void)
+{
+    check_ops_forced_vs_default(SBN_BF16);
+}
+
+int main(int argc, char **argv)
+{
+    static const sbn_test_case cases[] = {
+        SBN_TEST_CASE(test_reductions_bitwise),
+        SBN_TEST_CASE(test_reductions_lane_order),
+        SBN_TEST_CASE(test_loads_bitwise),
+        SBN_TEST_CASE(test_stores_bitwise),
+        SBN_TEST_CASE(test_maps_bitwise),
+        SBN_TEST_CASE(test_maps_no_fma),
+        SBN_TEST_CASE(test_dispatch_force_scalar),
+        SBN_TEST_CASE(test_dispatch_widest),
+        SBN_TEST_CASE(test_dispatch_force_other_values),
+        SBN_TEST_CASE(test_ops_forced_scalar_f32),
+        SBN_TEST_CASE(test_ops_forced_scalar_bf16),
+    };
+    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+}
