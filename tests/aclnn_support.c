@@ -1,8 +1,10 @@
 /*
  * aclnn_support.c - aclTensors over tsup buffers for the aclnn tests: the
  * tensorData, offset, strides and storage dims handed to aclCreateTensor follow
- * from the tsup view (strides in elements); raw tensors for the argument checks;
- * phase 2 with a malloc'ed workspace; the recent-message checks.
+ * from the tsup view (strides in elements); tensors with their logical values;
+ * raw tensors for the argument checks; phase 2 with a malloc'ed workspace; the
+ * argument-check tables, the shared executor rules and the recent-message checks
+ * (the message copy is per thread).
  */
 #include "aclnn_support.h"
 
@@ -146,6 +148,57 @@ void atsup_free(atsup_tensor *a)
     memset(a, 0, sizeof *a);
 }
 
+void atsup_handles(const atsup_tensor *t, aclTensor **a, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) a[i] = t[i].t;
+}
+
+void atsup_free_n(atsup_tensor *t, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) atsup_free(&t[i]);
+}
+
+sbn_dtype atsup_native(aclDataType dtype)
+{
+    sbn_dtype d = SBN_F32;
+    atsup_native_dtype(dtype, &d);
+    return d;
+}
+
+atsup_tv atsup_tv_make(aclDataType dt, int rank, const int64_t *shape, tsup_layout layout,
+                       atsup_place place, aclFormat format, tsup_rng *rng, double mean,
+                       double std)
+{
+    atsup_tv t;
+    int64_t i;
+    t.n = tsup_numel(rank, shape);
+    t.v = malloc((size_t)(t.n > 0 ? t.n : 1) * sizeof *t.v);
+    for (i = 0; i < t.n; i++) t.v[i] = tsup_round(atsup_native(dt), mean);
+    if (rng) tsup_fill_normal(rng, t.v, t.n, mean, std, atsup_native(dt));
+    t.a = atsup_make(dt, rank, shape, layout, place, format, t.v);
+    return t;
+}
+
+void atsup_tv_free(atsup_tv *t)
+{
+    atsup_free(&t->a);
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+int atsup_tv_close(const char *what, const atsup_tv *t, const double *want, aclDataType dt)
+{
+    double *got = malloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *got);
+    int ok;
+    atsup_read(&t->a, got);
+    ok = tsup_close(what, got, want, t->n, 1e-9, 2 * tsup_unit_roundoff(atsup_native(dt)));
+    if (ok && !atsup_guard_ok(&t->a)) ok = 0, fprintf(stderr, "    %s: guard bytes\n", what);
+    free(got);
+    return ok;
+}
+
 aclnnStatus atsup_run(atsup_phase2_fn fn, uint64_t size, aclOpExecutor *executor)
 {
     void *workspace = size ? malloc((size_t)size) : NULL;
@@ -156,7 +209,7 @@ aclnnStatus atsup_run(atsup_phase2_fn fn, uint64_t size, aclOpExecutor *executor
 
 const char *atsup_msg(void)
 {
-    static char copy[1024];
+    static _Thread_local char copy[1024];
     const char *msg = aclGetRecentErrMsg();
     snprintf(copy, sizeof copy, "%s", msg ? msg : "");
     return copy;
@@ -260,4 +313,24 @@ int atsup_check_executor_rules(atsup_phase1_fn phase1, void *ctx, atsup_phase2_f
     if ((s = atsup_run(phase2, ws, ex)) == ACLNN_SUCCESS)
         return rule_failed("a destroyed executor is refused", s);
     return 1;
+}
+
+int atsup_check_no_data(atsup_phase1_fn phase1, void *ctx, atsup_phase2_fn phase2,
+                        aclTensor **slot, aclDataType dtype, int rank, const int64_t *shape,
+                        aclFormat format)
+{
+    aclTensor *keep = *slot;
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    aclnnStatus s;
+    int ok = 1;
+    *slot = aclCreateTensor(shape, (uint64_t)rank, dtype, NULL, 0, format, shape,
+                            (uint64_t)rank, NULL);
+    if ((s = phase1(ctx, &ws, &ex)) != ACLNN_SUCCESS)
+        ok = rule_failed("phase 1 accepts a tensor without data", s);
+    else if ((s = atsup_run(phase2, ws, ex)) != ACLNN_ERR_PARAM_NULLPTR)
+        ok = rule_failed("phase 2 refuses a tensor without data with 161001", s);
+    aclDestroyTensor(*slot);
+    *slot = keep;
+    return ok;
 }

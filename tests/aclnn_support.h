@@ -1,11 +1,14 @@
 /*
- * aclnn_support.h - helpers for the aclnn tests (test_aclnn_*.c): aclTensors
- * built with aclCreateTensor over tsup buffers (any float dtype and tsup layout,
- * the view placed at the buffer start or at an element offset into a larger
- * storage, guard bytes around it), raw tensors of any aclDataType or rank for the
- * argument checks, reading a tensor back as doubles, phase 2 with a fresh
- * workspace, and checks of the status and of aclGetRecentErrMsg. Values are
- * logical row-major over the view dims, as in support.h.
+ * aclnn_support.h - helpers for the aclnn and acl tests (test_aclnn_*.c,
+ * test_acl_runtime.c): aclTensors built with aclCreateTensor over tsup buffers
+ * (any float dtype and tsup layout, the view placed at the buffer start or at an
+ * element offset into a larger storage, guard bytes around it), tensors kept with
+ * their logical values for the numeric checks (atsup_tv), raw tensors of any
+ * aclDataType or rank for the argument checks, reading a tensor back as doubles,
+ * freeing many at once, phase 2 with a fresh workspace, the argument-check
+ * tables, the executor rules every op shares (a tensor without data included),
+ * and checks of the status and of aclGetRecentErrMsg. Values are logical
+ * row-major over the view dims, as in support.h.
  */
 #ifndef SBN_TEST_ACLNN_SUPPORT_H
 #define SBN_TEST_ACLNN_SUPPORT_H
@@ -15,6 +18,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "harness/harness.h"
+#include "support/optest.h"
 #include "support/support.h"
 
 /* Where the view sits in the storage handed to aclCreateTensor. */
@@ -56,6 +60,43 @@ void atsup_read(const atsup_tensor *a, double *out);
 int atsup_guard_ok(const atsup_tensor *a);
 /* Destroys the aclTensor and frees the storage; a zeroed struct is a no-op. */
 void atsup_free(atsup_tensor *a);
+
+/* The native dtype of an aclDataType (atsup_native_dtype), SBN_F32 for the others. */
+sbn_dtype atsup_native(aclDataType dtype);
+
+/* A tensor with its logical values (rounded to its dtype), for the numeric checks. */
+typedef struct atsup_tv {
+    atsup_tensor a;
+    double *v; /* n logical row-major values as stored; may be NULL */
+    int64_t n;
+} atsup_tv;
+
+/*
+ * A tensor of dt in the given layout, place and format holding normal values
+ * (mean, std) drawn from rng when rng is set, else `mean` everywhere; v keeps
+ * the values rounded to dt.
+ */
+atsup_tv atsup_tv_make(aclDataType dt, int rank, const int64_t *shape, tsup_layout layout,
+                       atsup_place place, aclFormat format, tsup_rng *rng, double mean,
+                       double std);
+/* Frees the tensor and the values, and zeroes *t. */
+void atsup_tv_free(atsup_tv *t);
+/*
+ * Reads t back (n values) and compares with want: |got - want| <= 1e-9 +
+ * 2 u(dt) |want|, NaN matching NaN; the guard bytes must be intact too.
+ * 1 when both hold; otherwise prints what differed and returns 0.
+ */
+int atsup_tv_close(const char *what, const atsup_tv *t, const double *want, aclDataType dt);
+
+/* atsup_free of every atsup_tensor pointer listed, in order. */
+#define ATSUP_FREE(...) TSUP_EACH(atsup_tensor *, atsup_free, __VA_ARGS__)
+/* atsup_tv_free of every atsup_tv pointer listed, in order. */
+#define ATSUP_TV_FREE(...) TSUP_EACH(atsup_tv *, atsup_tv_free, __VA_ARGS__)
+
+/* a[i] = t[i].t for i < n: the handles of an argument array. */
+void atsup_handles(const atsup_tensor *t, aclTensor **a, int n);
+/* atsup_free of t[0..n-1]. */
+void atsup_free_n(atsup_tensor *t, int n);
 
 /* A function of phase 2 (the const on a stream parameter does not change the type). */
 typedef aclnnStatus (*atsup_phase2_fn)(void *workspace, uint64_t workspaceSize,
@@ -131,6 +172,17 @@ typedef aclnnStatus (*atsup_phase1_fn)(void *ctx, uint64_t *workspaceSize,
  * destroyed, and is refused afterwards. 1 when all hold, else prints and 0.
  */
 int atsup_check_executor_rules(atsup_phase1_fn phase1, void *ctx, atsup_phase2_fn phase2);
+
+/*
+ * A tensor made before its memory (data NULL, as CANN allows): puts a contiguous
+ * tensor of dtype, shape and format without data in *slot (an argument ctx
+ * passes), runs phase 1 (must succeed) and phase 2 (must refuse with 161001),
+ * destroys the tensor and restores *slot. 1 when both statuses are as expected,
+ * else prints the first that is not and returns 0.
+ */
+int atsup_check_no_data(atsup_phase1_fn phase1, void *ctx, atsup_phase2_fn phase2,
+                        aclTensor **slot, aclDataType dtype, int rank, const int64_t *shape,
+                        aclFormat format);
 
 /* Checks an aclnnStatus expression, printing the recent message on a mismatch. */
 #define CHECK_ACL(expr, expected)                                                           \

@@ -17,25 +17,10 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "aclnn_support.h"
 #include "harness/harness.h"
+#include "support/alloc_counter.h"
 #include "syncbn/syncbn.h"
-
-#define CHECK_ACL(expr, want)                                                                \
-    do {                                                                                     \
-        aclError got_ = (expr);                                                              \
-        if (got_ != (want)) {                                                                \
-            const char *msg_ = aclGetRecentErrMsg();                                         \
-            sbn_test_fail(__FILE__, __LINE__, "%s returned %d, expected %d (%s)", #expr,     \
-                          (int)got_, (int)(want), msg_ ? msg_ : "no message");               \
-            return;                                                                          \
-        }                                                                                    \
-    } while (0)
-
-static int message_has(const char *part)
-{
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, part) != NULL;
-}
 
 static void codes_and_enums(void)
 {
@@ -56,10 +41,10 @@ static void codes_and_enums(void)
 static void init_and_finalize(void)
 {
     CHECK_ACL(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
-    CHECK(message_has("aclFinalize"));
+    CHECK(atsup_msg_has("aclFinalize"));
     CHECK_ACL(aclInit(NULL), ACL_SUCCESS);
     CHECK_ACL(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
-    CHECK(message_has("aclInit"));
+    CHECK(atsup_msg_has("aclInit"));
     CHECK_ACL(aclFinalize(), ACL_SUCCESS);
     CHECK_ACL(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
     /* a config path (even one that does not exist) is accepted and not read */
@@ -80,7 +65,7 @@ static void devices(void)
     pthread_t th;
     aclError other = ACL_SUCCESS;
     CHECK_ACL(aclrtGetDevice(&id), ACL_ERROR_RT_CONTEXT_NULL);
-    CHECK(message_has("aclrtSetDevice"));
+    CHECK(atsup_msg_has("aclrtSetDevice"));
     CHECK_ACL(aclrtGetDevice(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_ACL(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID);
     CHECK_ACL(aclrtResetDevice(-2), ACL_ERROR_RT_INVALID_DEVICEID);
@@ -114,7 +99,7 @@ static void streams(void)
     CHECK_ACL(aclrtSynchronizeStream(NULL), ACL_SUCCESS);
     CHECK_ACL(aclrtSynchronizeStream(&local), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_ACL(aclrtDestroyStream(&local), ACL_ERROR_RT_PARAM_INVALID);
-    CHECK(message_has("aclrtDestroyStream"));
+    CHECK(atsup_msg_has("aclrtDestroyStream"));
     CHECK_ACL(aclrtDestroyStream(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_ACL(aclrtDestroyStream(s), ACL_SUCCESS);
     CHECK_ACL(aclrtDestroyStream(s), ACL_ERROR_RT_PARAM_INVALID);
@@ -139,7 +124,7 @@ static void memory_alloc_and_free(void)
         memset(p[i], 0x5a, (size_t)(1 + 37 * i)); /* ASan: the whole size is usable */
     }
     CHECK_ACL(aclrtMalloc(&q, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
-    CHECK(message_has("size is 0"));
+    CHECK(atsup_msg_has("size is 0"));
     CHECK_ACL(aclrtMalloc(NULL, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
     CHECK_ACL(aclrtMalloc(&q, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
     CHECK_ACL(aclrtMallocHost(&h, 100), ACL_SUCCESS);
@@ -148,7 +133,7 @@ static void memory_alloc_and_free(void)
     CHECK_ACL(aclrtMallocHost(NULL, 4), ACL_ERROR_INVALID_PARAM);
     /* wrong free function, foreign pointer, NULL, twice */
     CHECK_ACL(aclrtFree(h), ACL_ERROR_RT_PARAM_INVALID);
-    CHECK(message_has("aclrtFreeHost"));
+    CHECK(atsup_msg_has("aclrtFreeHost"));
     CHECK_ACL(aclrtFreeHost(p[0]), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_ACL(aclrtFree(&local), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_ACL(aclrtFree((char *)p[1] + 1), ACL_ERROR_RT_PARAM_INVALID);
@@ -156,7 +141,7 @@ static void memory_alloc_and_free(void)
     CHECK_ACL(aclrtFreeHost(NULL), ACL_ERROR_INVALID_PARAM);
     for (i = 0; i < 8; i++) CHECK_ACL(aclrtFree(p[i]), ACL_SUCCESS);
     CHECK_ACL(aclrtFree(p[3]), ACL_ERROR_RT_PARAM_INVALID);
-    CHECK(message_has("already freed"));
+    CHECK(atsup_msg_has("already freed"));
     CHECK_ACL(aclrtFreeHost(h), ACL_SUCCESS);
     CHECK_ACL(aclrtFreeHost(h), ACL_ERROR_RT_PARAM_INVALID);
 }
@@ -174,36 +159,14 @@ static void memory_many_allocations(void)
     free(p);
 }
 
-typedef struct counting {
-    long calls, live, fail_at;
-} counting;
-
-static void *counting_malloc(size_t bytes, void *user)
-{
-    counting *c = user;
-    void *p;
-    if (++c->calls == c->fail_at) return NULL;
-    p = malloc(bytes ? bytes : 1);
-    if (p) c->live++;
-    return p;
-}
-
-static void counting_free(void *ptr, void *user)
-{
-    counting *c = user;
-    if (!ptr) return;
-    c->live--;
-    free(ptr);
-}
-
 static void memory_through_allocator_hook(void)
 {
-    counting c = {0, 0, 1};
+    tsup_counter c = {.fail_at = 1};
     void *p = NULL;
     aclrtStream s = NULL;
-    sbn_set_allocator(counting_malloc, counting_free, &c);
+    tsup_counter_install(&c);
     CHECK_ACL(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
-    CHECK(message_has("out of memory"));
+    CHECK(atsup_msg_has("out of memory"));
     c.fail_at = 2;
     CHECK_ACL(aclrtCreateStream(&s), ACL_ERROR_RT_MEMORY_ALLOCATION);
     c.fail_at = 0;
@@ -236,7 +199,7 @@ static void memcpy_kinds_and_checks(void)
     memset(back, 0xee, sizeof back);
     CHECK_ACL(aclrtMemcpy(back, 16, dev, 17, ACL_MEMCPY_DEVICE_TO_HOST),
               ACL_ERROR_RT_PARAM_INVALID);
-    CHECK(message_has("destMax"));
+    CHECK(atsup_msg_has("destMax"));
     CHECK(back[0] == 0xee && back[16] == 0xee);
     CHECK_ACL(aclrtMemcpy(back, 16, dev, 16, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
     CHECK(back[15] == host[15] && back[16] == 0xee);
@@ -245,7 +208,7 @@ static void memcpy_kinds_and_checks(void)
     CHECK_ACL(aclrtMemcpy(NULL, 8, host, 8, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
     CHECK_ACL(aclrtMemcpy(dev, 8, NULL, 8, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
     CHECK_ACL(aclrtMemcpy(dev, 8, host, 8, (aclrtMemcpyKind)99), ACL_ERROR_INVALID_PARAM);
-    CHECK(message_has("kind 99"));
+    CHECK(atsup_msg_has("kind 99"));
     /* overlapping ranges are copied as if through a temporary */
     memcpy(back, host, 32);
     CHECK_ACL(aclrtMemcpy(back + 4, 28, back, 16, ACL_MEMCPY_HOST_TO_HOST), ACL_SUCCESS);
@@ -264,7 +227,7 @@ static void memset_checks(void)
     CHECK_ACL(aclrtMemset(buf, sizeof buf, 0x1ff, 2), ACL_SUCCESS); /* low byte */
     CHECK(buf[0] == 0xff && buf[1] == 0xff && buf[2] == 0xab);
     CHECK_ACL(aclrtMemset(buf, 8, 0, 9), ACL_ERROR_RT_PARAM_INVALID);
-    CHECK(message_has("maxCount"));
+    CHECK(atsup_msg_has("maxCount"));
     CHECK(buf[0] == 0xff);
     CHECK_ACL(aclrtMemset(NULL, 0, 0, 0), ACL_SUCCESS);
     CHECK_ACL(aclrtMemset(NULL, 8, 0, 8), ACL_ERROR_INVALID_PARAM);
@@ -299,26 +262,24 @@ static void recent_error_message(void)
     /* a success does not clear it; a new failure does not overwrite the returned text */
     CHECK_ACL(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK(strcmp(first, copy) == 0);
-    CHECK(message_has("aclrtFree"));
+    CHECK(atsup_msg_has("aclrtFree"));
     CHECK(aclGetRecentErrMsg() == NULL);
     CHECK_ACL(aclrtMemset(NULL, 8, 0, 8), ACL_ERROR_INVALID_PARAM);
     CHECK_ACL(aclrtMemset(NULL, 0, 0, 0), ACL_SUCCESS);
-    CHECK(message_has("aclrtMemset"));
+    CHECK(atsup_msg_has("aclrtMemset"));
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(codes_and_enums),
-        SBN_TEST_CASE(init_and_finalize),
-        SBN_TEST_CASE(devices),
-        SBN_TEST_CASE(streams),
-        SBN_TEST_CASE(memory_alloc_and_free),
-        SBN_TEST_CASE(memory_many_allocations),
-        SBN_TEST_CASE(memory_through_allocator_hook),
-        SBN_TEST_CASE(memcpy_kinds_and_checks),
-        SBN_TEST_CASE(memset_checks),
-        SBN_TEST_CASE(recent_error_message),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(codes_and_enums),
+    SBN_TEST_CASE(init_and_finalize),
+    SBN_TEST_CASE(devices),
+    SBN_TEST_CASE(streams),
+    SBN_TEST_CASE(memory_alloc_and_free),
+    SBN_TEST_CASE(memory_many_allocations),
+    SBN_TEST_CASE(memory_through_allocator_hook),
+    SBN_TEST_CASE(memcpy_kinds_and_checks),
+    SBN_TEST_CASE(memset_checks),
+    SBN_TEST_CASE(recent_error_message),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -29,54 +29,8 @@
 
 #define SENTINEL 7.0
 
-/* A tensor with its logical values (rounded to its dtype). */
-typedef struct tv {
-    atsup_tensor a;
-    double *v;
-    int64_t n;
-} tv;
-
-static sbn_dtype native(aclDataType dt)
-{
-    sbn_dtype d = SBN_F32;
-    atsup_native_dtype(dt, &d);
-    return d;
-}
-
-/* Normal values (mean, std) when rng is set, else all `mean`, stored in dt. */
-static tv make_tv(aclDataType dt, int rank, const int64_t *shape, tsup_layout layout,
-                  atsup_place place, tsup_rng *rng, double mean, double std)
-{
-    tv t;
-    int64_t i;
-    t.n = tsup_numel(rank, shape);
-    t.v = malloc((size_t)(t.n > 0 ? t.n : 1) * sizeof *t.v);
-    for (i = 0; i < t.n; i++) t.v[i] = tsup_round(native(dt), mean);
-    if (rng) tsup_fill_normal(rng, t.v, t.n, mean, std, native(dt));
-    t.a = atsup_make(dt, rank, shape, layout, place, ACL_FORMAT_ND, t.v);
-    return t;
-}
-
-static void free_tv(tv *t)
-{
-    atsup_free(&t->a);
-    free(t->v);
-    t->v = NULL;
-}
-
-/* Reads t back and compares it with want (n values); 1 when close. */
-static int close_to(const char *what, const tv *t, const double *want, aclDataType dt)
-{
-    double *got = malloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *got);
-    int ok;
-    atsup_read(&t->a, got);
-    ok = tsup_close(what, got, want, t->n, 1e-9, 2 * tsup_unit_roundoff(native(dt)));
-    ok = ok && atsup_guard_ok(&t->a);
-    free(got);
-    return ok;
-}
-
-static int all_equal(const tv *t, double value)
+/* 1 when every value of t (at most 64) is exactly `value` and its guard bytes are intact. */
+static int all_equal(const atsup_tv *t, double value)
 {
     double got[64];
     int64_t i;
@@ -178,29 +132,29 @@ static const atsup_case k_rb_disabled_cases[] = {
     ATSUP_CASE1("inputs still checked", ATSUP_NULL_ARG(RB_MEAN), E161001, "mean"),
 };
 
-static void rb_args(tv *t)
+static void rb_args(atsup_tv *t)
 {
     static const int64_t x[3] = {2, 3, 4}, c = 3;
     int k;
     for (k = 0; k < RB_N; k++)
-        t[k] = k < RB_MEAN ? make_tv(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 0.5, 0)
-                           : make_tv(F, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 1.0, 0);
+        t[k] = k < RB_MEAN
+                   ? atsup_tv_make(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 0.5, 0)
+                   : atsup_tv_make(F, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 1.0, 0);
 }
 
 static void rb_argument_checks(void)
 {
-    tv t[RB_N];
+    atsup_tv t[RB_N];
     aclTensor *a[RB_N];
     int k, failed;
     rb_args(t);
     for (k = 0; k < RB_N; k++) a[k] = t[k].a.t;
-    failed = atsup_expect_all(call_rb, a, RB_N, k_rb_cases,
-                              (int)(sizeof k_rb_cases / sizeof k_rb_cases[0]));
+    failed = atsup_expect_all(call_rb, a, RB_N, k_rb_cases, TSUP_COUNT(k_rb_cases));
     g_rb_mask[0] = g_rb_mask[1] = g_rb_mask[2] = false;
     failed += atsup_expect_all(call_rb, a, RB_N, k_rb_disabled_cases,
-                               (int)(sizeof k_rb_disabled_cases / sizeof k_rb_disabled_cases[0]));
+                               TSUP_COUNT(k_rb_disabled_cases));
     g_rb_mask[0] = g_rb_mask[1] = g_rb_mask[2] = true;
-    for (k = 0; k < RB_N; k++) free_tv(&t[k]);
+    for (k = 0; k < RB_N; k++) atsup_tv_free(&t[k]);
     CHECK_MSG(failed == 0, "%d argument cases failed", failed);
 }
 
@@ -220,7 +174,7 @@ static int rb_numeric(const rb_spec *sp, uint64_t seed)
     tsup_rng rng = tsup_rng_seed(seed);
     const int64_t c = sp->shape[1], n = sp->shape[0];
     const int64_t s_dim = n ? tsup_numel(sp->rank, sp->shape) / c / n : 0;
-    tv dy, x, mean, invstd, w, out[4];
+    atsup_tv dy, x, mean, invstd, w, out[4];
     double *want[4];
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
@@ -230,14 +184,14 @@ static int rb_numeric(const rb_spec *sp, uint64_t seed)
     const int on[4] = {g[0], g[0], g[1], g[2]};
     static const char *const names[4] = {"sumDy", "sumDyXmu", "gradWeight", "gradBias"};
 
-    dy = make_tv(sp->x, sp->rank, sp->shape, sp->layout, sp->place, &rng, 0.3, 1.0);
-    x = make_tv(sp->x, sp->rank, sp->shape, TSUP_STRIDED, ATSUP_OFFSET, &rng, 1.0, 2.0);
-    mean = make_tv(sp->p, 1, &c, sp->layout, sp->place, &rng, 1.0, 0.5);
-    invstd = make_tv(sp->p, 1, &c, TSUP_STRIDED, ATSUP_OFFSET, &rng, 2.0, 0.25);
-    w = make_tv(sp->p, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, &rng, 1.0, 0.5);
+    dy = atsup_tv_make(sp->x, sp->rank, sp->shape, sp->layout, sp->place, ND, &rng, 0.3, 1.0);
+    x = atsup_tv_make(sp->x, sp->rank, sp->shape, TSUP_STRIDED, ATSUP_OFFSET, ND, &rng, 1.0, 2.0);
+    mean = atsup_tv_make(sp->p, 1, &c, sp->layout, sp->place, ND, &rng, 1.0, 0.5);
+    invstd = atsup_tv_make(sp->p, 1, &c, TSUP_STRIDED, ATSUP_OFFSET, ND, &rng, 2.0, 0.25);
+    w = atsup_tv_make(sp->p, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, &rng, 1.0, 0.5);
     for (k = 0; k < 4; k++) {
-        out[k] = make_tv(sp->out, 1, &c, k % 2 ? TSUP_STRIDED : sp->layout,
-                         k % 2 ? ATSUP_OFFSET : sp->place, NULL, SENTINEL, 0);
+        out[k] = atsup_tv_make(sp->out, 1, &c, k % 2 ? TSUP_STRIDED : sp->layout,
+                               k % 2 ? ATSUP_OFFSET : sp->place, ND, NULL, SENTINEL, 0);
         want[k] = calloc((size_t)c, sizeof(double));
     }
     ref_backward_reduce(dy.v, x.v, n, c, s_dim, mean.v, want[0], want[1]);
@@ -255,7 +209,7 @@ static int rb_numeric(const rb_spec *sp, uint64_t seed)
     }
     for (k = 0; ok && k < 4; k++) {
         if (on[k])
-            ok = close_to(names[k], &out[k], want[k], sp->out);
+            ok = atsup_tv_close(names[k], &out[k], want[k], sp->out);
         else if (!all_equal(&out[k], SENTINEL))
             ok = 0, fprintf(stderr, "    disabled %s was written\n", names[k]);
     }
@@ -263,8 +217,8 @@ static int rb_numeric(const rb_spec *sp, uint64_t seed)
         fprintf(stderr, "    case rank %d x %s p %s out %s layout %s mask %d\n", sp->rank,
                 atsup_dtype_name(sp->x), atsup_dtype_name(sp->p), atsup_dtype_name(sp->out),
                 tsup_layout_name(sp->layout), sp->mask);
-    free_tv(&dy), free_tv(&x), free_tv(&mean), free_tv(&invstd), free_tv(&w);
-    for (k = 0; k < 4; k++) free_tv(&out[k]), free(want[k]);
+    ATSUP_TV_FREE(&dy, &x, &mean, &invstd, &w);
+    for (k = 0; k < 4; k++) atsup_tv_free(&out[k]), free(want[k]);
     return ok;
 }
 
@@ -279,7 +233,7 @@ static void rb_numbers(void)
         {3, {3, 2, 700}, F, ACL_BF16, ACL_FLOAT16, TSUP_STRIDED, ATSUP_PLAIN, 7, 1},
     };
     int i, failed = 0;
-    for (i = 0; i < (int)(sizeof specs / sizeof specs[0]); i++)
+    for (i = 0; i < TSUP_COUNT(specs); i++)
         failed += !rb_numeric(&specs[i], 100 + (uint64_t)i);
     CHECK_MSG(failed == 0, "%d ReduceBackward cases failed", failed);
 }
@@ -374,30 +328,30 @@ static const atsup_case k_eb_cases[] = {
 };
 
 /* Valid arguments: x [2, 3, 4] (R = 8), counter INT32 [2] = {8, 8}. */
-static void eb_args(tv *t)
+static void eb_args(atsup_tv *t)
 {
     static const int64_t x[3] = {2, 3, 4}, c = 3, w = 2;
     int k;
     for (k = 0; k < EB_N; k++) {
         if (k == EB_COUNTER)
-            t[k] = make_tv(ACL_INT32, 1, &w, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 8, 0);
+            t[k] =
+                atsup_tv_make(ACL_INT32, 1, &w, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 8, 0);
         else if (k < EB_MEAN || k == EB_GRAD_INPUT)
-            t[k] = make_tv(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 0.5, 0);
+            t[k] = atsup_tv_make(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 0.5, 0);
         else
-            t[k] = make_tv(F, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 1.0, 0);
+            t[k] = atsup_tv_make(F, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 1.0, 0);
     }
 }
 
 static void eb_argument_checks(void)
 {
-    tv t[EB_N];
+    atsup_tv t[EB_N];
     aclTensor *a[EB_N];
     int k, failed;
     eb_args(t);
     for (k = 0; k < EB_N; k++) a[k] = t[k].a.t;
-    failed = atsup_expect_all(call_eb, a, EB_N, k_eb_cases,
-                              (int)(sizeof k_eb_cases / sizeof k_eb_cases[0]));
-    for (k = 0; k < EB_N; k++) free_tv(&t[k]);
+    failed = atsup_expect_all(call_eb, a, EB_N, k_eb_cases, TSUP_COUNT(k_eb_cases));
+    for (k = 0; k < EB_N; k++) atsup_tv_free(&t[k]);
     CHECK_MSG(failed == 0, "%d argument cases failed", failed);
 }
 
@@ -407,7 +361,7 @@ static void eb_counter_rules(void)
     static const int64_t two = 2, four[2] = {2, 2};
     static const double fractional[2] = {8.5, 8}, negative[2] = {20, -1}, small[2] = {3, 4};
     static const double spread[4] = {4, 4, 0, 8}; /* 16 over a [2, 2] counter */
-    tv t[EB_N];
+    atsup_tv t[EB_N];
     atsup_tensor cnt;
     aclTensor *a[EB_N];
     int k;
@@ -444,7 +398,7 @@ static void eb_counter_rules(void)
         CHECK_ACL(call_eb(a, 0, 0), ACLNN_SUCCESS);
         aclDestroyTensor(c1), aclDestroyTensor(c2);
     }
-    for (k = 0; k < EB_N; k++) free_tv(&t[k]);
+    for (k = 0; k < EB_N; k++) atsup_tv_free(&t[k]);
 }
 
 typedef struct eb_spec {
@@ -464,29 +418,29 @@ static int eb_numeric(const eb_spec *sp, uint64_t seed)
     const int64_t r = numel / c;
     int64_t cshape[8] = {3, 1, 1, 1, 1, 1, 1, 1};
     const double counts[3] = {(double)r, (double)(2 * r), 5};
-    tv dy, x, mean, invstd, w, sdy, sdx, cnt, gi;
+    atsup_tv dy, x, mean, invstd, w, sdy, sdx, cnt, gi;
     double *want = malloc((size_t)(numel ? numel : 1) * sizeof *want);
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
     aclnnStatus s;
     int ok = 1;
 
-    dy = make_tv(sp->x, sp->rank, sp->shape, sp->layout, sp->place, &rng, 0.2, 1.0);
-    x = make_tv(sp->x, sp->rank, sp->shape, TSUP_STRIDED, ATSUP_OFFSET, &rng, 1.0, 2.0);
-    mean = make_tv(sp->p, 1, &c, sp->layout, sp->place, &rng, 1.0, 0.5);
-    invstd = make_tv(sp->p, 1, &c, TSUP_STRIDED, ATSUP_PLAIN, &rng, 1.5, 0.25);
-    w = make_tv(sp->p, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_OFFSET, &rng, 1.0, 0.5);
-    sdy = make_tv(sp->p, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, &rng, 0.0, 3.0);
-    sdx = make_tv(sp->p, 1, &c, TSUP_STRIDED, ATSUP_OFFSET, &rng, 0.0, 3.0);
+    dy = atsup_tv_make(sp->x, sp->rank, sp->shape, sp->layout, sp->place, ND, &rng, 0.2, 1.0);
+    x = atsup_tv_make(sp->x, sp->rank, sp->shape, TSUP_STRIDED, ATSUP_OFFSET, ND, &rng, 1.0, 2.0);
+    mean = atsup_tv_make(sp->p, 1, &c, sp->layout, sp->place, ND, &rng, 1.0, 0.5);
+    invstd = atsup_tv_make(sp->p, 1, &c, TSUP_STRIDED, ATSUP_PLAIN, ND, &rng, 1.5, 0.25);
+    w = atsup_tv_make(sp->p, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_OFFSET, ND, &rng, 1.0, 0.5);
+    sdy = atsup_tv_make(sp->p, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, &rng, 0.0, 3.0);
+    sdx = atsup_tv_make(sp->p, 1, &c, TSUP_STRIDED, ATSUP_OFFSET, ND, &rng, 0.0, 3.0);
     cnt.n = 3;
     cnt.v = NULL;
     cnt.a = atsup_make(sp->counter, sp->counter_rank, cshape, TSUP_STRIDED, ATSUP_OFFSET,
                        ACL_FORMAT_ND, counts);
-    gi = make_tv(sp->out, sp->rank, sp->shape,
-                 sp->layout == TSUP_STRIDED ? TSUP_CHANNELS_LAST : TSUP_STRIDED, ATSUP_OFFSET, NULL,
-                 SENTINEL, 0);
+    gi = atsup_tv_make(sp->out, sp->rank, sp->shape,
+                       sp->layout == TSUP_STRIDED ? TSUP_CHANNELS_LAST : TSUP_STRIDED, ATSUP_OFFSET,
+                       ND, NULL, SENTINEL, 0);
     if (sp->in_place) {
-        free_tv(&gi);
+        atsup_tv_free(&gi);
         gi = dy;
     }
     ref_backward_elemt(dy.v, x.v, n, c, r / n, mean.v, invstd.v, sp->has_weight ? w.v : NULL,
@@ -499,15 +453,14 @@ static int eb_numeric(const eb_spec *sp, uint64_t seed)
         fprintf(stderr, "    status %d: %s\n", (int)s, atsup_msg());
         ok = 0;
     }
-    if (ok) ok = close_to("gradInput", &gi, want, sp->out);
+    if (ok) ok = atsup_tv_close("gradInput", &gi, want, sp->out);
     if (!ok)
         fprintf(stderr, "    case rank %d x %s p %s out %s counter %s/%d layout %s in_place %d\n",
                 sp->rank, atsup_dtype_name(sp->x), atsup_dtype_name(sp->p),
                 atsup_dtype_name(sp->out), atsup_dtype_name(sp->counter), sp->counter_rank,
                 tsup_layout_name(sp->layout), sp->in_place);
-    if (!sp->in_place) free_tv(&gi);
-    free_tv(&dy), free_tv(&x), free_tv(&mean), free_tv(&invstd), free_tv(&w);
-    free_tv(&sdy), free_tv(&sdx), free_tv(&cnt);
+    if (!sp->in_place) atsup_tv_free(&gi);
+    ATSUP_TV_FREE(&dy, &x, &mean, &invstd, &w, &sdy, &sdx, &cnt);
     free(want);
     return ok;
 }
@@ -527,7 +480,7 @@ static void eb_numbers(void)
          ATSUP_PLAIN, 0, 1},
     };
     int i, failed = 0;
-    for (i = 0; i < (int)(sizeof specs / sizeof specs[0]); i++)
+    for (i = 0; i < TSUP_COUNT(specs); i++)
         failed += !eb_numeric(&specs[i], 200 + (uint64_t)i);
     CHECK_MSG(failed == 0, "%d ElemtBackward cases failed", failed);
 }
@@ -537,17 +490,17 @@ static void eb_empty(void)
 {
     static const int64_t x[3] = {0, 3, 4}, two = 2;
     static const double bad[2] = {-1, 0.5};
-    tv t[EB_N];
+    atsup_tv t[EB_N];
     aclTensor *a[EB_N];
     unsigned char *snap;
     uint64_t ws = 99;
     aclOpExecutor *ex = NULL;
     int k;
     eb_args(t);
-    free_tv(&t[EB_GRAD_OUT]), free_tv(&t[EB_INPUT]), free_tv(&t[EB_GRAD_INPUT]);
-    t[EB_GRAD_OUT] = make_tv(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 0, 0);
-    t[EB_INPUT] = make_tv(F, 3, x, TSUP_STRIDED, ATSUP_OFFSET, NULL, 0, 0);
-    t[EB_GRAD_INPUT] = make_tv(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 0, 0);
+    ATSUP_TV_FREE(&t[EB_GRAD_OUT], &t[EB_INPUT], &t[EB_GRAD_INPUT]);
+    t[EB_GRAD_OUT] = atsup_tv_make(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 0, 0);
+    t[EB_INPUT] = atsup_tv_make(F, 3, x, TSUP_STRIDED, ATSUP_OFFSET, ND, NULL, 0, 0);
+    t[EB_GRAD_INPUT] = atsup_tv_make(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 0, 0);
     atsup_free(&t[EB_COUNTER].a);
     t[EB_COUNTER].a = atsup_make(F, 1, &two, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ACL_FORMAT_ND, bad);
     for (k = 0; k < EB_N; k++) a[k] = t[k].a.t;
@@ -559,7 +512,7 @@ static void eb_empty(void)
     CHECK_ACL(aclnnBatchNormElemtBackward(NULL, 0, ex, NULL), ACLNN_SUCCESS);
     CHECK(tsup_unchanged(&t[EB_GRAD_INPUT].a.buf, snap));
     free(snap);
-    for (k = 0; k < EB_N; k++) free_tv(&t[k]);
+    for (k = 0; k < EB_N; k++) atsup_tv_free(&t[k]);
 }
 
 /* ---------------- executors through the real ops ---------------- */
@@ -580,7 +533,7 @@ static aclnnStatus eb_phase1(void *ctx, uint64_t *ws, aclOpExecutor **ex)
 
 static void executor_rules(void)
 {
-    tv rb[RB_N], eb[EB_N];
+    atsup_tv rb[RB_N], eb[EB_N];
     aclTensor *ra[RB_N], *ea[EB_N];
     int k, ok;
     rb_args(rb);
@@ -589,8 +542,8 @@ static void executor_rules(void)
     for (k = 0; k < EB_N; k++) ea[k] = eb[k].a.t;
     ok = atsup_check_executor_rules(rb_phase1, ra, aclnnBatchNormReduceBackward);
     ok = atsup_check_executor_rules(eb_phase1, ea, aclnnBatchNormElemtBackward) && ok;
-    for (k = 0; k < RB_N; k++) free_tv(&rb[k]);
-    for (k = 0; k < EB_N; k++) free_tv(&eb[k]);
+    for (k = 0; k < RB_N; k++) atsup_tv_free(&rb[k]);
+    for (k = 0; k < EB_N; k++) atsup_tv_free(&eb[k]);
     CHECK(ok);
 }
 
@@ -599,7 +552,7 @@ static void eb_repeatable_new_addresses(void)
 {
     static const int64_t x[3] = {2, 3, 4}, two = 2;
     tsup_rng rng = tsup_rng_seed(5);
-    tv t[EB_N], dy2, cnt2, gi2;
+    atsup_tv t[EB_N], dy2, cnt2, gi2;
     aclTensor *a[EB_N];
     double want[24];
     uint64_t ws = 0;
@@ -607,13 +560,13 @@ static void eb_repeatable_new_addresses(void)
     int k, run;
     eb_args(t);
     for (k = 0; k < EB_N; k++) a[k] = t[k].a.t;
-    dy2 = make_tv(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, &rng, 0, 1);
-    cnt2 = make_tv(ACL_INT32, 1, &two, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 20, 0);
-    gi2 = make_tv(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, NULL, 0, 0);
+    dy2 = atsup_tv_make(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, &rng, 0, 1);
+    cnt2 = atsup_tv_make(ACL_INT32, 1, &two, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 20, 0);
+    gi2 = atsup_tv_make(F, 3, x, TSUP_CHANNELS_FIRST, ATSUP_PLAIN, ND, NULL, 0, 0);
     CHECK_ACL(eb_phase1(a, &ws, &ex), ACLNN_SUCCESS);
     CHECK_ACL(aclSetAclOpExecutorRepeatable(ex), ACLNN_SUCCESS);
     for (run = 0; run < 3; run++) {
-        const tv *dy = run ? &dy2 : &t[EB_GRAD_OUT], *gi = run ? &gi2 : &t[EB_GRAD_INPUT];
+        const atsup_tv *dy = run ? &dy2 : &t[EB_GRAD_OUT], *gi = run ? &gi2 : &t[EB_GRAD_INPUT];
         double n = run ? 40 : 16;
         if (run == 1) { /* inputs: gradOut 0, counter 7 (weight present); output 0 */
             CHECK_ACL(aclSetInputTensorAddr(ex, 0, a[EB_GRAD_OUT], dy2.a.data), ACLNN_SUCCESS);
@@ -623,21 +576,19 @@ static void eb_repeatable_new_addresses(void)
         CHECK_ACL(atsup_run(aclnnBatchNormElemtBackward, ws, ex), ACLNN_SUCCESS);
         ref_backward_elemt(dy->v, t[EB_INPUT].v, 2, 3, 4, t[EB_MEAN].v, t[EB_INVSTD].v,
                            t[EB_WEIGHT].v, t[EB_SUM_DY].v, t[EB_SUM_DY_XMU].v, n, want);
-        CHECK(close_to("gradInput", gi, want, F));
+        CHECK(atsup_tv_close("gradInput", gi, want, F));
     }
     CHECK_ACL(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
-    for (k = 0; k < EB_N; k++) free_tv(&t[k]);
-    free_tv(&dy2), free_tv(&cnt2), free_tv(&gi2);
+    for (k = 0; k < EB_N; k++) atsup_tv_free(&t[k]);
+    ATSUP_TV_FREE(&dy2, &cnt2, &gi2);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(rb_argument_checks), SBN_TEST_CASE(rb_numbers),
-        SBN_TEST_CASE(rb_every_mask),      SBN_TEST_CASE(rb_empty),
-        SBN_TEST_CASE(eb_argument_checks), SBN_TEST_CASE(eb_counter_rules),
-        SBN_TEST_CASE(eb_numbers),         SBN_TEST_CASE(eb_empty),
-        SBN_TEST_CASE(executor_rules),     SBN_TEST_CASE(eb_repeatable_new_addresses),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(rb_argument_checks), SBN_TEST_CASE(rb_numbers),
+    SBN_TEST_CASE(rb_every_mask),      SBN_TEST_CASE(rb_empty),
+    SBN_TEST_CASE(eb_argument_checks), SBN_TEST_CASE(eb_counter_rules),
+    SBN_TEST_CASE(eb_numbers),         SBN_TEST_CASE(eb_empty),
+    SBN_TEST_CASE(executor_rules),     SBN_TEST_CASE(eb_repeatable_new_addresses),
+};
+
+SBN_TEST_MAIN(k_cases)

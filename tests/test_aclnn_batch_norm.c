@@ -33,7 +33,6 @@
 #define PRIV ACL_FORMAT_NC1HWC0
 #define E161001 ACLNN_ERR_PARAM_NULLPTR
 #define E161002 ACLNN_ERR_PARAM_INVALID
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define H ACL_FLOAT16
 #define B ACL_BF16
 #define CF TSUP_CHANNELS_FIRST
@@ -43,68 +42,18 @@
 #define OF ATSUP_OFFSET
 #define NHWC ACL_FORMAT_NHWC
 
-static sbn_dtype native(aclDataType dt)
+static atsup_tv make_vec(aclDataType dt, int64_t c, tsup_layout layout, tsup_rng *rng, double mean,
+                         double std)
 {
-    sbn_dtype d = SBN_F32;
-    atsup_native_dtype(dt, &d);
-    return d;
-}
-
-/* A tensor with its logical values (rounded to its dtype). */
-typedef struct tv {
-    atsup_tensor a;
-    double *v;
-    int64_t n;
-} tv;
-
-/* Normal values (mean, std) when rng is set, else all `mean`, stored in dt. */
-static tv make_tv(aclDataType dt, int rank, const int64_t *shape, tsup_layout layout,
-                  atsup_place place, aclFormat format, tsup_rng *rng, double mean, double std)
-{
-    tv t;
-    int64_t i;
-    t.n = tsup_numel(rank, shape);
-    t.v = malloc((size_t)(t.n > 0 ? t.n : 1) * sizeof *t.v);
-    for (i = 0; i < t.n; i++) t.v[i] = tsup_round(native(dt), mean);
-    if (rng) tsup_fill_normal(rng, t.v, t.n, mean, std, native(dt));
-    t.a = atsup_make(dt, rank, shape, layout, place, format, t.v);
-    return t;
-}
-
-static tv make_vec(aclDataType dt, int64_t c, tsup_layout layout, tsup_rng *rng, double mean,
-                   double std)
-{
-    return make_tv(dt, 1, &c, layout, layout == TSUP_STRIDED ? ATSUP_OFFSET : ATSUP_PLAIN, ND,
-                   rng, mean, std);
-}
-
-static void free_tv(tv *t)
-{
-    atsup_free(&t->a);
-    free(t->v);
-    memset(t, 0, sizeof *t);
-}
-
-/* Reads t back (n values) and compares with want; NaN matches NaN. */
-static int close_to(const char *what, const tv *t, const double *want, aclDataType dt)
-{
-    double *got = malloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *got);
-    int ok;
-    atsup_read(&t->a, got);
-    ok = tsup_close(what, got, want, t->n, 1e-9, 2 * tsup_unit_roundoff(native(dt)));
-    if (ok && !atsup_guard_ok(&t->a)) ok = 0, fprintf(stderr, "    %s: guard bytes\n", what);
-    free(got);
-    return ok;
+    return atsup_tv_make(dt, 1, &c, layout, layout == TSUP_STRIDED ? ATSUP_OFFSET : ATSUP_PLAIN, ND,
+                         rng, mean, std);
 }
 
 /* 1 when every value of t is still `value` (a tensor that must not be written). */
-static int untouched(const char *what, const tv *t, double value)
+static int untouched(const char *what, const atsup_tv *t, double value)
 {
-    double *want = malloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *want);
-    int64_t i;
-    int ok;
-    for (i = 0; i < t->n; i++) want[i] = value;
-    ok = close_to(what, t, want, ACL_DOUBLE);
+    double *want = tsup_alloc_fill(t->n, value);
+    int ok = atsup_tv_close(what, t, want, ACL_DOUBLE);
     free(want);
     return ok;
 }
@@ -170,14 +119,14 @@ static aclnnStatus call_bb(aclTensor *const *a, int null_ws, int null_ex)
 }
 
 /* Valid arguments of BatchNorm (bn) or BatchNormBackward: x [2, 3, 4], [3] vectors of ones. */
-static int make_valid(tv *t, int bn)
+static int make_valid(atsup_tv *t, int bn)
 {
     static const int64_t x[3] = {2, 3, 4};
     int k, n = bn ? BN_N : BB_N;
     for (k = 0; k < n; k++) {
         int big = bn ? k == BN_INPUT || k == BN_OUTPUT
                      : k == BB_GRAD_OUT || k == BB_INPUT || k == BB_GRAD_INPUT;
-        t[k] = big ? make_tv(F, 3, x, CF, PL, ND, NULL, 0.5, 0)
+        t[k] = big ? atsup_tv_make(F, 3, x, CF, PL, ND, NULL, 0.5, 0)
                    : make_vec(F, 3, k % 2 ? ST : CF, NULL, 1.0, 0);
     }
     return n;
@@ -186,12 +135,12 @@ static int make_valid(tv *t, int bn)
 /* Runs a table over fresh valid arguments; returns the failures. */
 static int run_table(atsup_call_fn fn, int bn, const atsup_case *cases, int ncases)
 {
-    tv t[BB_N];
+    atsup_tv t[BB_N];
     aclTensor *a[BB_N];
     int k, n = make_valid(t, bn), failed;
     for (k = 0; k < n; k++) a[k] = t[k].a.t;
     failed = atsup_expect_all(fn, a, n, cases, ncases);
-    for (k = 0; k < n; k++) free_tv(&t[k]);
+    for (k = 0; k < n; k++) atsup_tv_free(&t[k]);
     return failed;
 }
 
@@ -336,17 +285,17 @@ static const atsup_case k_mask_null =
 
 static void argument_checks(void)
 {
-    int failed = run_table(call_bn, 1, k_bn_train, COUNT(k_bn_train));
+    int failed = run_table(call_bn, 1, k_bn_train, TSUP_COUNT(k_bn_train));
     g_training = false;
-    failed += run_table(call_bn, 1, k_bn_eval, COUNT(k_bn_eval));
-    failed += run_table(call_bb, 0, k_bb_eval, COUNT(k_bb_eval));
+    failed += run_table(call_bn, 1, k_bn_eval, TSUP_COUNT(k_bn_eval));
+    failed += run_table(call_bb, 0, k_bb_eval, TSUP_COUNT(k_bb_eval));
     g_training = true;
-    failed += run_table(call_bb, 0, k_bb_train, COUNT(k_bb_train));
+    failed += run_table(call_bb, 0, k_bb_train, TSUP_COUNT(k_bb_train));
     g_mask[0] = false;
-    failed += run_table(call_bb, 0, k_bb_no_grad_input, COUNT(k_bb_no_grad_input));
+    failed += run_table(call_bb, 0, k_bb_no_grad_input, TSUP_COUNT(k_bb_no_grad_input));
     g_mask[0] = true;
     g_mask_size = 2;
-    failed += run_table(call_bb, 0, k_bb_mask, COUNT(k_bb_mask));
+    failed += run_table(call_bb, 0, k_bb_mask, TSUP_COUNT(k_bb_mask));
     g_mask_size = 4;
     failed += run_table(call_bb, 0, k_bb_mask, 1);
     g_mask_size = 3;
@@ -372,7 +321,7 @@ static void scalar_checks(void)
     };
     atsup_case c = {.label = "scalars", .nsub = 0};
     int i, failed = 0;
-    for (i = 0; i < COUNT(k); i++) {
+    for (i = 0; i < TSUP_COUNT(k); i++) {
         g_eps = k[i].eps, g_momentum = k[i].momentum, g_training = k[i].training;
         c.want = k[i].bn, c.needle = k[i].needle;
         failed += run_table(call_bn, 1, &c, 1);
@@ -413,22 +362,13 @@ static void report(const char *op, const bn_spec *sp, aclnnStatus s)
             sp->has_stats, sp->in_place, (int)s, atsup_msg());
 }
 
-/* Per-channel arrays of one value. */
-static double *filled(int64_t c, double v)
-{
-    double *a = malloc((size_t)c * sizeof *a);
-    int64_t i;
-    for (i = 0; i < c; i++) a[i] = v;
-    return a;
-}
-
 static int bn_numeric(const bn_spec *sp, uint64_t seed)
 {
     tsup_rng rng = tsup_rng_seed(seed);
     const double eps = (double)(float)1e-5, momentum = (double)(float)0.1;
     const int cl = is_cl(sp->format);
     int64_t n, c, s, numel = tsup_numel(sp->rank, sp->shape), i;
-    tv x, y, w, b, rm, rv, sm, si;
+    atsup_tv x, y, w, b, rm, rv, sm, si;
     double *xn, *yn, *yw, *mean, *invstd, *rmw, *rvw;
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
@@ -436,21 +376,21 @@ static int bn_numeric(const bn_spec *sp, uint64_t seed)
     int ok = 1;
 
     geometry(sp->rank, sp->shape, cl, &n, &c, &s);
-    x = make_tv(sp->x, sp->rank, sp->shape, sp->layout, sp->place, sp->format, &rng, 0.5, 2.0);
+    x = atsup_tv_make(sp->x, sp->rank, sp->shape, sp->layout, sp->place, sp->format, &rng, 0.5,
+                      2.0);
     y = sp->in_place ? x
-                     : make_tv(sp->out, sp->rank, sp->shape,
-                               sp->layout == TSUP_STRIDED ? TSUP_CHANNELS_LAST : TSUP_STRIDED,
-                               ATSUP_OFFSET, sp->format, NULL, SENTINEL, 0);
+                     : atsup_tv_make(sp->out, sp->rank, sp->shape,
+                                     sp->layout == TSUP_STRIDED ? TSUP_CHANNELS_LAST : TSUP_STRIDED,
+                                     ATSUP_OFFSET, sp->format, NULL, SENTINEL, 0);
     w = make_vec(sp->p, c, TSUP_STRIDED, &rng, 1.0, 0.5);
     b = make_vec(sp->p, c, TSUP_CHANNELS_FIRST, &rng, 0.0, 1.0);
     rm = make_vec(sp->p, c, TSUP_STRIDED, &rng, 0.2, 0.5);
     rv = make_vec(sp->p, c, TSUP_CHANNELS_FIRST, &rng, 1.5, 0.25);
     sm = make_vec(sp->p, c, TSUP_STRIDED, NULL, SENTINEL, 0);
     si = make_vec(sp->p, c, TSUP_CHANNELS_FIRST, NULL, SENTINEL, 0);
-    xn = malloc((size_t)(numel + 1) * sizeof *xn);
-    yn = malloc((size_t)(numel + 1) * sizeof *yn);
-    yw = malloc((size_t)(numel + 1) * sizeof *yw);
-    mean = filled(c, 0.0), invstd = filled(c, 1.0), rmw = filled(c, 0), rvw = filled(c, 0);
+    xn = tsup_alloc_fill(numel, 0), yn = tsup_alloc_fill(numel, 0), yw = tsup_alloc_fill(numel, 0);
+    mean = tsup_alloc_fill(c, 0.0), invstd = tsup_alloc_fill(c, 1.0);
+    rmw = tsup_alloc_fill(c, 0), rvw = tsup_alloc_fill(c, 0);
     memcpy(rmw, rm.v, (size_t)c * sizeof *rmw);
     memcpy(rvw, rv.v, (size_t)c * sizeof *rvw);
     to_ncs(x.v, xn, n, c, s, cl, 0);
@@ -468,18 +408,21 @@ static int bn_numeric(const bn_spec *sp, uint64_t seed)
         x.a.t, sp->has_wb ? w.a.t : NULL, sp->has_wb ? b.a.t : NULL, sp->has_stats ? rm.a.t : NULL,
         sp->has_stats ? rv.a.t : NULL, sp->training, 0.1, 1e-5, y.a.t, sm.a.t, si.a.t, &ws, &ex);
     if (st == ACLNN_SUCCESS) st = atsup_run(aclnnBatchNorm, ws, ex);
-    ok = st == ACLNN_SUCCESS && close_to("output", &y, yw, sp->out);
+    ok = st == ACLNN_SUCCESS && atsup_tv_close("output", &y, yw, sp->out);
     if (ok && sp->training) {
-        ok = close_to("saveMean", &sm, mean, sp->p) && close_to("saveInvstd", &si, invstd, sp->p) &&
-             close_to("runningMean", &rm, rmw, sp->p) && close_to("runningVar", &rv, rvw, sp->p);
+        ok = atsup_tv_close("saveMean", &sm, mean, sp->p) &&
+             atsup_tv_close("saveInvstd", &si, invstd, sp->p) &&
+             atsup_tv_close("runningMean", &rm, rmw, sp->p) &&
+             atsup_tv_close("runningVar", &rv, rvw, sp->p);
     } else if (ok) {
         ok = untouched("saveMean", &sm, SENTINEL) && untouched("saveInvstd", &si, SENTINEL) &&
-             close_to("runningMean", &rm, rmw, sp->p) && close_to("runningVar", &rv, rvw, sp->p);
+             atsup_tv_close("runningMean", &rm, rmw, sp->p) &&
+             atsup_tv_close("runningVar", &rv, rvw, sp->p);
     }
     if (!ok) report("BatchNorm", sp, st);
-    if (!sp->in_place) free_tv(&y);
-    free_tv(&x), free_tv(&w), free_tv(&b), free_tv(&rm), free_tv(&rv), free_tv(&sm), free_tv(&si);
-    free(xn), free(yn), free(yw), free(mean), free(invstd), free(rmw), free(rvw);
+    if (!sp->in_place) atsup_tv_free(&y);
+    ATSUP_TV_FREE(&x, &w, &b, &rm, &rv, &sm, &si);
+    TSUP_FREE_ALL(xn, yn, yw, mean, invstd, rmw, rvw);
     return ok;
 }
 
@@ -490,7 +433,7 @@ static int bb_numeric(const bn_spec *sp, uint64_t seed)
     const int cl = is_cl(sp->format), tr = sp->training;
     const bool mask[3] = {(sp->mask & 1) != 0, (sp->mask & 2) != 0, (sp->mask & 4) != 0};
     int64_t n, c, s, numel = tsup_numel(sp->rank, sp->shape), i;
-    tv dy, x, w, rm, rv, sm, si, gi, gw, gb;
+    atsup_tv dy, x, w, rm, rv, sm, si, gi, gw, gb;
     double *dyn, *xn, *gin, *giw, *mean, *inv, *zeros, *sdy, *sdx, *gww, *gbw;
     aclBoolArray *m = aclCreateBoolArray(mask, 3);
     uint64_t ws = 0;
@@ -499,11 +442,13 @@ static int bb_numeric(const bn_spec *sp, uint64_t seed)
     int ok;
 
     geometry(sp->rank, sp->shape, cl, &n, &c, &s);
-    dy = make_tv(sp->x, sp->rank, sp->shape, sp->layout, sp->place, sp->format, &rng, 0.3, 1.0);
-    x = make_tv(sp->x, sp->rank, sp->shape, TSUP_STRIDED, ATSUP_OFFSET, sp->format, &rng, 0.5, 2.0);
+    dy = atsup_tv_make(sp->x, sp->rank, sp->shape, sp->layout, sp->place, sp->format, &rng, 0.3,
+                       1.0);
+    x = atsup_tv_make(sp->x, sp->rank, sp->shape, TSUP_STRIDED, ATSUP_OFFSET, sp->format, &rng, 0.5,
+                      2.0);
     gi = sp->in_place ? dy
-                      : make_tv(sp->out, sp->rank, sp->shape, sp->layout == CL ? ST : CL, PL,
-                                sp->format, NULL, SENTINEL, 0);
+                      : atsup_tv_make(sp->out, sp->rank, sp->shape, sp->layout == CL ? ST : CL, PL,
+                                      sp->format, NULL, SENTINEL, 0);
     w = make_vec(sp->p, c, TSUP_STRIDED, &rng, 1.0, 0.5);
     rm = make_vec(sp->p, c, TSUP_CHANNELS_FIRST, &rng, 0.4, 0.5);
     rv = make_vec(sp->p, c, TSUP_STRIDED, &rng, 1.5, 0.25);
@@ -511,12 +456,11 @@ static int bb_numeric(const bn_spec *sp, uint64_t seed)
     si = make_vec(sp->p, c, TSUP_CHANNELS_FIRST, &rng, 0.8, 0.1);
     gw = make_vec(sp->out, c, TSUP_STRIDED, NULL, SENTINEL, 0);
     gb = make_vec(sp->out, c, TSUP_CHANNELS_FIRST, NULL, SENTINEL, 0);
-    dyn = malloc((size_t)(numel + 1) * sizeof *dyn);
-    xn = malloc((size_t)(numel + 1) * sizeof *xn);
-    gin = malloc((size_t)(numel + 1) * sizeof *gin);
-    giw = malloc((size_t)(numel + 1) * sizeof *giw);
-    mean = filled(c, 0), inv = filled(c, 1), zeros = filled(c, 0), sdy = filled(c, 0);
-    sdx = filled(c, 0), gww = filled(c, 0), gbw = filled(c, 0);
+    dyn = tsup_alloc_fill(numel, 0), xn = tsup_alloc_fill(numel, 0);
+    gin = tsup_alloc_fill(numel, 0), giw = tsup_alloc_fill(numel, 0);
+    mean = tsup_alloc_fill(c, 0), inv = tsup_alloc_fill(c, 1), zeros = tsup_alloc_fill(c, 0);
+    sdy = tsup_alloc_fill(c, 0);
+    sdx = tsup_alloc_fill(c, 0), gww = tsup_alloc_fill(c, 0), gbw = tsup_alloc_fill(c, 0);
     to_ncs(dy.v, dyn, n, c, s, cl, 0);
     to_ncs(x.v, xn, n, c, s, cl, 0);
     for (i = 0; i < c && sp->has_stats; i++)
@@ -539,18 +483,16 @@ static int bb_numeric(const bn_spec *sp, uint64_t seed)
         mask[2] ? gb.a.t : NULL, &ws, &ex);
     if (st == ACLNN_SUCCESS) st = atsup_run(aclnnBatchNormBackward, ws, ex);
     ok = st == ACLNN_SUCCESS;
-    ok = ok && (mask[0] ? close_to("gradInput", &gi, giw, sp->out)
+    ok = ok && (mask[0] ? atsup_tv_close("gradInput", &gi, giw, sp->out)
                         : sp->in_place || untouched("gradInput", &gi, SENTINEL));
-    ok = ok && (mask[1] ? close_to("gradWeight", &gw, gww, sp->out)
+    ok = ok && (mask[1] ? atsup_tv_close("gradWeight", &gw, gww, sp->out)
                         : untouched("gradWeight", &gw, SENTINEL));
-    ok = ok && (mask[2] ? close_to("gradBias", &gb, gbw, sp->out)
+    ok = ok && (mask[2] ? atsup_tv_close("gradBias", &gb, gbw, sp->out)
                         : untouched("gradBias", &gb, SENTINEL));
     if (!ok) report("BatchNormBackward", sp, st);
-    if (!sp->in_place) free_tv(&gi);
-    free_tv(&dy), free_tv(&x), free_tv(&w), free_tv(&rm), free_tv(&rv), free_tv(&sm);
-    free_tv(&si), free_tv(&gw), free_tv(&gb);
-    free(dyn), free(xn), free(gin), free(giw), free(mean), free(inv), free(zeros), free(sdy);
-    free(sdx), free(gww), free(gbw);
+    if (!sp->in_place) atsup_tv_free(&gi);
+    ATSUP_TV_FREE(&dy, &x, &w, &rm, &rv, &sm, &si, &gw, &gb);
+    TSUP_FREE_ALL(dyn, xn, gin, giw, mean, inv, zeros, sdy, sdx, gww, gbw);
     aclDestroyBoolArray(m);
     return ok;
 }
@@ -577,14 +519,14 @@ static const bn_spec k_specs[] = {
 static void batch_norm_numbers(void)
 {
     int i, failed = 0;
-    for (i = 0; i < COUNT(k_specs); i++) failed += !bn_numeric(&k_specs[i], 300 + (uint64_t)i);
+    for (i = 0; i < TSUP_COUNT(k_specs); i++) failed += !bn_numeric(&k_specs[i], 300 + (uint64_t)i);
     CHECK_MSG(failed == 0, "%d BatchNorm cases failed", failed);
 }
 
 static void backward_numbers(void)
 {
     int i, failed = 0;
-    for (i = 0; i < COUNT(k_specs); i++) failed += !bb_numeric(&k_specs[i], 400 + (uint64_t)i);
+    for (i = 0; i < TSUP_COUNT(k_specs); i++) failed += !bb_numeric(&k_specs[i], 400 + (uint64_t)i);
     CHECK_MSG(failed == 0, "%d BatchNormBackward cases failed", failed);
 }
 
@@ -604,13 +546,13 @@ static void forward_then_backward(void)
     static const int64_t shape[3] = {4, 3, 5}, c = 3;
     tsup_rng rng = tsup_rng_seed(9);
     const bool all[3] = {true, true, true};
-    tv x = make_tv(F, 3, shape, CF, PL, ND, &rng, 1.0, 2.0);
-    tv dy = make_tv(F, 3, shape, ST, OF, ND, &rng, 0, 1);
-    tv y = make_tv(F, 3, shape, CF, PL, ND, NULL, 0, 0);
-    tv gi = make_tv(F, 3, shape, CL, OF, ND, NULL, 0, 0);
-    tv w = make_vec(F, c, ST, &rng, 1, 0.5), sm = make_vec(F, c, CF, NULL, 0, 0);
-    tv si = make_vec(F, c, ST, NULL, 0, 0), gw = make_vec(F, c, CF, NULL, 0, 0);
-    tv gb = make_vec(F, c, CF, NULL, 0, 0);
+    atsup_tv x = atsup_tv_make(F, 3, shape, CF, PL, ND, &rng, 1.0, 2.0);
+    atsup_tv dy = atsup_tv_make(F, 3, shape, ST, OF, ND, &rng, 0, 1);
+    atsup_tv y = atsup_tv_make(F, 3, shape, CF, PL, ND, NULL, 0, 0);
+    atsup_tv gi = atsup_tv_make(F, 3, shape, CL, OF, ND, NULL, 0, 0);
+    atsup_tv w = make_vec(F, c, ST, &rng, 1, 0.5), sm = make_vec(F, c, CF, NULL, 0, 0);
+    atsup_tv si = make_vec(F, c, ST, NULL, 0, 0), gw = make_vec(F, c, CF, NULL, 0, 0);
+    atsup_tv gb = make_vec(F, c, CF, NULL, 0, 0);
     double mean[3], invstd[3], giw[60], gww[3], gbw[3];
     aclBoolArray *m = aclCreateBoolArray(all, 3);
     uint64_t ws = 0;
@@ -625,14 +567,13 @@ static void forward_then_backward(void)
               ACLNN_SUCCESS);
     CHECK_ACL(atsup_run(aclnnBatchNormBackward, ws, ex), ACLNN_SUCCESS);
     ref_stats(x.v, 4, 3, 5, (double)(float)1e-5, mean, invstd);
-    CHECK(close_to("saveMean", &sm, mean, F) && close_to("saveInvstd", &si, invstd, F));
+    CHECK(atsup_tv_close("saveMean", &sm, mean, F) && atsup_tv_close("saveInvstd", &si, invstd, F));
     atsup_read(&sm.a, mean), atsup_read(&si.a, invstd); /* the stored fp32 statistics */
     ref_batch_norm_backward_train(dy.v, x.v, 4, 3, 5, w.v, mean, invstd, giw, gww, gbw);
-    CHECK(close_to("gradInput", &gi, giw, F) && close_to("gradWeight", &gw, gww, F) &&
-          close_to("gradBias", &gb, gbw, F));
+    CHECK(atsup_tv_close("gradInput", &gi, giw, F) && atsup_tv_close("gradWeight", &gw, gww, F) &&
+          atsup_tv_close("gradBias", &gb, gbw, F));
     aclDestroyBoolArray(m);
-    free_tv(&x), free_tv(&dy), free_tv(&y), free_tv(&gi), free_tv(&w), free_tv(&sm), free_tv(&si);
-    free_tv(&gw), free_tv(&gb);
+    ATSUP_TV_FREE(&x, &dy, &y, &gi, &w, &sm, &si, &gw, &gb);
 }
 
 /* Empty input after validation: BatchNorm training saveMean 0, saveInvstd NaN, nothing else. */
@@ -641,11 +582,11 @@ static void empty_inputs(void)
     static const int64_t shape[3] = {0, 3, 4}, c = 3;
     const bool all[3] = {true, true, true};
     const double zeros[3] = {0, 0, 0}, nans[3] = {NAN, NAN, NAN};
-    tv x = make_tv(F, 3, shape, ST, OF, ND, NULL, 0, 0);
-    tv y = make_tv(F, 3, shape, CF, PL, ND, NULL, 0, 0);
-    tv rm = make_vec(F, c, CF, NULL, SENTINEL, 0), rv = make_vec(F, c, ST, NULL, SENTINEL, 0);
-    tv sm = make_vec(F, c, ST, NULL, SENTINEL, 0), si = make_vec(H, c, CF, NULL, SENTINEL, 0);
-    tv gw = make_vec(F, c, CF, NULL, SENTINEL, 0), gb = make_vec(B, c, ST, NULL, SENTINEL, 0);
+    atsup_tv x = atsup_tv_make(F, 3, shape, ST, OF, ND, NULL, 0, 0);
+    atsup_tv y = atsup_tv_make(F, 3, shape, CF, PL, ND, NULL, 0, 0);
+    atsup_tv rm = make_vec(F, c, CF, NULL, SENTINEL, 0), rv = make_vec(F, c, ST, NULL, SENTINEL, 0);
+    atsup_tv sm = make_vec(F, c, ST, NULL, SENTINEL, 0), si = make_vec(H, c, CF, NULL, SENTINEL, 0);
+    atsup_tv gw = make_vec(F, c, CF, NULL, SENTINEL, 0), gb = make_vec(B, c, ST, NULL, SENTINEL, 0);
     aclBoolArray *m = aclCreateBoolArray(all, 3);
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
@@ -667,7 +608,8 @@ static void empty_inputs(void)
         CHECK_ACL(atsup_run(aclnnBatchNorm, ws, ex), ACLNN_SUCCESS);
         CHECK(untouched("runningMean", &rm, SENTINEL) && untouched("runningVar", &rv, SENTINEL));
         if (training)
-            CHECK(close_to("saveMean", &sm, zeros, F) && close_to("saveInvstd", &si, nans, H));
+            CHECK(atsup_tv_close("saveMean", &sm, zeros, F) &&
+                  atsup_tv_close("saveInvstd", &si, nans, H));
         else
             CHECK(untouched("saveMean", &sm, SENTINEL) && untouched("saveInvstd", &si, SENTINEL));
         CHECK_ACL(aclnnBatchNormBackwardGetWorkspaceSize(y.a.t, x.a.t, NULL, NULL, NULL, NULL, NULL,
@@ -679,8 +621,7 @@ static void empty_inputs(void)
         CHECK(untouched("gradWeight", &gw, SENTINEL) && untouched("gradBias", &gb, SENTINEL));
     }
     aclDestroyBoolArray(m);
-    free_tv(&x), free_tv(&y), free_tv(&rm), free_tv(&rv), free_tv(&sm), free_tv(&si);
-    free_tv(&gw), free_tv(&gb);
+    ATSUP_TV_FREE(&x, &y, &rm, &rv, &sm, &si, &gw, &gb);
 }
 
 /* ---------------- executors through the real ops ---------------- */
@@ -708,7 +649,7 @@ static aclnnStatus bb_phase1(void *ctx, uint64_t *ws, aclOpExecutor **ex)
 static void executor_rules(void)
 {
     const bool all[3] = {true, true, true};
-    tv bn[BN_N], bb[BB_N];
+    atsup_tv bn[BN_N], bb[BB_N];
     aclTensor *a[BN_N];
     bb_ctx ctx;
     int k, ok;
@@ -720,8 +661,8 @@ static void executor_rules(void)
     ok = atsup_check_executor_rules(bn_phase1, a, aclnnBatchNorm);
     ok = atsup_check_executor_rules(bb_phase1, &ctx, aclnnBatchNormBackward) && ok;
     aclDestroyBoolArray(ctx.mask);
-    for (k = 0; k < BN_N; k++) free_tv(&bn[k]);
-    for (k = 0; k < BB_N; k++) free_tv(&bb[k]);
+    for (k = 0; k < BN_N; k++) atsup_tv_free(&bn[k]);
+    for (k = 0; k < BB_N; k++) atsup_tv_free(&bb[k]);
     CHECK(ok);
 }
 
@@ -730,14 +671,15 @@ static void repeatable_new_addresses(void)
 {
     static const int64_t shape[4] = {2, 4, 3, 3}, c = 3;
     tsup_rng rng = tsup_rng_seed(11);
-    tv x[2], y[2], rm = make_vec(F, c, ST, &rng, 0.3, 1), rv = make_vec(F, c, CF, &rng, 2, 0.2);
+    atsup_tv x[2], y[2], rm = make_vec(F, c, ST, &rng, 0.3, 1);
+    atsup_tv rv = make_vec(F, c, CF, &rng, 2, 0.2);
     double inv[3], xn[72], yn[72], yw[72];
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
     int k, run;
     for (k = 0; k < 2; k++) {
-        x[k] = make_tv(F, 4, shape, CF, PL, NHWC, &rng, 0, 2);
-        y[k] = make_tv(F, 4, shape, CF, PL, NHWC, NULL, 0, 0);
+        x[k] = atsup_tv_make(F, 4, shape, CF, PL, NHWC, &rng, 0, 2);
+        y[k] = atsup_tv_make(F, 4, shape, CF, PL, NHWC, NULL, 0, 0);
     }
     for (k = 0; k < c; k++) inv[k] = 1.0 / sqrt(rv.v[k] + (double)(float)1e-5);
     CHECK_ACL(aclnnBatchNormGetWorkspaceSize(x[0].a.t, NULL, NULL, rm.a.t, rv.a.t, false, 0.1, 1e-5,
@@ -753,7 +695,7 @@ static void repeatable_new_addresses(void)
         to_ncs(x[k].v, xn, 2, 3, 12, 1, 0);
         ref_elemt(xn, 2, 3, 12, rm.v, inv, NULL, NULL, yn);
         to_ncs(yn, yw, 2, 3, 12, 1, 1);
-        CHECK(close_to("output", &y[k], yw, F));
+        CHECK(atsup_tv_close("output", &y[k], yw, F));
     }
     CHECK_ACL(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
     { /* tensors without data in phase 1: a run before the addresses are set is refused */
@@ -767,22 +709,20 @@ static void repeatable_new_addresses(void)
         CHECK_ACL(aclSetInputTensorAddr(ex, 0, xl, x[1].a.data), ACLNN_SUCCESS);
         CHECK_ACL(aclSetOutputTensorAddr(ex, 0, yl, y[0].a.data), ACLNN_SUCCESS);
         CHECK_ACL(atsup_run(aclnnBatchNorm, ws, ex), ACLNN_SUCCESS);
-        CHECK(close_to("output", &y[0], yw, F)); /* yw: x[1]'s output from the last run */
+        CHECK(atsup_tv_close("output", &y[0], yw, F)); /* yw: x[1]'s output from the last run */
         CHECK_ACL(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
         aclDestroyTensor(xl), aclDestroyTensor(yl);
     }
-    for (k = 0; k < 2; k++) free_tv(&x[k]), free_tv(&y[k]);
-    free_tv(&rm), free_tv(&rv);
+    for (k = 0; k < 2; k++) atsup_tv_free(&x[k]), atsup_tv_free(&y[k]);
+    ATSUP_TV_FREE(&rm, &rv);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(argument_checks),       SBN_TEST_CASE(scalar_checks),
-        SBN_TEST_CASE(batch_norm_numbers),    SBN_TEST_CASE(backward_numbers),
-        SBN_TEST_CASE(backward_every_mask),   SBN_TEST_CASE(forward_then_backward),
-        SBN_TEST_CASE(empty_inputs),          SBN_TEST_CASE(executor_rules),
-        SBN_TEST_CASE(repeatable_new_addresses),
-    };
-    return sbn_test_main(argc, argv, cases, COUNT(cases));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(argument_checks),       SBN_TEST_CASE(scalar_checks),
+    SBN_TEST_CASE(batch_norm_numbers),    SBN_TEST_CASE(backward_numbers),
+    SBN_TEST_CASE(backward_every_mask),   SBN_TEST_CASE(forward_then_backward),
+    SBN_TEST_CASE(empty_inputs),          SBN_TEST_CASE(executor_rules),
+    SBN_TEST_CASE(repeatable_new_addresses),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -73,7 +73,7 @@ static void check_elemt(aclDataType xdt, aclDataType ydt, aclDataType pdt, int r
     t[E_MEAN] = atsup_make(pdt, 1, &c, TSUP_STRIDED, ATSUP_PLAIN, ND, pv + 2 * c);
     t[E_INV] = atsup_make(pdt, 1, &c, TSUP_STRIDED, ATSUP_OFFSET, ND, pv + 3 * c);
     t[E_OUT] = atsup_make(ydt, rank, shape, TSUP_STRIDED, ATSUP_OFFSET, ND, NULL);
-    for (i = 0; i < E_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, E_N);
     if (!(affine & 1)) a[E_W] = NULL;
     if (!(affine & 2)) a[E_B] = NULL;
     atsup_read(&t[E_IN], xs);
@@ -92,11 +92,8 @@ static void check_elemt(aclDataType xdt, aclDataType ydt, aclDataType pdt, int r
                   what);
     }
     CHECK_MSG(atsup_guard_ok(&t[E_OUT]), "%s: output written outside its view", what);
-    for (i = 0; i < E_N; i++) atsup_free(&t[i]);
-    free(xv);
-    free(pv);
-    free(xs);
-    free(ps);
+    atsup_free_n(t, E_N);
+    TSUP_FREE_ALL(xv, pv, xs, ps);
 }
 
 static void test_elemt_oracle(void)
@@ -190,13 +187,12 @@ static void test_elemt_arguments(void)
 {
     atsup_tensor t[E_N];
     aclTensor *a[E_N];
-    int i, failed;
+    int failed;
     elemt_fixture(t, NULL);
-    for (i = 0; i < E_N; i++) a[i] = t[i].t;
-    failed = atsup_expect_all(elemt_call, a, E_N, k_elemt_cases,
-                              (int)(sizeof k_elemt_cases / sizeof k_elemt_cases[0]));
+    atsup_handles(t, a, E_N);
+    failed = atsup_expect_all(elemt_call, a, E_N, k_elemt_cases, TSUP_COUNT(k_elemt_cases));
     CHECK_MSG(failed == 0, "%d argument cases failed", failed);
-    for (i = 0; i < E_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, E_N);
 }
 
 /* The doc-style example by hand, weight/bias optional, eps without effect, in place. */
@@ -209,7 +205,7 @@ static void test_elemt_values(void)
     int i, k;
     for (i = 0; i < 24; i++) x[i] = 0.25 * i - 2.0;
     elemt_fixture(t, x);
-    for (i = 0; i < E_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, E_N);
     /* y = (x - mean) * invstd * w + b with elemt_fixture's per-channel values, C = 3, S = 4 */
     for (i = 0; i < 24; i++) {
         static const double w[] = {1, 2, 3}, b[] = {0.5, 0, -1}, m[] = {0, 1, 2};
@@ -238,7 +234,7 @@ static void test_elemt_values(void)
     CHECK_ACL(elemt_call(a, 0, 0), ACLNN_SUCCESS);
     atsup_read(&t[E_IN], got);
     CHECK(tsup_close("y in place", got, want, 24, 1e-7, 1e-7));
-    for (i = 0; i < E_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, E_N);
 }
 
 /* An output that partly overlaps the input passes phase 1 and is refused by phase 2. */
@@ -250,9 +246,8 @@ static void test_elemt_overlap(void)
     aclTensor *x, *y, *a[E_N];
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
-    int i;
     elemt_fixture(t, NULL);
-    for (i = 0; i < E_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, E_N);
     x = aclCreateTensor(shape, 3, F, strides, 0, ND, &storage, 1, buf);
     y = aclCreateTensor(shape, 3, F, strides, 4, ND, &storage, 1, buf);
     CHECK(x != NULL && y != NULL);
@@ -266,7 +261,7 @@ static void test_elemt_overlap(void)
     aclDestroyTensor(x);
     aclDestroyTensor(y);
     free(buf);
-    for (i = 0; i < E_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, E_N);
 }
 
 static aclnnStatus elemt_phase1(void *ctx, uint64_t *ws, aclOpExecutor **ex)
@@ -290,15 +285,10 @@ static void test_elemt_executor(void)
     aclOpExecutor *ex = NULL;
     int i, k;
     elemt_fixture(t, NULL);
-    for (i = 0; i < E_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, E_N);
     CHECK(atsup_check_executor_rules(elemt_phase1, a, aclnnBatchNormElemt));
-    { /* input without memory yet: phase 1 passes, phase 2 gives 161001 */
-        a[E_IN] = aclCreateTensor(shape, 3, F, NULL, 0, ND, shape, 3, NULL);
-        CHECK_ACL(elemt_phase1(a, &ws, &ex), ACLNN_SUCCESS);
-        CHECK_ACL(atsup_run(aclnnBatchNormElemt, ws, ex), E_NULL);
-        aclDestroyTensor(a[E_IN]);
-        a[E_IN] = t[E_IN].t;
-    }
+    /* input without memory yet: phase 1 passes, phase 2 gives 161001 */
+    CHECK(atsup_check_no_data(elemt_phase1, a, aclnnBatchNormElemt, &a[E_IN], F, 3, shape, ND));
     a[E_W] = NULL;
     CHECK_ACL(elemt_phase1(a, &ws, &ex), ACLNN_SUCCESS);
     CHECK(ws > 0);
@@ -320,13 +310,11 @@ static void test_elemt_executor(void)
         ref_elemt(xv, 2, c, 4, m, ps + 3, NULL, ps, want);
         atsup_read(&yk, got);
         CHECK_MSG(tsup_close("y on new addresses", got, want, 24, 1e-6, 1e-6), "run %d", k);
-        atsup_free(&xk);
-        atsup_free(&mk);
-        atsup_free(&yk);
+        ATSUP_FREE(&xk, &mk, &yk);
         free(xv);
     }
     CHECK_ACL(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
-    for (i = 0; i < E_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, E_N);
 }
 
 static const sbn_test_case k_cases[] = {
@@ -335,7 +323,4 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(test_elemt_executor),
 };
 
-int main(int argc, char **argv)
-{
-    return sbn_test_main(argc, argv, k_cases, (int)(sizeof k_cases / sizeof k_cases[0]));
-}
+SBN_TEST_MAIN(k_cases)

@@ -20,27 +20,11 @@
 
 #include "aclnn/aclnn_internal.h"
 #include "acl/acl.h"
+#include "aclnn_support.h"
 #include "harness/harness.h"
-
-#define CHECK_ACLNN(expr, want)                                                              \
-    do {                                                                                     \
-        aclnnStatus got_ = (expr);                                                           \
-        const char *msg_;                                                                    \
-        if (got_ != (want)) {                                                                \
-            msg_ = aclGetRecentErrMsg();                                                     \
-            sbn_test_fail(__FILE__, __LINE__, "%s returned %d, expected %d (%s)", #expr,     \
-                          (int)got_, (int)(want), msg_ ? msg_ : "no message");               \
-            return;                                                                          \
-        }                                                                                    \
-    } while (0)
+#include "support/alloc_counter.h"
 
 static const char *const OP = "aclnnDummy";
-
-static int message_has(const char *part)
-{
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, part) != NULL;
-}
 
 /* The dummy run: counts calls, remembers the views' data, returns ints[7]. */
 static int g_runs;
@@ -85,14 +69,14 @@ static void lifecycle_and_double_run(void)
     CHECK(sbn__acl_exec_view(e, 1)->data == (void *)(y + 2));
     CHECK(sbn__acl_exec_view(e, -1) == NULL && sbn__acl_exec_view(e, 3) == NULL);
     g_runs = 0;
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_runs == 1 && g_seen[0] == x && g_seen[1] == y + 2 && g_seen[2] == z + 1);
     /* freed by the run: the same pointer again is refused without being touched */
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
-    CHECK(message_has("not a live executor"));
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK(atsup_msg_has("not a live executor"));
     CHECK(g_runs == 1);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_ERR_INNER);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_ERR_INNER);
+    CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_ERR_INNER);
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_ERR_INNER);
     aclDestroyTensor(a), aclDestroyTensor(b), aclDestroyTensor(c);
 }
 
@@ -103,8 +87,8 @@ static void run_status_is_returned_and_executor_freed(void)
     aclOpExecutor *e = make3(a, a, a, 0);
     CHECK(e != NULL);
     e->ints[7] = ACLNN_ERR_PARAM_INVALID;
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
     aclDestroyTensor(a);
 }
 
@@ -115,18 +99,18 @@ static void destroyed_and_discarded(void)
     aclOpExecutor *e = make3(a, a, a, 0);
     CHECK(e != NULL);
     /* a non-repeatable executor that was never run may be destroyed */
-    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_ERR_INNER);
+    CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_ERR_INNER);
     e = make3(a, a, a, 0);
     CHECK(e != NULL);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
     e = make3(a, a, a, 0);
     CHECK(e != NULL);
     sbn__acl_exec_discard(e);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
     sbn__acl_exec_discard(e);    /* unknown: ignored */
     sbn__acl_exec_discard(NULL); /* ignored */
     aclDestroyTensor(a);
@@ -141,18 +125,18 @@ static void foreign_and_null(void)
     fake.op = OP;
     fake.run = dummy_run;
     g_runs = 0;
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, &fake, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, &fake, NULL), ACLNN_ERR_INNER_NULLPTR);
     CHECK(g_runs == 0);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(&fake), ACLNN_ERR_INNER);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(&fake), ACLNN_ERR_INNER);
-    CHECK_ACLNN(aclSetInputTensorAddr(&fake, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK(message_has("executor is NULL"));
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(NULL), ACLNN_ERR_INNER_NULLPTR);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(NULL), ACLNN_ERR_INNER_NULLPTR);
-    CHECK_ACLNN(aclSetInputTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
-    CHECK_ACLNN(aclSetOutputTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
-    CHECK_ACLNN(aclSetTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(&fake), ACLNN_ERR_INNER);
+    CHECK_ACL(aclDestroyAclOpExecutor(&fake), ACLNN_ERR_INNER);
+    CHECK_ACL(aclSetInputTensorAddr(&fake, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK(atsup_msg_has("executor is NULL"));
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclDestroyAclOpExecutor(NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclSetInputTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclSetOutputTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclSetTensorAddr(NULL, 0, a, x), ACLNN_ERR_INNER_NULLPTR);
     aclDestroyTensor(a);
 }
 
@@ -163,11 +147,11 @@ static void other_ops_executor(void)
     aclOpExecutor *e = make3(a, a, a, 0);
     CHECK(e != NULL);
     g_runs = 0;
-    CHECK_ACLNN(sbn__acl_exec_run("aclnnOther", NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("created by aclnnDummyGetWorkspaceSize"));
+    CHECK_ACL(sbn__acl_exec_run("aclnnOther", NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("created by aclnnDummyGetWorkspaceSize"));
     CHECK(g_runs == 0);
     /* not consumed: its own op still runs it */
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_runs == 1);
     aclDestroyTensor(a);
 }
@@ -179,17 +163,17 @@ static void repeatable_reuse(void)
     aclOpExecutor *e = make3(a, a, a, 0);
     int i;
     CHECK(e != NULL);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS); /* twice is fine */
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS); /* twice is fine */
     g_runs = 0;
-    for (i = 0; i < 500; i++) CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    for (i = 0; i < 500; i++) CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_runs == 500);
     e->ints[7] = ACLNN_ERR_PARAM_INVALID; /* a failing run does not free a repeatable executor */
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
     e->ints[7] = 0;
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
     aclDestroyTensor(a);
 }
 
@@ -199,34 +183,34 @@ static void address_refresh(void)
     aclTensor *a = tensor_at(x, 0), *b = tensor_at(y, 3), *c = tensor_at(z, 5);
     aclOpExecutor *e = make3(a, b, c, 0);
     CHECK(e != NULL);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
     /* input index 1 is b; the view keeps its offset of 3 elements */
-    CHECK_ACLNN(aclSetInputTensorAddr(e, 1, b, y2), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetInputTensorAddr(e, 1, b, y2), ACLNN_SUCCESS);
     CHECK(b->data == y2 && e->views[1].data == (void *)(y2 + 3));
-    CHECK_ACLNN(aclSetInputTensorAddr(e, 0, a, x2), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetInputTensorAddr(e, 0, a, x2), ACLNN_SUCCESS);
     CHECK(e->views[0].data == x2);
-    CHECK_ACLNN(aclSetOutputTensorAddr(e, 0, c, z2), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetOutputTensorAddr(e, 0, c, z2), ACLNN_SUCCESS);
     CHECK(e->views[2].data == (void *)(z2 + 5));
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_seen[0] == x2 && g_seen[1] == y2 + 3 && g_seen[2] == z2 + 5);
     /* aclSetTensorAddr counts inputs then outputs: 0 = a, 1 = b, 2 = c */
-    CHECK_ACLNN(aclSetTensorAddr(e, 2, c, z), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetTensorAddr(e, 2, c, z), ACLNN_SUCCESS);
     CHECK(e->views[2].data == (void *)(z + 5));
-    CHECK_ACLNN(aclSetTensorAddr(e, 1, b, y), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetTensorAddr(e, 1, b, y), ACLNN_SUCCESS);
     CHECK(e->views[1].data == (void *)(y + 3));
     /* out of range */
-    CHECK_ACLNN(aclSetInputTensorAddr(e, 2, b, y), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("has 2 inputs"));
-    CHECK_ACLNN(aclSetOutputTensorAddr(e, 1, c, z), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("has 1 output"));
-    CHECK_ACLNN(aclSetTensorAddr(e, 3, c, z), ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACLNN(aclSetTensorAddr(e, (size_t)-1, c, z), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(aclSetInputTensorAddr(e, 2, b, y), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("has 2 inputs"));
+    CHECK_ACL(aclSetOutputTensorAddr(e, 1, c, z), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("has 1 output"));
+    CHECK_ACL(aclSetTensorAddr(e, 3, c, z), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(aclSetTensorAddr(e, (size_t)-1, c, z), ACLNN_ERR_PARAM_INVALID);
     /* NULL tensor */
-    CHECK_ACLNN(aclSetInputTensorAddr(e, 0, NULL, x), ACLNN_ERR_INNER_NULLPTR);
+    CHECK_ACL(aclSetInputTensorAddr(e, 0, NULL, x), ACLNN_ERR_INNER_NULLPTR);
     /* a NULL address is stored as NULL (no arithmetic on it) */
-    CHECK_ACLNN(aclSetInputTensorAddr(e, 1, b, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetInputTensorAddr(e, 1, b, NULL), ACLNN_SUCCESS);
     CHECK(e->views[1].data == NULL && b->data == NULL);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
     aclDestroyTensor(a), aclDestroyTensor(b), aclDestroyTensor(c);
 }
 
@@ -247,11 +231,11 @@ static void address_refresh_in_place_and_late_data(void)
     CHECK(sbn__acl_exec_add(e, run, sbn__acl_view(run, 0), 1) == 2);
     CHECK(e->views[1].data == NULL && e->views[2].data == NULL);
     /* input index 1 is `run` (the absent optional is not counted); both views follow */
-    CHECK_ACLNN(aclSetInputTensorAddr(e, 1, run, r), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetInputTensorAddr(e, 1, run, r), ACLNN_SUCCESS);
     CHECK(e->views[1].data == (void *)(r + 1) && e->views[2].data == (void *)(r + 1));
-    CHECK_ACLNN(aclSetOutputTensorAddr(e, 0, run, r2), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetOutputTensorAddr(e, 0, run, r2), ACLNN_SUCCESS);
     CHECK(e->views[1].data == (void *)(r2 + 1) && e->views[2].data == (void *)(r2 + 1));
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_seen[2] == r2 + 1);
     aclDestroyTensor(in), aclDestroyTensor(run);
 }
@@ -267,7 +251,7 @@ static void address_refresh_channels_last_view(void)
     v = sbn__acl_view(t, 1);
     CHECK(v.shape[1] == 3 && v.strides[1] == 1 && v.data == (void *)(x + 4));
     CHECK(sbn__acl_exec_add(e, t, v, 0) == 0);
-    CHECK_ACLNN(aclSetInputTensorAddr(e, 0, t, x2), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetInputTensorAddr(e, 0, t, x2), ACLNN_SUCCESS);
     CHECK(e->views[0].data == (void *)(x2 + 4) && e->views[0].shape[1] == 3);
     sbn__acl_exec_discard(e);
     aclDestroyTensor(t);
@@ -281,17 +265,17 @@ static void workspace_smaller_than_promised(void)
     aclOpExecutor *e = make3(a, a, a, 128);
     CHECK(e != NULL);
     g_runs = 0;
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 128, e, NULL), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("smaller than the 128 bytes"));
-    CHECK_ACLNN(sbn__acl_exec_run(OP, ws, 127, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 128, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("smaller than the 128 bytes"));
+    CHECK_ACL(sbn__acl_exec_run(OP, ws, 127, e, NULL), ACLNN_ERR_PARAM_INVALID);
     CHECK(g_runs == 0);
     /* still alive: a retry with the right workspace runs it */
-    CHECK_ACLNN(sbn__acl_exec_run(OP, ws, 128, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, ws, 128, e, NULL), ACLNN_SUCCESS);
     CHECK(g_runs == 1);
     /* a promise of 0 bytes accepts NULL, and any buffer */
     e = make3(a, a, a, 0);
     CHECK(e != NULL);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, ws, sizeof ws, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, ws, sizeof ws, e, NULL), ACLNN_SUCCESS);
     aclDestroyTensor(a);
 }
 
@@ -303,11 +287,11 @@ static void streams_are_accepted(void)
     aclOpExecutor *e = make3(a, a, a, 0);
     CHECK(e != NULL);
     CHECK(aclrtCreateStream(&s) == ACL_SUCCESS);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, s), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, s), ACLNN_SUCCESS);
     CHECK(aclrtSynchronizeStream(s) == ACL_SUCCESS);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
     CHECK(aclrtDestroyStream(s) == ACL_SUCCESS);
     aclDestroyTensor(a);
 }
@@ -327,42 +311,21 @@ static void tensor_cap(void)
     aclDestroyTensor(a);
 }
 
-typedef struct counting {
-    long calls, live, fail_at;
-} counting;
-
-static void *counting_malloc(size_t bytes, void *user)
-{
-    counting *c = user;
-    void *p;
-    if (++c->calls == c->fail_at) return NULL;
-    p = malloc(bytes ? bytes : 1);
-    if (p) c->live++;
-    return p;
-}
-
-static void counting_free(void *ptr, void *user)
-{
-    counting *c = user;
-    if (!ptr) return;
-    c->live--;
-    free(ptr);
-}
-
 static void create_out_of_memory(void)
 {
-    counting c = {0, 0, 1};
+    tsup_counter c = {.fail_at = 1};
     aclOpExecutor *e;
-    sbn_set_allocator(counting_malloc, counting_free, &c);
+    tsup_counter_install(&c);
     e = sbn__acl_exec_create(OP, dummy_run, 0);
     sbn_set_allocator(NULL, NULL, NULL);
     CHECK(e == NULL && c.live == 0);
-    CHECK(message_has("out of memory"));
-    c.calls = 0, c.fail_at = 0;
-    sbn_set_allocator(counting_malloc, counting_free, &c);
+    CHECK(atsup_msg_has("out of memory"));
+    c.calls = 0;
+    c.fail_at = 0;
+    tsup_counter_install(&c);
     e = sbn__acl_exec_create(OP, dummy_run, 0);
     CHECK(e != NULL && c.live == 1);
-    CHECK_ACLNN(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     sbn_set_allocator(NULL, NULL, NULL);
     CHECK_MSG(c.live == 0, "%ld executor allocation(s) left after the run", c.live);
 }
@@ -436,35 +399,33 @@ static void threads_destroy_while_running(void)
     shared_job j = {NULL, 0, 0};
     j.e = sbn__acl_exec_create(OP, dummy_run, 0);
     CHECK(j.e != NULL);
-    CHECK_ACLNN(aclSetAclOpExecutorRepeatable(j.e), ACLNN_SUCCESS);
+    CHECK_ACL(aclSetAclOpExecutorRepeatable(j.e), ACLNN_SUCCESS);
     for (i = 0; i < 4; i++)
         CHECK(pthread_create(&th[i], NULL, run_repeatable_until_gone, &j) == 0);
     while (__atomic_load_n(&j.ok, __ATOMIC_SEQ_CST) < 200) {
     }
-    CHECK_ACLNN(aclDestroyAclOpExecutor(j.e), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyAclOpExecutor(j.e), ACLNN_SUCCESS);
     for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
-    CHECK_ACLNN(aclDestroyAclOpExecutor(j.e), ACLNN_ERR_INNER);
+    CHECK_ACL(aclDestroyAclOpExecutor(j.e), ACLNN_ERR_INNER);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(lifecycle_and_double_run),
-        SBN_TEST_CASE(run_status_is_returned_and_executor_freed),
-        SBN_TEST_CASE(destroyed_and_discarded),
-        SBN_TEST_CASE(foreign_and_null),
-        SBN_TEST_CASE(other_ops_executor),
-        SBN_TEST_CASE(repeatable_reuse),
-        SBN_TEST_CASE(address_refresh),
-        SBN_TEST_CASE(address_refresh_in_place_and_late_data),
-        SBN_TEST_CASE(address_refresh_channels_last_view),
-        SBN_TEST_CASE(workspace_smaller_than_promised),
-        SBN_TEST_CASE(streams_are_accepted),
-        SBN_TEST_CASE(tensor_cap),
-        SBN_TEST_CASE(create_out_of_memory),
-        SBN_TEST_CASE(threads_create_and_run),
-        SBN_TEST_CASE(threads_race_for_one_executor),
-        SBN_TEST_CASE(threads_destroy_while_running),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(lifecycle_and_double_run),
+    SBN_TEST_CASE(run_status_is_returned_and_executor_freed),
+    SBN_TEST_CASE(destroyed_and_discarded),
+    SBN_TEST_CASE(foreign_and_null),
+    SBN_TEST_CASE(other_ops_executor),
+    SBN_TEST_CASE(repeatable_reuse),
+    SBN_TEST_CASE(address_refresh),
+    SBN_TEST_CASE(address_refresh_in_place_and_late_data),
+    SBN_TEST_CASE(address_refresh_channels_last_view),
+    SBN_TEST_CASE(workspace_smaller_than_promised),
+    SBN_TEST_CASE(streams_are_accepted),
+    SBN_TEST_CASE(tensor_cap),
+    SBN_TEST_CASE(create_out_of_memory),
+    SBN_TEST_CASE(threads_create_and_run),
+    SBN_TEST_CASE(threads_race_for_one_executor),
+    SBN_TEST_CASE(threads_destroy_while_running),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -81,7 +81,7 @@ static void test_with_counts_doc_example(void)
     t[G_CNT] = atsup_vec(F, 4, counts);
     t[G_MALL] = atsup_vec(F, 4, NULL);
     t[G_IALL] = atsup_vec(F, 4, NULL);
-    for (i = 0; i < G_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, G_N);
     CHECK_ACL(wc_call_eps(a, 0.01, 1e-4, 0, 0), ACLNN_SUCCESS);
     atsup_read(&t[G_MALL], got);
     CHECK(tsup_close("meanAll", got, want[0], 4, 0.0, 1e-6));
@@ -91,7 +91,7 @@ static void test_with_counts_doc_example(void)
     CHECK(tsup_close("runningMean", got, want[2], 4, 0.0, 1e-6));
     atsup_read(&t[G_RV], got);
     CHECK(tsup_close("runningVar (unbiased)", got, want[3], 4, 0.0, 1e-6));
-    for (i = 0; i < G_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, G_N);
 }
 
 /*
@@ -126,7 +126,7 @@ static void check_with_counts(aclDataType dt, aclDataType cdt, aclDataType odt, 
     t[G_CNT] = atsup_make(cdt, 1, &w, TSUP_STRIDED, ATSUP_OFFSET, ND, counts);
     t[G_MALL] = atsup_make(odt, 1, &c, TSUP_STRIDED, ATSUP_OFFSET, ND, NULL);
     t[G_IALL] = atsup_make(odt, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_OFFSET, ND, NULL);
-    for (i = 0; i < G_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, G_N);
     if (!(running & 1)) a[G_RM] = NULL;
     if (!(running & 2)) a[G_RV] = NULL;
     /* the oracle on the stored values: var_j = invstd_j^-2 - eps (eps as a float) */
@@ -150,10 +150,8 @@ static void check_with_counts(aclDataType dt, aclDataType cdt, aclDataType odt, 
     atsup_read(&rv_t, got);
     CHECK(tsup_close("runningVar", got, want[3], c, 0.0, out_tol(rdt)));
     for (i = 0; i < G_N; i++) CHECK_MSG(atsup_guard_ok(&t[i]), "tensor %d written outside", (int)i);
-    for (i = 0; i < G_N; i++) atsup_free(&t[i]);
-    free(m);
-    free(v);
-    free(inv);
+    atsup_free_n(t, G_N);
+    TSUP_FREE_ALL(m, v, inv);
 }
 
 static void test_with_counts_oracle(void)
@@ -197,7 +195,7 @@ static void test_with_counts_empty(void)
     o0b = atsup_vec(F, 0, NULL);
     snap_rm = tsup_snapshot(&t[G_RM].buf);
     snap_rv = tsup_snapshot(&t[G_RV].buf);
-    for (i = 0; i < G_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, G_N);
     CHECK_ACL(wc_call(a, 0, 0), ACLNN_SUCCESS);
     atsup_read(&t[G_MALL], got);
     for (i = 0; i < 4; i++) CHECK_MSG(got[i] == 0.0, "meanAll[%d] = %g", i, got[i]);
@@ -221,13 +219,8 @@ static void test_with_counts_empty(void)
     CHECK_MSG_HAS("invstdAll");
     free(snap_rm);
     free(snap_rv);
-    for (i = 0; i < G_N; i++) atsup_free(&t[i]);
-    atsup_free(&in_e);
-    atsup_free(&in_c0);
-    atsup_free(&m_c0);
-    atsup_free(&cnt3);
-    atsup_free(&o0a);
-    atsup_free(&o0b);
+    atsup_free_n(t, G_N);
+    ATSUP_FREE(&in_e, &in_c0, &m_c0, &cnt3, &o0a, &o0b);
 }
 
 static const atsup_case k_wc_cases[] = {
@@ -315,9 +308,8 @@ static void test_with_counts_arguments(void)
     aclTensor *a[G_N];
     int i, failed;
     wc_fixture(t);
-    for (i = 0; i < G_N; i++) a[i] = t[i].t;
-    failed = atsup_expect_all(wc_call, a, G_N, k_wc_cases,
-                              (int)(sizeof k_wc_cases / sizeof k_wc_cases[0]));
+    atsup_handles(t, a, G_N);
+    failed = atsup_expect_all(wc_call, a, G_N, k_wc_cases, TSUP_COUNT(k_wc_cases));
     CHECK_MSG(failed == 0, "%d argument cases failed", failed);
     CHECK_ACL(wc_call_eps(a, 1.5, 1e-5, 0, 0), E_INVALID);
     CHECK_MSG_HAS("momentum");
@@ -345,7 +337,7 @@ static void test_with_counts_arguments(void)
         CHECK_MSG_HAS("counts");
         atsup_free(&cnt);
     }
-    for (i = 0; i < G_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, G_N);
 }
 
 static aclnnStatus wc_phase1(void *ctx, uint64_t *ws, aclOpExecutor **ex)
@@ -371,15 +363,11 @@ static void test_with_counts_executor(void)
     aclOpExecutor *ex = NULL;
     int i, k;
     wc_fixture(t);
-    for (i = 0; i < G_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, G_N);
     CHECK(atsup_check_executor_rules(wc_phase1, a, aclnnBatchNormGatherStatsWithCounts));
-    { /* mean without memory yet: phase 1 passes, phase 2 gives 161001 */
-        a[G_MEAN] = aclCreateTensor(wcs, 2, F, NULL, 0, ND, wcs, 2, NULL);
-        CHECK_ACL(wc_phase1(a, &ws, &ex), ACLNN_SUCCESS);
-        CHECK_ACL(atsup_run(aclnnBatchNormGatherStatsWithCounts, ws, ex), E_NULL);
-        aclDestroyTensor(a[G_MEAN]);
-        a[G_MEAN] = t[G_MEAN].t;
-    }
+    /* mean without memory yet: phase 1 passes, phase 2 gives 161001 */
+    CHECK(atsup_check_no_data(wc_phase1, a, aclnnBatchNormGatherStatsWithCounts, &a[G_MEAN], F, 2,
+                              wcs, ND));
     a[G_RM] = NULL;
     CHECK_ACL(wc_phase1(a, &ws, &ex), ACLNN_SUCCESS);
     CHECK(ws == 0);
@@ -410,14 +398,11 @@ static void test_with_counts_executor(void)
         atsup_read(&rvk, got);
         CHECK_MSG(tsup_close("runningVar", got, want[2], c, 0.0, 1e-6), "run %d", k);
         CHECK(atsup_guard_ok(&mallk));
-        atsup_free(&mk);
-        atsup_free(&rvk);
-        atsup_free(&ck);
-        atsup_free(&mallk);
+        ATSUP_FREE(&mk, &rvk, &ck, &mallk);
         free(m);
     }
     CHECK_ACL(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
-    for (i = 0; i < G_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, G_N);
 }
 
 /* ---------------- aclnnSyncBatchNormGatherStats ---------------- */
@@ -462,7 +447,7 @@ static void check_sync(aclDataType dt, aclDataType cdt, aclDataType odt, const d
     t[Y_VAR] = atsup_make(dt, 1, &c, TSUP_CHANNELS_FIRST, ATSUP_OFFSET, ND, rv0);
     t[Y_BM] = atsup_make(odt, 1, &c, TSUP_STRIDED, ATSUP_PLAIN, ND, NULL);
     t[Y_BI] = atsup_make(odt, 1, &c, TSUP_STRIDED, ATSUP_OFFSET, ND, NULL);
-    for (i = 0; i < Y_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, Y_N);
     atsup_read(&t[Y_SUM], st);
     atsup_read(&t[Y_SQ], sq);
     atsup_read(&t[Y_CNT], cn);
@@ -491,7 +476,7 @@ static void check_sync(aclDataType dt, aclDataType cdt, aclDataType odt, const d
         CHECK(tsup_close(names[i], got, want[i], c, 1e-30, out_tol(i < 2 ? odt : dt)));
     }
     for (i = 0; i < Y_N; i++) CHECK_MSG(atsup_guard_ok(&t[i]), "tensor %d written outside", (int)i);
-    for (i = 0; i < Y_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, Y_N);
     free(st);
 }
 
@@ -514,13 +499,13 @@ static void test_sync_doc_example(void)
     t[Y_VAR] = atsup_vec(F, 2, four);
     t[Y_BM] = atsup_vec(F, 2, NULL);
     t[Y_BI] = atsup_vec(F, 2, NULL);
-    for (i = 0; i < Y_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, Y_N);
     CHECK_ACL(sync_call_mom(a, 0.1f, 1e-5f, 0, 0), ACLNN_SUCCESS);
     for (i = 0; i < 4; i++) {
         atsup_read(&t[slots[i]], got);
         CHECK_MSG(tsup_close("doc example", got, want[i], 2, 0.0, 1e-6), "output %d", i);
     }
-    for (i = 0; i < Y_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, Y_N);
 }
 
 static void test_sync_oracle(void)
@@ -625,13 +610,15 @@ static const atsup_case k_sync_cases[] = {
                 ATSUP_RAW(Y_MEAN, F, ND, 1, 4), E_INVALID, "private"),
 };
 
+/* The [W, C] shape of the valid SyncBatchNormGatherStats arguments. */
+static const int64_t k_sync_wc[] = {2, 3};
+
 /* Valid SyncBatchNormGatherStats arguments: W = 2, C = 3. */
 static void sync_fixture(atsup_tensor *t)
 {
-    static const int64_t wc[] = {2, 3};
     static const double sums[] = {1, 2, 3, 4, 5, 6}, sq[] = {9, 9, 9, 9, 9, 9}, n[] = {2, 3};
-    t[Y_SUM] = atsup_plain(F, 2, wc, sums);
-    t[Y_SQ] = atsup_plain(F, 2, wc, sq);
+    t[Y_SUM] = atsup_plain(F, 2, k_sync_wc, sums);
+    t[Y_SQ] = atsup_plain(F, 2, k_sync_wc, sq);
     t[Y_CNT] = atsup_vec(ACL_INT32, 2, n);
     t[Y_MEAN] = atsup_vec(F, 3, NULL);
     t[Y_VAR] = atsup_vec(F, 3, NULL);
@@ -648,8 +635,7 @@ static void test_sync_arguments(void)
     int i, failed;
     sync_fixture(t);
     for (i = 0; i < Y_N; i++) a[i] = b[i] = t[i].t;
-    failed = atsup_expect_all(sync_call, a, Y_N, k_sync_cases,
-                              (int)(sizeof k_sync_cases / sizeof k_sync_cases[0]));
+    failed = atsup_expect_all(sync_call, a, Y_N, k_sync_cases, TSUP_COUNT(k_sync_cases));
     CHECK_MSG(failed == 0, "%d argument cases failed", failed);
     CHECK_ACL(sync_call_mom(a, 1.5f, 1e-5f, 0, 0), E_INVALID);
     CHECK_MSG_HAS("momentum");
@@ -680,14 +666,9 @@ static void test_sync_arguments(void)
     a[Y_CNT] = neg.t;
     CHECK_ACL(sync_call(a, 0, 0), E_INVALID);
     CHECK_MSG_HAS("sample_count");
-    for (i = 0; i < Y_N; i++) atsup_free(&t[i]);
-    for (i = 0; i < 4; i++) atsup_free(&v0[i]);
-    atsup_free(&s0);
-    atsup_free(&q0);
-    atsup_free(&n0);
-    atsup_free(&sc0);
-    atsup_free(&qc0);
-    atsup_free(&neg);
+    atsup_free_n(t, Y_N);
+    atsup_free_n(v0, 4);
+    ATSUP_FREE(&s0, &q0, &n0, &sc0, &qc0, &neg);
 }
 
 static aclnnStatus sync_phase1(void *ctx, uint64_t *ws, aclOpExecutor **ex)
@@ -709,16 +690,11 @@ static void test_sync_executor(void)
     const double m = (double)0.1f;
     int i, k;
     sync_fixture(t);
-    for (i = 0; i < Y_N; i++) a[i] = t[i].t;
+    atsup_handles(t, a, Y_N);
     CHECK(atsup_check_executor_rules(sync_phase1, a, aclnnSyncBatchNormGatherStats));
-    { /* totalSum without memory yet: phase 1 passes, phase 2 gives 161001 */
-        static const int64_t wc[] = {2, 3};
-        a[Y_SUM] = aclCreateTensor(wc, 2, F, NULL, 0, ND, wc, 2, NULL);
-        CHECK_ACL(sync_phase1(a, &ws, &ex), ACLNN_SUCCESS);
-        CHECK_ACL(atsup_run(aclnnSyncBatchNormGatherStats, ws, ex), E_NULL);
-        aclDestroyTensor(a[Y_SUM]);
-        a[Y_SUM] = t[Y_SUM].t;
-    }
+    /* totalSum without memory yet: phase 1 passes, phase 2 gives 161001 */
+    CHECK(atsup_check_no_data(sync_phase1, a, aclnnSyncBatchNormGatherStats, &a[Y_SUM], F, 2,
+                              k_sync_wc, ND));
     CHECK_ACL(sync_phase1(a, &ws, &ex), ACLNN_SUCCESS);
     CHECK(ws == 0);
     CHECK_ACL(aclSetAclOpExecutorRepeatable(ex), ACLNN_SUCCESS);
@@ -743,12 +719,10 @@ static void test_sync_executor(void)
         atsup_read(&rmk, got);
         CHECK_MSG(tsup_close("mean", got, want[1], 3, 1e-7, 1e-6), "run %d", k);
         CHECK(atsup_guard_ok(&rmk) && atsup_guard_ok(&bmk));
-        atsup_free(&nk);
-        atsup_free(&rmk);
-        atsup_free(&bmk);
+        ATSUP_FREE(&nk, &rmk, &bmk);
     }
     CHECK_ACL(aclDestroyAclOpExecutor(ex), ACLNN_SUCCESS);
-    for (i = 0; i < Y_N; i++) atsup_free(&t[i]);
+    atsup_free_n(t, Y_N);
 }
 
 static const sbn_test_case k_cases[] = {
@@ -759,7 +733,4 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(test_sync_executor),
 };
 
-int main(int argc, char **argv)
-{
-    return sbn_test_main(argc, argv, k_cases, (int)(sizeof k_cases / sizeof k_cases[0]));
-}
+SBN_TEST_MAIN(k_cases)

@@ -20,26 +20,9 @@
 
 #include "aclnn/aclnn_internal.h"
 #include "acl/acl.h"
+#include "aclnn_support.h"
 #include "harness/harness.h"
-
-#define CHECK_ACLNN(expr, want)                                                              \
-    do {                                                                                     \
-        aclnnStatus got_ = (expr);                                                           \
-        const char *msg_;                                                                    \
-        if (got_ != (want)) {                                                                \
-            msg_ = aclGetRecentErrMsg();                                                     \
-            sbn_test_fail(__FILE__, __LINE__, "%s returned %d, expected %d (%s)", #expr,     \
-                          (int)got_, (int)(want), msg_ ? msg_ : "no message");               \
-            return;                                                                          \
-        }                                                                                    \
-    } while (0)
-
-/* The recent message exists and contains `part`; it is consumed. */
-static int message_has(const char *part)
-{
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, part) != NULL;
-}
+#include "support/alloc_counter.h"
 
 /* ---- tensors ---- */
 
@@ -57,22 +40,22 @@ static void tensor_create_and_getters(void)
     CHECK(t != NULL);
     in_dims[0] = 100; /* the tensor holds a copy */
     CHECK(t->data == data && t->offset == 7 && t->magic == SBN_ACL_TENSOR_MAGIC);
-    CHECK_ACLNN(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 3 && memcmp(got, dims, sizeof dims) == 0);
     free(got);
-    CHECK_ACLNN(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 3 && memcmp(got, strides, sizeof strides) == 0);
     free(got);
-    CHECK_ACLNN(aclGetStorageShape(t, &got, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetStorageShape(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 2 && got[0] == 5 && got[1] == 10);
     free(got);
-    CHECK_ACLNN(aclGetViewOffset(t, &offset), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetViewOffset(t, &offset), ACLNN_SUCCESS);
     CHECK(offset == 7);
-    CHECK_ACLNN(aclGetFormat(t, &format), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetFormat(t, &format), ACLNN_SUCCESS);
     CHECK(format == ACL_FORMAT_NCL);
-    CHECK_ACLNN(aclGetDataType(t, &dtype), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetDataType(t, &dtype), ACLNN_SUCCESS);
     CHECK(dtype == ACL_FLOAT16);
-    CHECK_ACLNN(aclDestroyTensor(t), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
 
 static void tensor_null_stride_is_contiguous(void)
@@ -82,11 +65,11 @@ static void tensor_null_stride_is_contiguous(void)
     uint64_t n = 0;
     aclTensor *t = aclCreateTensor(dims, 4, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, dims, 4, NULL);
     CHECK_MSG(t != NULL, "NULL strides (CANN's documented example) must be accepted");
-    CHECK_ACLNN(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 4 && got[0] == 60 && got[1] == 20 && got[2] == 5 && got[3] == 1);
     free(got);
     CHECK(t->data == NULL); /* data may come later (aclSet*TensorAddr) */
-    CHECK_ACLNN(aclDestroyTensor(t), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
 
 static void tensor_rank_zero_and_max(void)
@@ -97,21 +80,21 @@ static void tensor_rank_zero_and_max(void)
     float x = 1.0f;
     aclTensor *t = aclCreateTensor(NULL, 0, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, NULL, 0, &x);
     CHECK(t != NULL);
-    CHECK_ACLNN(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 0 && got != NULL);
     free(got);
-    CHECK_ACLNN(aclDestroyTensor(t), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
     for (i = 0; i <= SBN_ACL_MAX_CREATE_DIMS; i++) dims[i] = 1, strides[i] = 1;
     t = aclCreateTensor(dims, SBN_ACL_MAX_CREATE_DIMS, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims,
                         SBN_ACL_MAX_CREATE_DIMS, &x);
     CHECK(t != NULL && t->ndim == SBN_ACL_MAX_CREATE_DIMS);
-    CHECK_ACLNN(aclDestroyTensor(t), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
     t = aclCreateTensor(dims, SBN_ACL_MAX_CREATE_DIMS + 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND,
                         dims, 1, &x);
-    CHECK(t == NULL && message_has("aclCreateTensor"));
+    CHECK(t == NULL && atsup_msg_has("aclCreateTensor"));
     t = aclCreateTensor(dims, 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims,
                         SBN_ACL_MAX_CREATE_DIMS + 1, &x);
-    CHECK(t == NULL && message_has("storageDimsNum"));
+    CHECK(t == NULL && atsup_msg_has("storageDimsNum"));
 }
 
 static void tensor_bad_arguments(void)
@@ -120,17 +103,17 @@ static void tensor_bad_arguments(void)
     float x[6];
     CHECK(aclGetRecentErrMsg() == NULL);
     CHECK(aclCreateTensor(NULL, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims, 2, x) == NULL);
-    CHECK(message_has("viewDims is NULL"));
+    CHECK(atsup_msg_has("viewDims is NULL"));
     CHECK(aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, NULL, 2, x) == NULL);
-    CHECK(message_has("storageDims is NULL"));
+    CHECK(atsup_msg_has("storageDims is NULL"));
     CHECK(aclCreateTensor(neg, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims, 2, x) == NULL);
-    CHECK(message_has("viewDims[1] is -3"));
+    CHECK(atsup_msg_has("viewDims[1] is -3"));
     CHECK(aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, neg, 2, x) == NULL);
-    CHECK(message_has("storageDims[1]"));
+    CHECK(atsup_msg_has("storageDims[1]"));
     CHECK(aclCreateTensor(dims, 2, ACL_FLOAT, neg_strides, 0, ACL_FORMAT_ND, dims, 2, x) == NULL);
-    CHECK(message_has("stride[0]"));
+    CHECK(atsup_msg_has("stride[0]"));
     CHECK(aclCreateTensor(dims, 2, ACL_FLOAT, strides, -1, ACL_FORMAT_ND, dims, 2, x) == NULL);
-    CHECK(message_has("offset"));
+    CHECK(atsup_msg_has("offset"));
     CHECK(aclGetRecentErrMsg() == NULL); /* fetched and cleared */
 }
 
@@ -146,24 +129,24 @@ static void getters_bad_arguments(void)
     aclTensor *t = aclCreateTensor(dims, 1, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, dims, 1, x);
     CHECK(t != NULL);
     memset(&fake, 0, sizeof fake);
-    CHECK_ACLNN(aclGetViewShape(NULL, &arr, &n), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetViewShape(t, NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetViewShape(t, &arr, NULL), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetStorageShape(NULL, &arr, &n), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetStorageShape(t, NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetViewStrides(t, &arr, NULL), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetViewOffset(NULL, &off), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetViewOffset(t, NULL), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetFormat(t, NULL), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetDataType(NULL, &d), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK(message_has("aclGetDataType"));
-    CHECK_ACLNN(aclGetViewShape(&fake, &arr, &n), ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACLNN(aclGetFormat(&fake, &f), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("not a live aclTensor"));
-    CHECK_ACLNN(aclDestroyTensor(&fake), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("aclDestroyTensor"));
-    CHECK_ACLNN(aclDestroyTensor(NULL), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyTensor(t), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetViewShape(NULL, &arr, &n), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetViewShape(t, NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetViewShape(t, &arr, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetStorageShape(NULL, &arr, &n), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetStorageShape(t, NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetViewStrides(t, &arr, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetViewOffset(NULL, &off), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetViewOffset(t, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetFormat(t, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetDataType(NULL, &d), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK(atsup_msg_has("aclGetDataType"));
+    CHECK_ACL(aclGetViewShape(&fake, &arr, &n), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(aclGetFormat(&fake, &f), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("not a live aclTensor"));
+    CHECK_ACL(aclDestroyTensor(&fake), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("aclDestroyTensor"));
+    CHECK_ACL(aclDestroyTensor(NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
 
 /* ---- scalars ---- */
@@ -182,30 +165,30 @@ static void scalar_each_dtype(void)
     CHECK(s != NULL && s->dtype == ACL_FLOAT && memcmp(s->value.bytes, &f, sizeof f) == 0);
     f = 9.0f; /* a copy */
     CHECK(*(const float *)(const void *)s->value.bytes == 1.5f);
-    CHECK_ACLNN(aclDestroyScalar(s), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&dbl, ACL_DOUBLE);
     CHECK(s != NULL && memcmp(s->value.bytes, &dbl, sizeof dbl) == 0);
-    CHECK_ACLNN(aclDestroyScalar(s), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&i64, ACL_INT64);
     CHECK(s != NULL && memcmp(s->value.bytes, &i64, sizeof i64) == 0);
-    CHECK_ACLNN(aclDestroyScalar(s), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&i32, ACL_INT32);
     CHECK(s != NULL && memcmp(s->value.bytes, &i32, sizeof i32) == 0);
-    CHECK_ACLNN(aclDestroyScalar(s), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&b, ACL_BOOL);
     CHECK(s != NULL && s->value.bytes[0] == 1);
-    CHECK_ACLNN(aclDestroyScalar(s), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&half, ACL_FLOAT16);
     CHECK(s != NULL && memcmp(s->value.bytes, &half, 2) == 0 && s->value.bytes[2] == 0);
-    CHECK_ACLNN(aclDestroyScalar(s), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&i8, ACL_INT8);
     CHECK(s != NULL && (int8_t)s->value.bytes[0] == -5);
-    CHECK_ACLNN(aclDestroyScalar(s), ACLNN_SUCCESS);
-    CHECK(aclCreateScalar(NULL, ACL_FLOAT) == NULL && message_has("value is NULL"));
-    CHECK(aclCreateScalar(&f, ACL_STRING) == NULL && message_has("STRING"));
+    CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
+    CHECK(aclCreateScalar(NULL, ACL_FLOAT) == NULL && atsup_msg_has("value is NULL"));
+    CHECK(aclCreateScalar(&f, ACL_STRING) == NULL && atsup_msg_has("STRING"));
     CHECK(aclCreateScalar(&f, ACL_DT_UNDEFINED) == NULL);
     CHECK(aclCreateScalar(&f, (aclDataType)1000) == NULL);
-    CHECK_ACLNN(aclDestroyScalar(NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyScalar(NULL), ACLNN_SUCCESS);
 }
 
 /* ---- arrays ---- */
@@ -225,26 +208,25 @@ static void arrays_copy_and_size(void)
     CHECK(fa->values[0] == 0.5f && fa->values[1] == -1.0f);
     CHECK(ba->values[0] && !ba->values[1] && ba->values[2]);
     CHECK((uintptr_t)ia->values % 8 == 0);
-    CHECK_ACLNN(aclGetIntArraySize(ia, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetIntArraySize(ia, &n), ACLNN_SUCCESS);
     CHECK(n == 3);
-    CHECK_ACLNN(aclGetFloatArraySize(fa, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetFloatArraySize(fa, &n), ACLNN_SUCCESS);
     CHECK(n == 2);
-    CHECK_ACLNN(aclGetBoolArraySize(ba, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetBoolArraySize(ba, &n), ACLNN_SUCCESS);
     CHECK(n == 3);
-    CHECK_ACLNN(aclGetIntArraySize(NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetFloatArraySize(fa, NULL), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetBoolArraySize(NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetIntArraySize(NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetFloatArraySize(fa, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetBoolArraySize(NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
     /* an object of another kind is not taken for this one */
-    CHECK_ACLNN(aclGetIntArraySize((const aclIntArray *)(const void *)fa, &n),
-                ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACLNN(aclDestroyBoolArray((const aclBoolArray *)(const void *)ia),
-                ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACLNN(aclDestroyIntArray(ia), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyFloatArray(fa), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyBoolArray(ba), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyIntArray(NULL), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyFloatArray(NULL), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyBoolArray(NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetIntArraySize((const aclIntArray *)(const void *)fa, &n),
+              ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(aclDestroyBoolArray((const aclBoolArray *)(const void *)ia), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(aclDestroyIntArray(ia), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyFloatArray(fa), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyBoolArray(ba), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyIntArray(NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyFloatArray(NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyBoolArray(NULL), ACLNN_SUCCESS);
 }
 
 static void arrays_empty_and_null(void)
@@ -253,14 +235,14 @@ static void arrays_empty_and_null(void)
     aclIntArray *ia = aclCreateIntArray(NULL, 0);
     aclBoolArray *ba = aclCreateBoolArray(NULL, 0);
     CHECK(ia != NULL && ba != NULL);
-    CHECK_ACLNN(aclGetIntArraySize(ia, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetIntArraySize(ia, &n), ACLNN_SUCCESS);
     CHECK(n == 0);
-    CHECK_ACLNN(aclDestroyIntArray(ia), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyBoolArray(ba), ACLNN_SUCCESS);
-    CHECK(aclCreateIntArray(NULL, 3) == NULL && message_has("aclCreateIntArray"));
-    CHECK(aclCreateFloatArray(NULL, 1) == NULL && message_has("aclCreateFloatArray"));
-    CHECK(aclCreateBoolArray(NULL, 2) == NULL && message_has("aclCreateBoolArray"));
-    CHECK(aclCreateTensorList(NULL, 2) == NULL && message_has("aclCreateTensorList"));
+    CHECK_ACL(aclDestroyIntArray(ia), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyBoolArray(ba), ACLNN_SUCCESS);
+    CHECK(aclCreateIntArray(NULL, 3) == NULL && atsup_msg_has("aclCreateIntArray"));
+    CHECK(aclCreateFloatArray(NULL, 1) == NULL && atsup_msg_has("aclCreateFloatArray"));
+    CHECK(aclCreateBoolArray(NULL, 2) == NULL && atsup_msg_has("aclCreateBoolArray"));
+    CHECK(aclCreateTensorList(NULL, 2) == NULL && atsup_msg_has("aclCreateTensorList"));
     CHECK(aclCreateIntArray((const int64_t *)(const void *)&n, UINT64_MAX / 4) == NULL);
 }
 
@@ -281,41 +263,19 @@ static void tensor_list_owns_tensors(void)
     CHECK(l != NULL);
     items[0] = NULL; /* the list keeps its own array */
     CHECK(l->tensors[0] == a && l->tensors[1] == NULL && l->tensors[3] == a);
-    CHECK_ACLNN(aclGetTensorListSize(l, &n), ACLNN_SUCCESS);
+    CHECK_ACL(aclGetTensorListSize(l, &n), ACLNN_SUCCESS);
     CHECK(n == 4);
-    CHECK_ACLNN(aclGetTensorListSize(NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(aclGetTensorListSize(l, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetTensorListSize(NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(aclGetTensorListSize(l, NULL), ACLNN_ERR_PARAM_NULLPTR);
     /* destroys a and b once each (ASan would report a double free or a leak) */
-    CHECK_ACLNN(aclDestroyTensorList(l), ACLNN_SUCCESS);
-    CHECK_ACLNN(aclDestroyTensorList(NULL), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensorList(l), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensorList(NULL), ACLNN_SUCCESS);
     l = aclCreateTensorList(NULL, 0);
     CHECK(l != NULL);
-    CHECK_ACLNN(aclDestroyTensorList(l), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensorList(l), ACLNN_SUCCESS);
 }
 
 /* ---- allocation failure ---- */
-
-typedef struct counting {
-    long calls, live, fail_at; /* fail_at: 1-based call that returns NULL; 0 never */
-} counting;
-
-static void *counting_malloc(size_t bytes, void *user)
-{
-    counting *a = user;
-    void *p;
-    if (++a->calls == a->fail_at) return NULL;
-    p = malloc(bytes ? bytes : 1);
-    if (p) a->live++;
-    return p;
-}
-
-static void counting_free(void *ptr, void *user)
-{
-    counting *a = user;
-    if (!ptr) return;
-    a->live--;
-    free(ptr);
-}
 
 typedef enum make_kind {
     MAKE_TENSOR,
@@ -398,10 +358,10 @@ static void allocation_failure_each_create(void)
     for (kind = MAKE_TENSOR; kind <= MAKE_LIST; kind++) {
         long k, total = -1;
         for (k = 1; k <= 100 && total < 0; k++) {
-            counting a = {0, 0, 0};
+            tsup_counter a = {0};
             int made = 0, ok;
             a.fail_at = k;
-            sbn_set_allocator(counting_malloc, counting_free, &a);
+            tsup_counter_install(&a);
             ok = make_and_destroy((make_kind)kind, &made);
             sbn_set_allocator(NULL, NULL, NULL);
             CHECK_MSG(a.live == 0, "%s, k=%ld: %ld allocation(s) left live", names[kind], k,
@@ -412,7 +372,7 @@ static void allocation_failure_each_create(void)
                           names[kind], k);
                 total = a.calls;
             } else {
-                CHECK_MSG(message_has("out of memory"), "%s, k=%ld: no out-of-memory message",
+                CHECK_MSG(atsup_msg_has("out of memory"), "%s, k=%ld: no out-of-memory message",
                           names[kind], k);
             }
         }
@@ -426,16 +386,16 @@ static void getters_hand_out_malloc_memory(void)
     float x[12];
     int64_t *got = NULL;
     uint64_t n = 0;
-    counting a = {0, 0, 0};
+    tsup_counter a = {0};
     aclTensor *t = aclCreateTensor(dims, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, dims, 2, x);
     CHECK(t != NULL);
-    sbn_set_allocator(counting_malloc, counting_free, &a);
-    CHECK_ACLNN(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
+    tsup_counter_install(&a);
+    CHECK_ACL(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
     sbn_set_allocator(NULL, NULL, NULL);
     /* the caller frees the array itself (free() in C), so it is not the hook's memory */
     CHECK(a.calls == 0 && n == 2 && got[0] == 3 && got[1] == 4);
     free(got);
-    CHECK_ACLNN(aclDestroyTensor(t), ACLNN_SUCCESS);
+    CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
 
 /* ---- checks, views and the native mapping (aclnn_check.c, aclnn_view.c, aclnn_error.c) ---- */
@@ -450,37 +410,35 @@ static void checks_codes_and_messages(void)
     aclTensor *v = aclCreateTensor(vec, 1, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, vec, 1, x);
     CHECK(t != NULL && h != NULL && v != NULL);
     memset(&fake, 0, sizeof fake);
-    CHECK_ACLNN(sbn__acl_check_null("aclnnX", NULL, "input"), ACLNN_ERR_PARAM_NULLPTR);
-    CHECK(message_has("aclnnX: input is NULL"));
-    CHECK_ACLNN(sbn__acl_check_null("aclnnX", x, "input"), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_check_dtype("aclnnX", h, "input", &SBN_ACL_FLOATS), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_check_dtype("aclnnX", h, "mean", &SBN_ACL_FLOAT_ONLY),
-                ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("aclnnX: mean has dtype FLOAT16, format NCHW, shape [2, 3]"));
-    CHECK_ACLNN(sbn__acl_check_dtype("aclnnX", t, "input", &SBN_ACL_FLOATS),
-                ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("must be one of: FLOAT, FLOAT16, BF16"));
-    CHECK_ACLNN(sbn__acl_check_dtype("aclnnX", NULL, "input", &SBN_ACL_FLOATS),
-                ACLNN_ERR_PARAM_NULLPTR);
-    CHECK_ACLNN(sbn__acl_check_dtype("aclnnX", &fake, "input", &SBN_ACL_FLOATS),
-                ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("not a live aclTensor"));
-    CHECK_ACLNN(sbn__acl_check_format("aclnnX", h, "input"), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_check_format("aclnnX", t, "input"), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("format NC1HWC0"));
-    CHECK_ACLNN(sbn__acl_check_rank("aclnnX", h, "input", 2, 8), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_check_rank("aclnnX", v, "input", 2, 8), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("rank 1 must be in 2..8"));
-    CHECK_ACLNN(sbn__acl_check_vector("aclnnX", v, "mean", 3), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_check_vector("aclnnX", v, "mean", 4), ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("shape [4]"));
-    CHECK_ACLNN(sbn__acl_check_vector("aclnnX", h, "mean", 3), ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACLNN(sbn__acl_check_same_shape("aclnnX", t, "out", h, "input"), ACLNN_SUCCESS);
-    CHECK_ACLNN(sbn__acl_check_same_shape("aclnnX", v, "out", h, "input"),
-                ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("equal the shape of input, [2, 3]"));
-    CHECK_ACLNN(sbn__acl_check_same_shape("aclnnX", v, "out", NULL, "input"),
-                ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(sbn__acl_check_null("aclnnX", NULL, "input"), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK(atsup_msg_has("aclnnX: input is NULL"));
+    CHECK_ACL(sbn__acl_check_null("aclnnX", x, "input"), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", h, "input", &SBN_ACL_FLOATS), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", h, "mean", &SBN_ACL_FLOAT_ONLY),
+              ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("aclnnX: mean has dtype FLOAT16, format NCHW, shape [2, 3]"));
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", t, "input", &SBN_ACL_FLOATS), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("must be one of: FLOAT, FLOAT16, BF16"));
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", NULL, "input", &SBN_ACL_FLOATS),
+              ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", &fake, "input", &SBN_ACL_FLOATS),
+              ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("not a live aclTensor"));
+    CHECK_ACL(sbn__acl_check_format("aclnnX", h, "input"), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_format("aclnnX", t, "input"), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("format NC1HWC0"));
+    CHECK_ACL(sbn__acl_check_rank("aclnnX", h, "input", 2, 8), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_rank("aclnnX", v, "input", 2, 8), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("rank 1 must be in 2..8"));
+    CHECK_ACL(sbn__acl_check_vector("aclnnX", v, "mean", 3), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_vector("aclnnX", v, "mean", 4), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("shape [4]"));
+    CHECK_ACL(sbn__acl_check_vector("aclnnX", h, "mean", 3), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", t, "out", h, "input"), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", v, "out", h, "input"), ACLNN_ERR_PARAM_INVALID);
+    CHECK(atsup_msg_has("equal the shape of input, [2, 3]"));
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", v, "out", NULL, "input"),
+              ACLNN_ERR_PARAM_NULLPTR);
     aclDestroyTensor(t), aclDestroyTensor(h), aclDestroyTensor(v);
 }
 
@@ -567,9 +525,9 @@ static void native_status_mapping(void)
     CHECK(aclGetRecentErrMsg() == NULL);
     CHECK(sbn_pool_create(0, &pool) != SBN_OK); /* leaves a native sentence */
     CHECK(sbn__acl_from_native(SBN_ERR_BAD_VALUE, "aclnnX") == ACLNN_ERR_PARAM_INVALID);
-    CHECK(message_has("aclnnX: "));
+    CHECK(atsup_msg_has("aclnnX: "));
     CHECK(sbn__acl_from_native(SBN_ERR_NULL_ARGUMENT, "aclnnX") == ACLNN_ERR_PARAM_NULLPTR);
-    CHECK(message_has("SBN_ERR_NULL_ARGUMENT"));
+    CHECK(atsup_msg_has("SBN_ERR_NULL_ARGUMENT"));
     CHECK(sbn__acl_from_native(SBN_ERR_OUT_OF_MEMORY, "aclnnX") == ACLNN_ERR_INNER);
     CHECK(sbn__acl_from_native(SBN_ERR_BAD_SHAPE, "aclnnX") == ACLNN_ERR_PARAM_INVALID);
     CHECK(sbn__acl_from_native(SBN_ERR_ALIAS, "aclnnX") == ACLNN_ERR_PARAM_INVALID);
@@ -578,24 +536,22 @@ static void native_status_mapping(void)
     CHECK(aclGetRecentErrMsg() == NULL);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(tensor_create_and_getters),
-        SBN_TEST_CASE(tensor_null_stride_is_contiguous),
-        SBN_TEST_CASE(tensor_rank_zero_and_max),
-        SBN_TEST_CASE(tensor_bad_arguments),
-        SBN_TEST_CASE(getters_bad_arguments),
-        SBN_TEST_CASE(scalar_each_dtype),
-        SBN_TEST_CASE(arrays_copy_and_size),
-        SBN_TEST_CASE(arrays_empty_and_null),
-        SBN_TEST_CASE(tensor_list_owns_tensors),
-        SBN_TEST_CASE(allocation_failure_each_create),
-        SBN_TEST_CASE(getters_hand_out_malloc_memory),
-        SBN_TEST_CASE(checks_codes_and_messages),
-        SBN_TEST_CASE(names_formats_numel),
-        SBN_TEST_CASE(views_of_tensors),
-        SBN_TEST_CASE(native_status_mapping),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(tensor_create_and_getters),
+    SBN_TEST_CASE(tensor_null_stride_is_contiguous),
+    SBN_TEST_CASE(tensor_rank_zero_and_max),
+    SBN_TEST_CASE(tensor_bad_arguments),
+    SBN_TEST_CASE(getters_bad_arguments),
+    SBN_TEST_CASE(scalar_each_dtype),
+    SBN_TEST_CASE(arrays_copy_and_size),
+    SBN_TEST_CASE(arrays_empty_and_null),
+    SBN_TEST_CASE(tensor_list_owns_tensors),
+    SBN_TEST_CASE(allocation_failure_each_create),
+    SBN_TEST_CASE(getters_hand_out_malloc_memory),
+    SBN_TEST_CASE(checks_codes_and_messages),
+    SBN_TEST_CASE(names_formats_numel),
+    SBN_TEST_CASE(views_of_tensors),
+    SBN_TEST_CASE(native_status_mapping),
+};
+
+SBN_TEST_MAIN(k_cases)

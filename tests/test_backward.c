@@ -22,25 +22,13 @@
 
 #include "harness/harness.h"
 #include "ref/ref.h"
-#include "support/support.h"
+#include "support/optest.h"
 #include "syncbn/ops.h"
-
-typedef struct shape_t {
-    int rank;
-    int64_t d[SBN_MAX_RANK];
-} shape_t;
 
 /* x and dy dtype, per-channel input dtype (mean, invstd, weight, sums), output dtype. */
 typedef struct dtypes_t {
     sbn_dtype x, p, out;
 } dtypes_t;
-
-static const shape_t k_shapes[] = {
-    {2, {1, 3}},           {2, {17, 64}},        {3, {1, 1, 1000}},
-    {3, {2, 3, 7}},        {4, {2, 3, 4, 4}},    {4, {1, 64, 1, 17}},
-    {5, {2, 1, 2, 1, 8}},  {8, {1, 3, 2, 1, 2, 1, 2, 2}},
-};
-#define N_SHAPES ((int)(sizeof k_shapes / sizeof k_shapes[0]))
 
 static const dtypes_t k_dtypes[] = {
     {SBN_F32, SBN_F32, SBN_F32}, {SBN_F64, SBN_F64, SBN_F64},   {SBN_F16, SBN_F16, SBN_F16},
@@ -50,7 +38,7 @@ static const dtypes_t k_dtypes[] = {
 enum { OUT_SUM_DY = 1, OUT_SUM_DY_XMU = 2, OUT_GRAD_WEIGHT = 4, OUT_GRAD_BIAS = 8 };
 
 typedef struct bw_spec {
-    const shape_t *shape;
+    const tsup_shape *shape;
     dtypes_t dt;
     tsup_layout xl, dyl, gil, pl; /* x, dy, grad_input, per-channel views */
     int has_w, in_place, mask;    /* mask: backward_reduce outputs (OUT_*) */
@@ -65,55 +53,10 @@ typedef struct bw_data {
     tsup_buf x, dy, p[3];
 } bw_data;
 
-/* Frees every heap pointer listed. */
-#define FREE_ALL(...)                                                                \
-    do {                                                                             \
-        void *free_all_[] = {__VA_ARGS__};                                           \
-        size_t free_i_;                                                              \
-        for (free_i_ = 0; free_i_ < sizeof free_all_ / sizeof *free_all_; free_i_++) \
-            free(free_all_[free_i_]);                                                \
-    } while (0)
-
-/*
- * tsup_make, except that an empty view gets the strides of the shape with every 0
- * dim taken as 1 (as sbn_tensor_contiguous builds them) unless g_zero_strides is
- * set: then it keeps tsup_make's (numpy's) strides, where a 0 dim zeroes the
- * strides outside it. An empty view has no elements, so either must be accepted.
- */
-static int g_zero_strides;
-
-static tsup_buf make_view(sbn_dtype dt, int rank, const int64_t *shape, tsup_layout layout,
-                          const double *values)
-{
-    tsup_buf b = tsup_make(dt, rank, shape, layout, values);
-    if (tsup_numel(rank, shape) == 0 && !g_zero_strides) {
-        int64_t ones[SBN_MAX_RANK];
-        tsup_buf tmp;
-        int d;
-        for (d = 0; d < rank; d++) ones[d] = shape[d] > 0 ? shape[d] : 1;
-        tmp = tsup_make(dt, rank, ones, layout, NULL);
-        memcpy(b.view.strides, tmp.view.strides, sizeof b.view.strides);
-        tsup_free(&tmp);
-    }
-    return b;
-}
-
-static double *alloc_fill(int64_t n, double value)
-{
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    int64_t i;
-    for (i = 0; i < n; i++) v[i] = value;
-    return v;
-}
-
 static void describe(const bw_spec *sp, char *buf, size_t size)
 {
     char shs[96];
-    size_t used = 0;
-    int d;
-    for (d = 0; d < sp->shape->rank; d++)
-        used += (size_t)snprintf(shs + used, sizeof shs - used, "%s%lld", d ? "x" : "",
-                                 (long long)sp->shape->d[d]);
+    tsup_shape_str(sp->shape->rank, sp->shape->d, shs, sizeof shs);
     snprintf(buf, size,
              "%s x/dy %s (x %s, dy %s), params %s %s, out %s, grad_input %s, w=%d mask=%d "
              "count=R*%lld pool=%d",
@@ -123,76 +66,29 @@ static void describe(const bw_spec *sp, char *buf, size_t size)
              (long long)sp->count_mult, sbn_pool_threads(sp->pool));
 }
 
-/* |got - want| <= tol[i] elementwise (NaN matches NaN); prints the first 5 failures. */
-static int close_tol(const char *what, const double *got, const double *want, const double *tol,
-                     int64_t n)
-{
-    int64_t i, bad = 0;
-    double worst = 0.0;
-    for (i = 0; i < n; i++) {
-        double diff = fabs(got[i] - want[i]);
-        if ((isnan(got[i]) && isnan(want[i])) || diff <= tol[i]) continue;
-        if (!(diff / tol[i] <= worst)) worst = diff / tol[i];
-        if (bad < 5)
-            fprintf(stderr, "    %s[%lld]: got %.17g, want %.17g, diff %.3g (tol %.3g)\n", what,
-                    (long long)i, got[i], want[i], diff, tol[i]);
-        bad++;
-    }
-    if (bad)
-        fprintf(stderr, "    %s: %lld of %lld elements differ, worst diff/tol %.3g\n", what,
-                (long long)bad, (long long)n, worst);
-    return bad == 0;
-}
-
-typedef sbn_status (*ws_size_fn)(const sbn_tensor *x, size_t *bytes);
-
-static void *workspace_for(ws_size_fn fn, const sbn_tensor *x, size_t *bytes)
-{
-    *bytes = 0;
-    if (fn(x, bytes) != SBN_OK) return NULL;
-    return *bytes ? malloc(*bytes) : NULL;
-}
-
-static sbn_pool_t *make_pool(int threads)
-{
-    sbn_pool_t *pool = NULL;
-    if (sbn_pool_create(threads, &pool) != SBN_OK) return NULL;
-    return pool;
-}
-
-/* Compute precision the tolerance assumes: f64 only when every tensor is f64. */
-static double compute_u(const dtypes_t *dt)
-{
-    int all64 = dt->x == SBN_F64 && dt->p == SBN_F64 && dt->out == SBN_F64;
-    return tsup_unit_roundoff(all64 ? SBN_F64 : SBN_F32);
-}
-
 /* x ~ N(0.5, 2), dy ~ N(0.1, 1), mean near the data mean, invstd near 1/2, w signed. */
 static void data_make(const bw_spec *sp, uint64_t seed, bw_data *d)
 {
-    const shape_t *sh = sp->shape;
+    const tsup_shape *sh = sp->shape;
     tsup_rng rng = tsup_rng_seed(seed);
     int64_t ch;
-    int k, j;
+    int k;
     memset(d, 0, sizeof *d);
-    d->n = sh->d[0];
-    d->c = sh->d[1];
-    d->s = 1;
-    for (j = 2; j < sh->rank; j++) d->s *= sh->d[j];
+    tsup_split_ncs(sh->rank, sh->d, &d->n, &d->c, &d->s);
     d->numel = tsup_numel(sh->rank, sh->d);
-    d->xv = alloc_fill(d->numel, 0.0);
-    d->dyv = alloc_fill(d->numel, 0.0);
+    d->xv = tsup_alloc_fill(d->numel, 0.0);
+    d->dyv = tsup_alloc_fill(d->numel, 0.0);
     tsup_fill_normal(&rng, d->xv, d->numel, 0.5, 2.0, sp->dt.x);
     tsup_fill_normal(&rng, d->dyv, d->numel, 0.1, 1.0, sp->dt.x);
-    for (k = 0; k < 3; k++) d->pv[k] = alloc_fill(d->c, 0.0);
+    for (k = 0; k < 3; k++) d->pv[k] = tsup_alloc_fill(d->c, 0.0);
     for (ch = 0; ch < d->c; ch++) {
         d->pv[0][ch] = tsup_round(sp->dt.p, 0.5 + 0.5 * tsup_normal(&rng));
         d->pv[1][ch] = tsup_round(sp->dt.p, 0.25 + 0.5 * tsup_uniform(&rng));
         d->pv[2][ch] = tsup_round(sp->dt.p, tsup_normal(&rng));
     }
-    d->x = make_view(sp->dt.x, sh->rank, sh->d, sp->xl, d->xv);
-    d->dy = make_view(sp->dt.x, sh->rank, sh->d, sp->dyl, d->dyv);
-    for (k = 0; k < 3; k++) d->p[k] = make_view(sp->dt.p, 1, &d->c, sp->pl, d->pv[k]);
+    d->x = tsup_make_view(sp->dt.x, sh->rank, sh->d, sp->xl, d->xv);
+    d->dy = tsup_make_view(sp->dt.x, sh->rank, sh->d, sp->dyl, d->dyv);
+    for (k = 0; k < 3; k++) d->p[k] = tsup_make_view(sp->dt.p, 1, &d->c, sp->pl, d->pv[k]);
 }
 
 static void data_free(bw_data *d)
@@ -212,22 +108,23 @@ static void data_free(bw_data *d)
 static void check_reduce(const bw_spec *sp, bw_data *d)
 {
     int64_t c = d->c, i;
-    double u_c = compute_u(&sp->dt), u_o = tsup_unit_roundoff(sp->dt.out);
-    double *want[4], *tol[4], *got = alloc_fill(c, 0.0), *nanv = alloc_fill(c, NAN);
-    double *abs_dy = alloc_fill(c, 0.0), *abs_dyxmu = alloc_fill(c, 0.0);
+    double u_c = tsup_compute_u(sp->dt.x, sp->dt.p, sp->dt.out);
+    double u_o = tsup_unit_roundoff(sp->dt.out);
+    double *want[4], *tol[4], *got = tsup_alloc_fill(c, 0.0), *nanv = tsup_alloc_fill(c, NAN);
+    double *abs_dy = tsup_alloc_fill(c, 0.0), *abs_dyxmu = tsup_alloc_fill(c, 0.0);
     static const char *names[4] = {"sum_dy", "sum_dy_xmu", "grad_weight", "grad_bias"};
     tsup_buf out[4];
     unsigned char *xsnap = tsup_snapshot(&d->x), *dysnap = tsup_snapshot(&d->dy);
     size_t ws_bytes;
-    void *ws = workspace_for(sbn_backward_reduce_workspace_size, &d->x.view, &ws_bytes);
+    void *ws = tsup_workspace(sbn_backward_reduce_workspace_size, &d->x.view, &ws_bytes);
     char desc[400];
     int k;
 
     describe(sp, desc, sizeof desc);
     for (k = 0; k < 4; k++) {
-        want[k] = alloc_fill(c, 0.0);
-        tol[k] = alloc_fill(c, 0.0);
-        out[k] = make_view(sp->dt.out, 1, &c, sp->pl, nanv);
+        want[k] = tsup_alloc_fill(c, 0.0);
+        tol[k] = tsup_alloc_fill(c, 0.0);
+        out[k] = tsup_make_view(sp->dt.out, 1, &c, sp->pl, nanv);
     }
     CHECK_OK(sbn_backward_reduce(&d->dy.view, &d->x.view, &d->p[0].view, &d->p[1].view,
                                  sp->mask & OUT_SUM_DY ? &out[0].view : NULL,
@@ -253,8 +150,8 @@ static void check_reduce(const bw_spec *sp, bw_data *d)
         for (i = 0; i < c; i++) tol[k][i] += 2.0 * u_o * fabs(want[k][i]);
         if (!(sp->mask & (1 << k))) continue;
         tsup_read(&out[k].view, got);
-        CHECK_MSG(close_tol(names[k], got, want[k], tol[k], c), "%s: backward_reduce %s differs",
-                  desc, names[k]);
+        CHECK_MSG(tsup_close_tol(names[k], got, want[k], tol[k], c),
+                  "%s: backward_reduce %s differs", desc, names[k]);
         CHECK_MSG(tsup_guard_intact(&out[k]), "%s: write outside %s", desc, names[k]);
     }
     CHECK_MSG(tsup_unchanged(&d->x, xsnap) && tsup_unchanged(&d->dy, dysnap),
@@ -264,7 +161,7 @@ static void check_reduce(const bw_spec *sp, bw_data *d)
         free(want[k]);
         free(tol[k]);
     }
-    FREE_ALL(got, nanv, abs_dy, abs_dyxmu, xsnap, dysnap, ws);
+    TSUP_FREE_ALL(got, nanv, abs_dy, abs_dyxmu, xsnap, dysnap, ws);
 }
 
 /*
@@ -274,16 +171,17 @@ static void check_reduce(const bw_spec *sp, bw_data *d)
 static void check_elemt(const bw_spec *sp, bw_data *d, uint64_t seed)
 {
     int64_t c = d->c, numel = d->numel, r = d->n * d->s, count = r * sp->count_mult, i;
-    double u_c = compute_u(&sp->dt);
-    double *sd = alloc_fill(c, 0.0), *sdx = alloc_fill(c, 0.0), *want = alloc_fill(numel, 0.0);
-    double *tol = alloc_fill(numel, 0.0), *got = alloc_fill(numel, 0.0);
-    double *nanv = alloc_fill(numel, NAN), *w = sp->has_w ? d->pv[2] : NULL;
+    double u_c = tsup_compute_u(sp->dt.x, sp->dt.p, sp->dt.out);
+    double *sd = tsup_alloc_fill(c, 0.0), *sdx = tsup_alloc_fill(c, 0.0);
+    double *want = tsup_alloc_fill(numel, 0.0);
+    double *tol = tsup_alloc_fill(numel, 0.0), *got = tsup_alloc_fill(numel, 0.0);
+    double *nanv = tsup_alloc_fill(numel, NAN), *w = sp->has_w ? d->pv[2] : NULL;
     sbn_dtype gdt = sp->in_place ? sp->dt.x : sp->dt.out;
     tsup_rng rng = tsup_rng_seed(seed);
     tsup_buf sums[2], gbuf, *gi;
     unsigned char *xsnap = tsup_snapshot(&d->x);
     size_t ws_bytes;
-    void *ws = workspace_for(sbn_backward_elemt_workspace_size, &d->x.view, &ws_bytes);
+    void *ws = tsup_workspace(sbn_backward_elemt_workspace_size, &d->x.view, &ws_bytes);
     char desc[400];
 
     describe(sp, desc, sizeof desc);
@@ -294,12 +192,12 @@ static void check_elemt(const bw_spec *sp, bw_data *d, uint64_t seed)
         sdx[i] = tsup_round(sp->dt.p, sdx[i] * (double)sp->count_mult +
                                           2.0 * extra * tsup_normal(&rng));
     }
-    sums[0] = make_view(sp->dt.p, 1, &c, sp->pl, sd);
-    sums[1] = make_view(sp->dt.p, 1, &c, sp->pl, sdx);
+    sums[0] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, sd);
+    sums[1] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, sdx);
     if (sp->in_place) {
         gi = &d->dy;
     } else {
-        gbuf = make_view(gdt, sp->shape->rank, sp->shape->d, sp->gil, nanv);
+        gbuf = tsup_make_view(gdt, sp->shape->rank, sp->shape->d, sp->gil, nanv);
         gi = &gbuf;
     }
     CHECK_OK(sbn_backward_elemt(&d->dy.view, &d->x.view, &d->p[0].view, &d->p[1].view,
@@ -317,13 +215,14 @@ static void check_elemt(const bw_spec *sp, bw_data *d, uint64_t seed)
                  (gdt == SBN_F16 ? ldexp(1.0, -24) : 0.0);
     }
     tsup_read(&gi->view, got);
-    CHECK_MSG(close_tol("grad_input", got, want, tol, numel), "%s: backward_elemt differs", desc);
+    CHECK_MSG(tsup_close_tol("grad_input", got, want, tol, numel), "%s: backward_elemt differs",
+              desc);
     CHECK_MSG(tsup_guard_intact(gi), "%s: write outside grad_input", desc);
     CHECK_MSG(tsup_unchanged(&d->x, xsnap), "%s: backward_elemt modified x", desc);
     if (!sp->in_place) tsup_free(&gbuf);
     tsup_free(&sums[0]);
     tsup_free(&sums[1]);
-    FREE_ALL(sd, sdx, want, tol, got, nanv, xsnap, ws);
+    TSUP_FREE_ALL(sd, sdx, want, tol, got, nanv, xsnap, ws);
 }
 
 /*
@@ -334,17 +233,17 @@ static void check_elemt(const bw_spec *sp, bw_data *d, uint64_t seed)
 static void run_matrix(int dt_index)
 {
     static const int64_t mults[3] = {1, 2, 5};
-    sbn_pool_t *pool3 = make_pool(3);
+    sbn_pool_t *pool3 = tsup_pool(3);
     int si, xl, dyl, run = 0;
     CHECK_MSG(pool3 != NULL, "sbn_pool_create(3) failed: %s", sbn_last_error());
-    for (si = 0; si < N_SHAPES; si++) {
+    for (si = 0; si < TSUP_N_MATRIX_SHAPES; si++) {
         for (xl = 0; xl < 3; xl++) {
             for (dyl = 0; dyl < 3; dyl++, run++) {
                 bw_spec sp;
                 bw_data d;
                 uint64_t seed = (uint64_t)(1000 * dt_index + run);
                 memset(&sp, 0, sizeof sp);
-                sp.shape = &k_shapes[si];
+                sp.shape = &tsup_matrix_shapes[si];
                 sp.dt = k_dtypes[dt_index];
                 sp.xl = (tsup_layout)xl;
                 sp.dyl = (tsup_layout)dyl;
@@ -379,7 +278,7 @@ MATRIX_CASE(backward_bf16_params_f32, 5)
 /* Every on/off combination of backward_reduce's four outputs. */
 static void backward_reduce_output_masks(void)
 {
-    static const shape_t sh = {3, {2, 3, 17}};
+    static const tsup_shape sh = {3, {2, 3, 17}};
     static const dtypes_t dts[2] = {{SBN_F32, SBN_F32, SBN_F32}, {SBN_F16, SBN_F32, SBN_F16}};
     int mask, di;
     for (di = 0; di < 2; di++) {
@@ -405,21 +304,23 @@ static void backward_reduce_output_masks(void)
 /* Empty x: backward_reduce writes zeros, backward_elemt writes nothing; both SBN_OK. */
 static void run_empty(void)
 {
-    static const shape_t shapes[] = {{3, {0, 3, 4}}, {4, {2, 3, 0, 5}}, {2, {0, 64}}};
+    static const tsup_shape shapes[] = {{3, {0, 3, 4}}, {4, {2, 3, 0, 5}}, {2, {0, 64}}};
     double fill[64];
     int si, xl, k;
     for (k = 0; k < 64; k++) fill[k] = 0.5 + 0.25 * k;
     for (si = 0; si < 3; si++) {
         for (xl = 0; xl < 3; xl++) {
-            const shape_t *sh = &shapes[si];
+            const tsup_shape *sh = &shapes[si];
             int64_t c = sh->d[1], ch;
-            tsup_buf x = make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)xl, NULL);
-            tsup_buf dy = make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 1) % 3), NULL);
-            tsup_buf gi = make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
+            tsup_buf x = tsup_make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)xl, NULL);
+            tsup_buf dy =
+                tsup_make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 1) % 3), NULL);
+            tsup_buf gi =
+                tsup_make_view(SBN_F32, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
             tsup_buf p = tsup_make_1d(SBN_F32, c, fill), out[4];
             unsigned char *gisnap = tsup_snapshot(&gi), *dysnap = tsup_snapshot(&dy);
             size_t ws_bytes;
-            void *ws = workspace_for(sbn_backward_reduce_workspace_size, &x.view, &ws_bytes);
+            void *ws = tsup_workspace(sbn_backward_reduce_workspace_size, &x.view, &ws_bytes);
             for (k = 0; k < 4; k++) out[k] = tsup_make_1d(k % 2 ? SBN_F64 : SBN_F32, c, fill);
             sbn_status st = sbn_backward_reduce(&dy.view, &x.view, &p.view, &p.view,
                                                 &out[0].view, &out[1].view, &out[2].view,
@@ -432,7 +333,7 @@ static void run_empty(void)
                               "empty shape %d layout %d: reduce output %d[%lld] = %g, want 0", si,
                               xl, k, (long long)ch, tsup_get1(&out[k].view, ch));
             free(ws);
-            ws = workspace_for(sbn_backward_elemt_workspace_size, &x.view, &ws_bytes);
+            ws = tsup_workspace(sbn_backward_elemt_workspace_size, &x.view, &ws_bytes);
             st = sbn_backward_elemt(&dy.view, &x.view, &p.view, &p.view, &p.view, &p.view, &p.view,
                                     10, &gi.view, ws, ws_bytes, NULL);
             CHECK_MSG(st == SBN_OK, "empty shape %d x %s: backward_elemt %s (%s)", si,
@@ -444,11 +345,8 @@ static void run_empty(void)
                       tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
             CHECK_MSG(tsup_unchanged(&dy, dysnap), "empty shape %d: dy written in place", si);
             for (k = 0; k < 4; k++) tsup_free(&out[k]);
-            tsup_free(&x);
-            tsup_free(&dy);
-            tsup_free(&gi);
-            tsup_free(&p);
-            FREE_ALL(gisnap, dysnap, ws);
+            TSUP_BUF_FREE(&x, &dy, &gi, &p);
+            TSUP_FREE_ALL(gisnap, dysnap, ws);
         }
     }
 }
@@ -460,7 +358,7 @@ static void backward_empty(void)
 
 static void backward_empty_zero_strides(void)
 {
-    g_zero_strides = 1;
+    tsup_set_zero_strides(1);
     run_empty();
 }
 
@@ -471,7 +369,7 @@ static void backward_empty_zero_strides(void)
  */
 static void backward_grad_input_sums_to_zero(void)
 {
-    static const shape_t shapes[] = {{3, {4, 3, 50}}, {4, {2, 5, 7, 7}}, {2, {300, 2}}};
+    static const tsup_shape shapes[] = {{3, {4, 3, 50}}, {4, {2, 5, 7, 7}}, {2, {300, 2}}};
     static const sbn_dtype xdts[] = {SBN_F32, SBN_F64, SBN_F16, SBN_BF16};
     int si, di;
     for (si = 0; si < 3; si++) {
@@ -493,20 +391,20 @@ static void backward_grad_input_sums_to_zero(void)
             data_make(&sp, (uint64_t)(40 + 4 * si + di), &d);
             c = d.c;
             r = d.n * d.s;
-            mean = alloc_fill(c, 0.0);
-            invstd = alloc_fill(c, 0.0);
-            sdx = alloc_fill(c, 0.0);
-            gv = alloc_fill(d.numel, 0.0);
-            chsum = alloc_fill(c, 0.0);
-            chmax = alloc_fill(c, 0.0);
+            mean = tsup_alloc_fill(c, 0.0);
+            invstd = tsup_alloc_fill(c, 0.0);
+            sdx = tsup_alloc_fill(c, 0.0);
+            gv = tsup_alloc_fill(d.numel, 0.0);
+            chsum = tsup_alloc_fill(c, 0.0);
+            chmax = tsup_alloc_fill(c, 0.0);
             ref_stats(d.xv, d.n, c, d.s, 1e-5, mean, invstd);
             st[0] = tsup_make_1d(SBN_F64, c, mean);
             st[1] = tsup_make_1d(SBN_F64, c, invstd);
             sums[0] = tsup_make_1d(SBN_F64, c, NULL);
             sums[1] = tsup_make_1d(SBN_F64, c, NULL);
-            gi = make_view(sp.dt.out, sp.shape->rank, sp.shape->d, TSUP_CHANNELS_FIRST, NULL);
-            ws_r = workspace_for(sbn_backward_reduce_workspace_size, &d.x.view, &wsr);
-            ws_e = workspace_for(sbn_backward_elemt_workspace_size, &d.x.view, &wse);
+            gi = tsup_make_view(sp.dt.out, sp.shape->rank, sp.shape->d, TSUP_CHANNELS_FIRST, NULL);
+            ws_r = tsup_workspace(sbn_backward_reduce_workspace_size, &d.x.view, &wsr);
+            ws_e = tsup_workspace(sbn_backward_elemt_workspace_size, &d.x.view, &wse);
             CHECK_OK(sbn_backward_reduce(&d.dy.view, &d.x.view, &st[0].view, &st[1].view,
                                          &sums[0].view, &sums[1].view, NULL, NULL, ws_r, wsr,
                                          NULL));
@@ -525,17 +423,14 @@ static void backward_grad_input_sums_to_zero(void)
                 if (t > chmax[ch]) chmax[ch] = t;
             }
             for (i = 0; i < c; i++) {
-                double tol = 16.0 * (double)r * compute_u(&sp.dt) * chmax[i];
+                double tol =
+                    16.0 * (double)r * tsup_compute_u(sp.dt.x, sp.dt.p, sp.dt.out) * chmax[i];
                 CHECK_MSG(fabs(chsum[i]) <= tol,
                           "x %s shape %d channel %lld: sum(grad_input) = %.3g, tol %.3g",
                           sbn_dtype_name(xdts[di]), si, (long long)i, chsum[i], tol);
             }
-            tsup_free(&st[0]);
-            tsup_free(&st[1]);
-            tsup_free(&sums[0]);
-            tsup_free(&sums[1]);
-            tsup_free(&gi);
-            FREE_ALL(mean, invstd, sdx, gv, chsum, chmax, ws_r, ws_e);
+            TSUP_BUF_FREE(&st[0], &st[1], &sums[0], &sums[1], &gi);
+            TSUP_FREE_ALL(mean, invstd, sdx, gv, chsum, chmax, ws_r, ws_e);
             data_free(&d);
         }
     }
@@ -562,11 +457,11 @@ static double central_diff(double *v, int64_t i, const double *x, int64_t n, int
  */
 static void backward_finite_difference(void)
 {
-    static const shape_t shapes[] = {{3, {3, 2, 2}}, {4, {2, 3, 1, 2}}, {2, {5, 2}}};
+    static const tsup_shape shapes[] = {{3, {3, 2, 2}}, {4, {2, 3, 1, 2}}, {2, {5, 2}}};
     int si, xl, path;
     for (si = 0; si < 3; si++) {
         for (xl = 0; xl < 3; xl++) {
-            const shape_t *sh = &shapes[si];
+            const tsup_shape *sh = &shapes[si];
             bw_spec sp;
             bw_data d;
             double *bv, *fd[3], *got, fdmax = 0.0;
@@ -584,9 +479,9 @@ static void backward_finite_difference(void)
             r = d.n * d.s;
             len[0] = d.numel;
             len[1] = len[2] = c;
-            bv = alloc_fill(c, 0.0);
+            bv = tsup_alloc_fill(c, 0.0);
             for (i = 0; i < c; i++) bv[i] = 0.3 * (double)i - 0.2;
-            for (i = 0; i < 3; i++) fd[i] = alloc_fill(len[i], 0.0);
+            for (i = 0; i < 3; i++) fd[i] = tsup_alloc_fill(len[i], 0.0);
             for (i = 0; i < d.numel; i++)
                 fd[0][i] = central_diff(d.xv, i, d.xv, d.n, c, d.s, d.pv[2], bv, d.dyv);
             for (i = 0; i < c; i++) {
@@ -596,19 +491,19 @@ static void backward_finite_difference(void)
             for (path = 0; path < 3; path++)
                 for (i = 0; i < len[path]; i++) fdmax = fmax(fdmax, fabs(fd[path][i]));
             bb = tsup_make_1d(SBN_F64, c, bv);
-            y = make_view(SBN_F64, sh->rank, sh->d, TSUP_CHANNELS_FIRST, NULL);
+            y = tsup_make_view(SBN_F64, sh->rank, sh->d, TSUP_CHANNELS_FIRST, NULL);
             st[0] = tsup_make_1d(SBN_F64, c, NULL);
             st[1] = tsup_make_1d(SBN_F64, c, NULL);
-            ws = workspace_for(sbn_batch_norm_workspace_size, &d.x.view, &wsb);
+            ws = tsup_workspace(sbn_batch_norm_workspace_size, &d.x.view, &wsb);
             CHECK_OK(sbn_batch_norm(&d.x.view, &d.p[2].view, &bb.view, 1, 0.1, 1e-5, NULL, NULL,
                                     &y.view, &st[0].view, &st[1].view, ws, wsb, NULL));
             free(ws);
             for (path = 0; path < 2; path++) {
-                gr[0] = make_view(SBN_F64, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
+                gr[0] = tsup_make_view(SBN_F64, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
                 gr[1] = tsup_make_1d(SBN_F64, c, NULL);
                 gr[2] = tsup_make_1d(SBN_F64, c, NULL);
                 if (path == 0) {
-                    ws = workspace_for(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
+                    ws = tsup_workspace(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
                     CHECK_OK(sbn_batch_norm_backward(&d.dy.view, &d.x.view, &d.p[2].view, NULL,
                                                      NULL, &st[0].view, &st[1].view, 1, 1e-5,
                                                      &gr[0].view, &gr[1].view, &gr[2].view, ws,
@@ -617,12 +512,12 @@ static void backward_finite_difference(void)
                 } else {
                     sums[0] = tsup_make_1d(SBN_F64, c, NULL);
                     sums[1] = tsup_make_1d(SBN_F64, c, NULL);
-                    ws = workspace_for(sbn_backward_reduce_workspace_size, &d.x.view, &wsb);
+                    ws = tsup_workspace(sbn_backward_reduce_workspace_size, &d.x.view, &wsb);
                     CHECK_OK(sbn_backward_reduce(&d.dy.view, &d.x.view, &st[0].view, &st[1].view,
                                                  &sums[0].view, &sums[1].view, &gr[1].view,
                                                  &gr[2].view, ws, wsb, NULL));
                     free(ws);
-                    ws = workspace_for(sbn_backward_elemt_workspace_size, &d.x.view, &wsb);
+                    ws = tsup_workspace(sbn_backward_elemt_workspace_size, &d.x.view, &wsb);
                     CHECK_OK(sbn_backward_elemt(&d.dy.view, &d.x.view, &st[0].view, &st[1].view,
                                                 &d.p[2].view, &sums[0].view, &sums[1].view, r,
                                                 &gr[0].view, ws, wsb, NULL));
@@ -633,7 +528,7 @@ static void backward_finite_difference(void)
                 for (i = 0; i < 3; i++) {
                     static const char *names[3] = {"grad_input", "grad_weight", "grad_bias"};
                     int ok;
-                    got = alloc_fill(len[i], 0.0);
+                    got = tsup_alloc_fill(len[i], 0.0);
                     tsup_read(&gr[i].view, got);
                     ok = tsup_close(names[i], got, fd[i], len[i], 2e-6 * fmax(1.0, fdmax), 1e-6);
                     CHECK_MSG(ok, "shape %d x %s, %s: %s differs from finite differences", si,
@@ -645,10 +540,7 @@ static void backward_finite_difference(void)
                 }
             }
             for (i = 0; i < 3; i++) free(fd[i]);
-            tsup_free(&bb);
-            tsup_free(&y);
-            tsup_free(&st[0]);
-            tsup_free(&st[1]);
+            TSUP_BUF_FREE(&bb, &y, &st[0], &st[1]);
             free(bv);
             data_free(&d);
         }
@@ -658,7 +550,7 @@ static void backward_finite_difference(void)
 /* backward_reduce and backward_elemt bytes for pool NULL, 1, 2, 3 threads on 3x5x4000. */
 static void backward_threads_bitwise(void)
 {
-    static const shape_t sh = {3, {3, 5, 4000}};
+    static const tsup_shape sh = {3, {3, 5, 4000}};
     static const dtypes_t dts[2] = {{SBN_F32, SBN_F32, SBN_F64}, {SBN_BF16, SBN_F32, SBN_F32}};
     int di, xl, t, k;
     for (di = 0; di < 2; di++) {
@@ -677,14 +569,14 @@ static void backward_threads_bitwise(void)
             data_make(&sp, (uint64_t)(60 + 2 * di + xl), &d);
             c = d.c;
             count = 3 * d.n * d.s;
-            ws_r = workspace_for(sbn_backward_reduce_workspace_size, &d.x.view, &wsr);
-            ws_e = workspace_for(sbn_backward_elemt_workspace_size, &d.x.view, &wse);
+            ws_r = tsup_workspace(sbn_backward_reduce_workspace_size, &d.x.view, &wsr);
+            ws_e = tsup_workspace(sbn_backward_elemt_workspace_size, &d.x.view, &wse);
             for (t = 0; t <= 3; t++) {
                 tsup_buf *o = t == 0 ? base : cur;
-                sbn_pool_t *pool = t == 0 ? NULL : make_pool(t);
+                sbn_pool_t *pool = t == 0 ? NULL : tsup_pool(t);
                 CHECK_MSG(t == 0 || pool != NULL, "sbn_pool_create(%d) failed", t);
                 for (k = 0; k < 4; k++) o[k] = tsup_make_1d(sp.dt.out, c, NULL);
-                o[4] = make_view(sp.dt.out, sh.rank, sh.d, TSUP_CHANNELS_FIRST, NULL);
+                o[4] = tsup_make_view(sp.dt.out, sh.rank, sh.d, TSUP_CHANNELS_FIRST, NULL);
                 CHECK_OK(sbn_backward_reduce(&d.dy.view, &d.x.view, &d.p[0].view, &d.p[1].view,
                                              &o[0].view, &o[1].view, &o[2].view, &o[3].view,
                                              ws_r, wsr, pool));
@@ -710,21 +602,19 @@ static void backward_threads_bitwise(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(backward_f32),
-        SBN_TEST_CASE(backward_f64),
-        SBN_TEST_CASE(backward_f16),
-        SBN_TEST_CASE(backward_bf16),
-        SBN_TEST_CASE(backward_f16_params_f32),
-        SBN_TEST_CASE(backward_bf16_params_f32),
-        SBN_TEST_CASE(backward_reduce_output_masks),
-        SBN_TEST_CASE(backward_empty),
-        SBN_TEST_CASE(backward_empty_zero_strides),
-        SBN_TEST_CASE(backward_grad_input_sums_to_zero),
-        SBN_TEST_CASE(backward_finite_difference),
-        SBN_TEST_CASE(backward_threads_bitwise),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(backward_f32),
+    SBN_TEST_CASE(backward_f64),
+    SBN_TEST_CASE(backward_f16),
+    SBN_TEST_CASE(backward_bf16),
+    SBN_TEST_CASE(backward_f16_params_f32),
+    SBN_TEST_CASE(backward_bf16_params_f32),
+    SBN_TEST_CASE(backward_reduce_output_masks),
+    SBN_TEST_CASE(backward_empty),
+    SBN_TEST_CASE(backward_empty_zero_strides),
+    SBN_TEST_CASE(backward_grad_input_sums_to_zero),
+    SBN_TEST_CASE(backward_finite_difference),
+    SBN_TEST_CASE(backward_threads_bitwise),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -24,25 +24,13 @@
 
 #include "harness/harness.h"
 #include "ref/ref.h"
-#include "support/support.h"
+#include "support/optest.h"
 #include "syncbn/ops.h"
-
-typedef struct shape_t {
-    int rank;
-    int64_t d[SBN_MAX_RANK];
-} shape_t;
 
 /* x/dy dtype, y/grad_input dtype, per-channel dtype (w, b, running, save, grad_w/b). */
 typedef struct dtypes_t {
     sbn_dtype x, y, p;
 } dtypes_t;
-
-static const shape_t k_shapes[] = {
-    {2, {1, 3}},          {2, {17, 64}},     {3, {1, 1, 1000}},
-    {3, {2, 3, 7}},       {4, {2, 3, 4, 4}}, {4, {1, 64, 1, 17}},
-    {5, {2, 1, 2, 1, 8}}, {8, {1, 3, 2, 1, 2, 1, 2, 2}},
-};
-#define N_SHAPES ((int)(sizeof k_shapes / sizeof k_shapes[0]))
 
 static const dtypes_t k_dtypes[] = {
     {SBN_F32, SBN_F32, SBN_F32}, {SBN_F64, SBN_F64, SBN_F64},   {SBN_F16, SBN_F16, SBN_F32},
@@ -53,7 +41,7 @@ static const dtypes_t k_dtypes[] = {
 enum { OPT_W = 1, OPT_B = 2, OPT_RM = 4, OPT_RV = 8, OPT_SM = 16, OPT_SI = 32, OPT_ALL = 63 };
 
 typedef struct bn_spec {
-    const shape_t *shape;
+    const tsup_shape *shape;
     dtypes_t dt;
     tsup_layout xl, yl, pl; /* x; y (forward) or dy (backward); per-channel views */
     int training, opt, mask, extra; /* extra: backward passes the pair its mode ignores */
@@ -67,56 +55,10 @@ typedef struct bn_data {
     tsup_buf x, dy;
 } bn_data;
 
-/* Frees every heap pointer listed. */
-#define FREE_ALL(...)                                                                \
-    do {                                                                             \
-        void *free_all_[] = {__VA_ARGS__};                                           \
-        size_t free_i_;                                                              \
-        for (free_i_ = 0; free_i_ < sizeof free_all_ / sizeof *free_all_; free_i_++) \
-            free(free_all_[free_i_]);                                                \
-    } while (0)
-
-/*
- * tsup_make, except that an empty view gets the strides of the shape with every 0
- * dim taken as 1 (as sbn_tensor_contiguous builds them) unless g_zero_strides is
- * set: then it keeps tsup_make's (numpy's) strides, where a 0 dim zeroes the
- * strides outside it. An empty view has no elements, so either must be accepted.
- */
-static int g_zero_strides;
-
-static tsup_buf make_view(sbn_dtype dt, int rank, const int64_t *shape, tsup_layout layout,
-                          const double *values)
-{
-    tsup_buf b = tsup_make(dt, rank, shape, layout, values);
-    if (tsup_numel(rank, shape) == 0 && !g_zero_strides) {
-        int64_t ones[SBN_MAX_RANK];
-        tsup_buf tmp;
-        int d;
-        for (d = 0; d < rank; d++) ones[d] = shape[d] > 0 ? shape[d] : 1;
-        tmp = tsup_make(dt, rank, ones, layout, NULL);
-        memcpy(b.view.strides, tmp.view.strides, sizeof b.view.strides);
-        tsup_free(&tmp);
-    }
-    return b;
-}
-
-static double *alloc_fill(int64_t n, double value)
-{
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    int64_t i;
-    for (i = 0; i < n; i++) v[i] = value;
-    return v;
-}
-
 static void describe(const bn_spec *sp, const char *op, char *buf, size_t size)
 {
     char shs[96];
-    size_t used = 0;
-    int d;
-    shs[0] = 0;
-    for (d = 0; d < sp->shape->rank; d++)
-        used += (size_t)snprintf(shs + used, sizeof shs - used, "%s%lld", d ? "x" : "",
-                                 (long long)sp->shape->d[d]);
+    tsup_shape_str(sp->shape->rank, sp->shape->d, shs, sizeof shs);
     snprintf(buf, size,
              "%s %s training=%d x %s %s, y/dy %s %s, params %s %s, opt=%d mask=%d extra=%d "
              "momentum=%g eps=%g x~N(%g,%g) pool=%d",
@@ -126,83 +68,32 @@ static void describe(const bn_spec *sp, const char *op, char *buf, size_t size)
              sp->x_mean, sp->x_std, sbn_pool_threads(sp->pool));
 }
 
-/* |got - want| <= tol[i] elementwise (NaN matches NaN); prints the first 5 failures. */
-static int close_tol(const char *what, const double *got, const double *want, const double *tol,
-                     int64_t n)
-{
-    int64_t i, bad = 0;
-    double worst = 0.0;
-    for (i = 0; i < n; i++) {
-        double diff = fabs(got[i] - want[i]);
-        if ((isnan(got[i]) && isnan(want[i])) || diff <= tol[i]) continue;
-        if (!(diff / tol[i] <= worst)) worst = diff / tol[i];
-        if (bad < 5)
-            fprintf(stderr, "    %s[%lld]: got %.17g, want %.17g, diff %.3g (tol %.3g)\n", what,
-                    (long long)i, got[i], want[i], diff, tol[i]);
-        bad++;
-    }
-    if (bad)
-        fprintf(stderr, "    %s: %lld of %lld elements differ, worst diff/tol %.3g\n", what,
-                (long long)bad, (long long)n, worst);
-    return bad == 0;
-}
-
-typedef sbn_status (*ws_size_fn)(const sbn_tensor *x, size_t *bytes);
-
-static void *workspace_for(ws_size_fn fn, const sbn_tensor *x, size_t *bytes)
-{
-    *bytes = 0;
-    if (fn(x, bytes) != SBN_OK) return NULL;
-    return *bytes ? malloc(*bytes) : NULL;
-}
-
-static sbn_pool_t *make_pool(int threads)
-{
-    sbn_pool_t *pool = NULL;
-    if (sbn_pool_create(threads, &pool) != SBN_OK) return NULL;
-    return pool;
-}
-
-static double compute_u(const dtypes_t *dt)
-{
-    int all64 = dt->x == SBN_F64 && dt->y == SBN_F64 && dt->p == SBN_F64;
-    return tsup_unit_roundoff(all64 ? SBN_F64 : SBN_F32);
-}
-
-static double abs_floor(sbn_dtype dt)
-{
-    return dt == SBN_F16 ? ldexp(1.0, -24) : 0.0;
-}
-
 /* x ~ N(x_mean + 0.25 (c % 4), x_std), dy ~ N(0.1, 1); w, b signed; running stats near the data's. */
 static void data_make(const bn_spec *sp, uint64_t seed, bn_data *d)
 {
-    const shape_t *sh = sp->shape;
+    const tsup_shape *sh = sp->shape;
     tsup_rng rng = tsup_rng_seed(seed);
     int64_t i;
     int k;
     memset(d, 0, sizeof *d);
-    d->n = sh->d[0];
-    d->c = sh->d[1];
-    d->s = 1;
-    for (k = 2; k < sh->rank; k++) d->s *= sh->d[k];
+    tsup_split_ncs(sh->rank, sh->d, &d->n, &d->c, &d->s);
     d->r = d->n * d->s;
     d->numel = tsup_numel(sh->rank, sh->d);
-    d->xv = alloc_fill(d->numel, 0.0);
-    d->dyv = alloc_fill(d->numel, 0.0);
+    d->xv = tsup_alloc_fill(d->numel, 0.0);
+    d->dyv = tsup_alloc_fill(d->numel, 0.0);
     for (i = 0; i < d->numel; i++)
         d->xv[i] = tsup_round(sp->dt.x, sp->x_mean + 0.25 * (double)((i / d->s) % d->c % 4) +
                                              sp->x_std * tsup_normal(&rng));
     tsup_fill_normal(&rng, d->dyv, d->numel, 0.1, 1.0, sp->dt.x);
-    for (k = 0; k < 4; k++) d->pv[k] = alloc_fill(d->c, 0.0);
+    for (k = 0; k < 4; k++) d->pv[k] = tsup_alloc_fill(d->c, 0.0);
     for (i = 0; i < d->c; i++) {
         d->pv[0][i] = tsup_round(sp->dt.p, tsup_normal(&rng));
         d->pv[1][i] = tsup_round(sp->dt.p, tsup_normal(&rng));
         d->pv[2][i] = tsup_round(sp->dt.p, sp->x_mean + 0.3 * sp->x_std * tsup_normal(&rng));
         d->pv[3][i] = tsup_round(sp->dt.p, sp->x_std * sp->x_std * (0.5 + tsup_uniform(&rng)));
     }
-    d->x = make_view(sp->dt.x, sh->rank, sh->d, sp->xl, d->xv);
-    d->dy = make_view(sp->dt.x, sh->rank, sh->d, sp->yl, d->dyv);
+    d->x = tsup_make_view(sp->dt.x, sh->rank, sh->d, sp->xl, d->xv);
+    d->dy = tsup_make_view(sp->dt.x, sh->rank, sh->d, sp->yl, d->dyv);
 }
 
 static void data_free(bn_data *d)
@@ -224,29 +115,32 @@ static void check_forward(const bn_spec *sp, bn_data *d)
     static const char *names[F_COUNT] = {"weight", "bias", "running_mean", "running_var",
                                          "save_mean", "save_invstd"};
     int64_t c = d->c, r = d->r, i;
-    double u_c = compute_u(&sp->dt), u_p = tsup_unit_roundoff(sp->dt.p), m = sp->momentum;
-    double *want[F_COUNT], *tol[F_COUNT], *wy = alloc_fill(d->numel, 0.0);
-    double *ty = alloc_fill(d->numel, 0.0), *gy = alloc_fill(d->numel, NAN);
-    double *var = alloc_fill(c, 0.0), *srel = alloc_fill(c, 0.0), *got = alloc_fill(c, 0.0);
-    double *bmean = alloc_fill(c, 0.0), *eval_is = alloc_fill(c, 0.0);
-    double *mu, *is, *wv = sp->opt & OPT_W ? d->pv[0] : NULL, *bv = sp->opt & OPT_B ? d->pv[1] : NULL;
+    double u_c = tsup_compute_u(sp->dt.x, sp->dt.y, sp->dt.p), u_p = tsup_unit_roundoff(sp->dt.p);
+    double m = sp->momentum;
+    double *want[F_COUNT], *tol[F_COUNT], *wy = tsup_alloc_fill(d->numel, 0.0);
+    double *ty = tsup_alloc_fill(d->numel, 0.0), *gy = tsup_alloc_fill(d->numel, NAN);
+    double *var = tsup_alloc_fill(c, 0.0), *srel = tsup_alloc_fill(c, 0.0);
+    double *got = tsup_alloc_fill(c, 0.0);
+    double *bmean = tsup_alloc_fill(c, 0.0), *eval_is = tsup_alloc_fill(c, 0.0);
+    double *mu, *is, *wv = sp->opt & OPT_W ? d->pv[0] : NULL;
+    double *bv = sp->opt & OPT_B ? d->pv[1] : NULL;
     tsup_buf pb[F_COUNT], y;
     unsigned char *snap[F_COUNT], *xsnap = tsup_snapshot(&d->x), *ysnap;
     sbn_status want_status = SBN_OK, st;
     size_t ws_bytes;
-    void *ws = workspace_for(sbn_batch_norm_workspace_size, &d->x.view, &ws_bytes);
+    void *ws = tsup_workspace(sbn_batch_norm_workspace_size, &d->x.view, &ws_bytes);
     char desc[400];
     int k;
 
     describe(sp, "batch_norm", desc, sizeof desc);
     for (k = 0; k < F_COUNT; k++) {
-        want[k] = alloc_fill(c, 3.0); /* save_* start at 3: eval must leave them so */
-        tol[k] = alloc_fill(c, 0.0);
+        want[k] = tsup_alloc_fill(c, 3.0); /* save_* start at 3: eval must leave them so */
+        tol[k] = tsup_alloc_fill(c, 0.0);
         if (k < F_SM) memcpy(want[k], d->pv[k], (size_t)c * sizeof(double));
-        pb[k] = make_view(sp->dt.p, 1, &c, sp->pl, want[k]);
+        pb[k] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, want[k]);
         snap[k] = tsup_snapshot(&pb[k]);
     }
-    y = make_view(sp->dt.y, sp->shape->rank, sp->shape->d, sp->yl, gy);
+    y = tsup_make_view(sp->dt.y, sp->shape->rank, sp->shape->d, sp->yl, gy);
     ysnap = tsup_snapshot(&y);
 #define OPT_VIEW(bit, k) (sp->opt & (bit) ? &pb[k].view : NULL)
     st = sbn_batch_norm(&d->x.view, OPT_VIEW(OPT_W, F_W), OPT_VIEW(OPT_B, F_B), sp->training,
@@ -275,7 +169,7 @@ static void check_forward(const bn_spec *sp, bn_data *d)
         int64_t ch = (i / d->s) % c;
         double w = wv ? wv[ch] : 1.0, b = bv ? bv[ch] : 0.0;
         double xw = fabs((d->xv[i] - mu[ch]) * is[ch] * w), mw = fabs(mu[ch] * is[ch] * w);
-        ty[i] = 2.0 * tsup_unit_roundoff(sp->dt.y) * fabs(wy[i]) + abs_floor(sp->dt.y) +
+        ty[i] = 2.0 * tsup_unit_roundoff(sp->dt.y) * fabs(wy[i]) + tsup_abs_floor(sp->dt.y) +
                 4.0 * u_c * (fabs(b) + xw + mw) + srel[ch] * (xw + mw);
     }
     for (i = 0; i < c; i++) {
@@ -294,7 +188,7 @@ static void check_forward(const bn_spec *sp, bn_data *d)
               sbn_status_name(want_status), sbn_last_error());
 
     tsup_read(&y.view, gy);
-    CHECK_MSG(close_tol("y", gy, wy, ty, d->numel), "%s: y differs", desc);
+    CHECK_MSG(tsup_close_tol("y", gy, wy, ty, d->numel), "%s: y differs", desc);
     CHECK_MSG(tsup_guard_intact(&y), "%s: write outside y", desc);
     CHECK_MSG(d->numel > 0 || tsup_unchanged(&y, ysnap), "%s: empty y written", desc);
     CHECK_MSG(tsup_unchanged(&d->x, xsnap), "%s: x modified", desc);
@@ -309,16 +203,17 @@ static void check_forward(const bn_spec *sp, bn_data *d)
             continue;
         }
         tsup_read(&pb[k].view, got);
-        CHECK_MSG(close_tol(names[k], got, want[k], tol[k], c), "%s: %s differs", desc, names[k]);
+        CHECK_MSG(tsup_close_tol(names[k], got, want[k], tol[k], c), "%s: %s differs", desc,
+                  names[k]);
         CHECK_MSG(tsup_guard_intact(&pb[k]), "%s: write outside %s", desc, names[k]);
     }
 
     for (k = 0; k < F_COUNT; k++) {
         tsup_free(&pb[k]);
-        FREE_ALL(snap[k], want[k], tol[k]);
+        TSUP_FREE_ALL(snap[k], want[k], tol[k]);
     }
     tsup_free(&y);
-    FREE_ALL(ysnap, xsnap, wy, ty, gy, var, srel, bmean, eval_is, got, ws);
+    TSUP_FREE_ALL(ysnap, xsnap, wy, ty, gy, var, srel, bmean, eval_is, got, ws);
 }
 
 /*
@@ -330,16 +225,18 @@ static void check_backward(const bn_spec *sp, bn_data *d)
 {
     static const char *names[3] = {"grad_input", "grad_weight", "grad_bias"};
     int64_t c = d->c, r = d->r, numel = d->numel, i;
-    double u_c = compute_u(&sp->dt), u_p = tsup_unit_roundoff(sp->dt.p);
-    double *sm = alloc_fill(c, 0.0), *si = alloc_fill(c, 0.0), *mu, *is;
-    double *want[3], *tol[3], *got = alloc_fill(numel, 0.0), *nanv = alloc_fill(numel, NAN);
-    double *zeros = alloc_fill(c, 0.0), *absdy = alloc_fill(c, 0.0), *absdx = alloc_fill(c, 0.0);
+    double u_c = tsup_compute_u(sp->dt.x, sp->dt.y, sp->dt.p), u_p = tsup_unit_roundoff(sp->dt.p);
+    double *sm = tsup_alloc_fill(c, 0.0), *si = tsup_alloc_fill(c, 0.0), *mu, *is;
+    double *want[3], *tol[3], *got = tsup_alloc_fill(numel, 0.0);
+    double *nanv = tsup_alloc_fill(numel, NAN);
+    double *zeros = tsup_alloc_fill(c, 0.0), *absdy = tsup_alloc_fill(c, 0.0);
+    double *absdx = tsup_alloc_fill(c, 0.0);
     double *wv = sp->opt & OPT_W ? d->pv[0] : NULL;
     int64_t len[3];
     tsup_buf in[5], out[3]; /* in: weight, running_mean, running_var, save_mean, save_invstd */
     unsigned char *xsnap = tsup_snapshot(&d->x), *dysnap = tsup_snapshot(&d->dy);
     size_t ws_bytes;
-    void *ws = workspace_for(sbn_batch_norm_backward_workspace_size, &d->x.view, &ws_bytes);
+    void *ws = tsup_workspace(sbn_batch_norm_backward_workspace_size, &d->x.view, &ws_bytes);
     char desc[400];
     int k, use[5];
 
@@ -350,23 +247,23 @@ static void check_backward(const bn_spec *sp, bn_data *d)
         si[i] = tsup_round(sp->dt.p, si[i]);
     }
     in[0] = tsup_make_1d(sp->dt.p, c, d->pv[0]);
-    in[1] = make_view(sp->dt.p, 1, &c, sp->pl, d->pv[2]);
-    in[2] = make_view(sp->dt.p, 1, &c, sp->pl, d->pv[3]);
-    in[3] = make_view(sp->dt.p, 1, &c, sp->pl, sm);
-    in[4] = make_view(sp->dt.p, 1, &c, sp->pl, si);
+    in[1] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, d->pv[2]);
+    in[2] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, d->pv[3]);
+    in[3] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, sm);
+    in[4] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, si);
     use[0] = wv != NULL;
     use[1] = use[2] = !sp->training || sp->extra;
     use[3] = use[4] = sp->training || sp->extra;
     len[0] = numel;
     len[1] = len[2] = c;
     for (k = 0; k < 3; k++) {
-        want[k] = alloc_fill(len[k], 0.0);
-        tol[k] = alloc_fill(len[k], 0.0);
+        want[k] = tsup_alloc_fill(len[k], 0.0);
+        tol[k] = tsup_alloc_fill(len[k], 0.0);
     }
-    out[0] = make_view(sp->dt.y, sp->shape->rank, sp->shape->d, (tsup_layout)((sp->xl + 1) % 3),
-                       nanv);
-    out[1] = make_view(sp->dt.p, 1, &c, sp->pl, nanv);
-    out[2] = make_view(sp->dt.p, 1, &c, sp->pl, nanv);
+    out[0] = tsup_make_view(sp->dt.y, sp->shape->rank, sp->shape->d,
+                            (tsup_layout)((sp->xl + 1) % 3), nanv);
+    out[1] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, nanv);
+    out[2] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, nanv);
 #define IN_VIEW(k) (use[k] ? &in[k].view : NULL)
 #define OUT_VIEW(k) (sp->mask & (1 << (k)) ? &out[k].view : NULL)
     CHECK_OK(sbn_batch_norm_backward(&d->dy.view, &d->x.view, IN_VIEW(0), IN_VIEW(1), IN_VIEW(2),
@@ -401,7 +298,7 @@ static void check_backward(const bn_spec *sp, bn_data *d)
             t += absdy[ch] / (double)r + (fabs((d->xv[i] - mu[ch]) * is[ch]) +
                                           fabs(mu[ch] * is[ch])) * absdx[ch] / (double)r;
         tol[0][i] = 2.0 * tsup_unit_roundoff(sp->dt.y) * fabs(want[0][i]) + 8.0 * u_c * wis * t +
-                    abs_floor(sp->dt.y);
+                    tsup_abs_floor(sp->dt.y);
     }
     for (i = 0; i < c; i++) {
         tol[1][i] = 2.0 * u_p * fabs(want[1][i]) + 4.0 * u_c * absdx[i];
@@ -410,7 +307,7 @@ static void check_backward(const bn_spec *sp, bn_data *d)
     for (k = 0; k < 3; k++) {
         if (!(sp->mask & (1 << k))) continue;
         tsup_read(&out[k].view, got);
-        CHECK_MSG(close_tol(names[k], got, want[k], tol[k], len[k]), "%s: %s differs", desc,
+        CHECK_MSG(tsup_close_tol(names[k], got, want[k], tol[k], len[k]), "%s: %s differs", desc,
                   names[k]);
         CHECK_MSG(tsup_guard_intact(&out[k]), "%s: write outside %s", desc, names[k]);
     }
@@ -422,7 +319,7 @@ static void check_backward(const bn_spec *sp, bn_data *d)
         free(want[k]);
         free(tol[k]);
     }
-    FREE_ALL(sm, si, got, nanv, zeros, absdy, absdx, xsnap, dysnap, ws);
+    TSUP_FREE_ALL(sm, si, got, nanv, zeros, absdy, absdx, xsnap, dysnap, ws);
 }
 
 /* Builds the data for sp, runs the forward and/or backward checks, frees it. */
@@ -445,16 +342,16 @@ static void run_spec(const bn_spec *sp, uint64_t seed, int forward, int backward
 static void run_matrix(int dt_index)
 {
     static const double momenta[3] = {0.1, 0.5, 1.0}, epsilons[2] = {1e-5, 1e-3};
-    sbn_pool_t *pool2 = make_pool(2);
+    sbn_pool_t *pool2 = tsup_pool(2);
     int si, xl, yl, training, run = 0;
     CHECK_MSG(pool2 != NULL, "sbn_pool_create(2) failed: %s", sbn_last_error());
-    for (si = 0; si < N_SHAPES; si++) {
+    for (si = 0; si < TSUP_N_MATRIX_SHAPES; si++) {
         for (xl = 0; xl < 3; xl++) {
             for (yl = 0; yl < 3; yl++) {
                 for (training = 1; training >= 0; training--, run++) {
                     bn_spec sp;
                     memset(&sp, 0, sizeof sp);
-                    sp.shape = &k_shapes[si];
+                    sp.shape = &tsup_matrix_shapes[si];
                     sp.dt = k_dtypes[dt_index];
                     sp.xl = (tsup_layout)xl;
                     sp.yl = (tsup_layout)yl;
@@ -487,7 +384,7 @@ MATRIX_CASE(batch_norm_f16, 4)
 MATRIX_CASE(batch_norm_bf16, 5)
 
 /* A spec with every optional tensor, f32 throughout, channels-first x and strided y. */
-static bn_spec base_spec(const shape_t *sh, int training)
+static bn_spec base_spec(const tsup_shape *sh, int training)
 {
     bn_spec sp;
     memset(&sp, 0, sizeof sp);
@@ -508,7 +405,7 @@ static bn_spec base_spec(const shape_t *sh, int training)
 /* All 64 presence combinations of the forward's optional tensors (training), and eval's 16. */
 static void batch_norm_optional_tensors(void)
 {
-    static const shape_t sh = {4, {2, 3, 5, 3}};
+    static const tsup_shape sh = {4, {2, 3, 5, 3}};
     int opt, training;
     for (training = 1; training >= 0; training--) {
         for (opt = 0; opt < 64; opt++) {
@@ -525,7 +422,7 @@ static void batch_norm_optional_tensors(void)
 /* Every grad mask (0..7) of the backward, training and eval, with and without weight. */
 static void batch_norm_backward_masks(void)
 {
-    static const shape_t sh = {3, {3, 4, 9}};
+    static const tsup_shape sh = {3, {3, 4, 9}};
     int mask, training, w;
     for (training = 1; training >= 0; training--) {
         for (mask = 0; mask < 8; mask++) {
@@ -545,7 +442,7 @@ static void batch_norm_backward_masks(void)
 /* R == 1: SBN_SINGLE_SAMPLE, y = b, running_mean blended, running_var unchanged. */
 static void batch_norm_single_sample(void)
 {
-    static const shape_t shapes[] = {{2, {1, 3}}, {4, {1, 4, 1, 1}}, {3, {1, 64, 1}}};
+    static const tsup_shape shapes[] = {{2, {1, 3}}, {4, {1, 4, 1, 1}}, {3, {1, 64, 1}}};
     int si, di;
     for (si = 0; si < 3; si++) {
         for (di = 0; di < 3; di++) {
@@ -565,7 +462,7 @@ static void batch_norm_single_sample(void)
  */
 static void run_empty(void)
 {
-    static const shape_t shapes[] = {{3, {0, 3, 4}}, {4, {2, 3, 0, 5}}, {2, {0, 64}}};
+    static const tsup_shape shapes[] = {{3, {0, 3, 4}}, {4, {2, 3, 0, 5}}, {2, {0, 64}}};
     int si, xl, training, k;
     for (si = 0; si < 3; si++) {
         for (xl = 0; xl < 3; xl++) {
@@ -587,9 +484,9 @@ static void run_empty(void)
                 p = tsup_make_1d(SBN_F32, c, ones);
                 g[0] = tsup_make_1d(SBN_F32, c, ones);
                 g[1] = tsup_make_1d(SBN_F32, c, ones);
-                gi = make_view(SBN_F32, shapes[si].rank, shapes[si].d, sp.yl, NULL);
+                gi = tsup_make_view(SBN_F32, shapes[si].rank, shapes[si].d, sp.yl, NULL);
                 gisnap = tsup_snapshot(&gi);
-                ws = workspace_for(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
+                ws = tsup_workspace(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
                 CHECK_MSG(!SBN_FAILED(sbn_batch_norm_backward(
                               &d.dy.view, &d.x.view, &p.view, &p.view, &p.view, &p.view, &p.view,
                               training, 1e-5, &gi.view, &g[0].view, &g[1].view, ws, wsb, NULL)),
@@ -601,10 +498,7 @@ static void run_empty(void)
                         CHECK_MSG(v == 0.0 || v == 1.0, "empty backward: grad %d[%lld] = %g", k,
                                   (long long)ch, v);
                     }
-                tsup_free(&p);
-                tsup_free(&g[0]);
-                tsup_free(&g[1]);
-                tsup_free(&gi);
+                TSUP_BUF_FREE(&p, &g[0], &g[1], &gi);
                 free(gisnap);
                 free(ws);
                 data_free(&d);
@@ -620,14 +514,14 @@ static void batch_norm_empty(void)
 
 static void batch_norm_empty_zero_strides(void)
 {
-    g_zero_strides = 1;
+    tsup_set_zero_strides(1);
     run_empty();
 }
 
 /* Data far from zero relative to its spread (stats in double must keep the variance). */
 static void batch_norm_mean_offset(void)
 {
-    static const shape_t sh = {4, {4, 3, 6, 7}};
+    static const tsup_shape sh = {4, {4, 3, 6, 7}};
     static const struct { dtypes_t dt; double mean, std; } rows[] = {
         {{SBN_F32, SBN_F32, SBN_F32}, 1000.0, 0.5},
         {{SBN_F64, SBN_F64, SBN_F64}, 1.0e6, 0.25},
@@ -651,7 +545,7 @@ static void batch_norm_mean_offset(void)
 /* Every output's bytes (per-channel ones in f64) for pool NULL, 1, 2, 3 threads, many chunks. */
 static void batch_norm_threads_bitwise(void)
 {
-    static const shape_t sh = {3, {3, 5, 4000}};
+    static const tsup_shape sh = {3, {3, 5, 4000}};
     static const sbn_dtype xdts[2] = {SBN_F32, SBN_BF16};
     int di, xl, t, k, training;
     for (di = 0; di < 2; di++) {
@@ -668,17 +562,18 @@ static void batch_norm_threads_bitwise(void)
                 sp.yl = (tsup_layout)(1 - xl);
                 data_make(&sp, (uint64_t)(800 + 4 * di + 2 * xl + training), &d);
                 c = d.c;
-                ws_f = workspace_for(sbn_batch_norm_workspace_size, &d.x.view, &wsf);
-                ws_b = workspace_for(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
+                ws_f = tsup_workspace(sbn_batch_norm_workspace_size, &d.x.view, &wsf);
+                ws_b = tsup_workspace(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
                 for (t = 0; t <= 3; t++) {
                     tsup_buf *o = t == 0 ? base : cur, w = tsup_make_1d(SBN_F64, c, d.pv[0]);
-                    sbn_pool_t *pool = t == 0 ? NULL : make_pool(t);
+                    sbn_pool_t *pool = t == 0 ? NULL : tsup_pool(t);
                     CHECK_MSG(t == 0 || pool != NULL, "sbn_pool_create(%d) failed", t);
-                    o[0] = make_view(sp.dt.y, sh.rank, sh.d, sp.yl, NULL);
+                    o[0] = tsup_make_view(sp.dt.y, sh.rank, sh.d, sp.yl, NULL);
                     o[1] = tsup_make_1d(SBN_F64, c, d.pv[2]);
                     o[2] = tsup_make_1d(SBN_F64, c, d.pv[3]);
                     for (k = 3; k < 8; k++)
-                        o[k] = k == 5 ? make_view(sp.dt.y, sh.rank, sh.d, TSUP_CHANNELS_FIRST, NULL)
+                        o[k] = k == 5 ? tsup_make_view(sp.dt.y, sh.rank, sh.d, TSUP_CHANNELS_FIRST,
+                                                       NULL)
                                       : tsup_make_1d(SBN_F64, c, NULL);
                     CHECK_OK(sbn_batch_norm(&d.x.view, &w.view, &w.view, training, 0.1, 1e-5,
                                             &o[1].view, &o[2].view, &o[0].view, &o[3].view,
@@ -712,22 +607,20 @@ static void batch_norm_threads_bitwise(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(batch_norm_f32),
-        SBN_TEST_CASE(batch_norm_f64),
-        SBN_TEST_CASE(batch_norm_f16_params_f32),
-        SBN_TEST_CASE(batch_norm_bf16_params_f32),
-        SBN_TEST_CASE(batch_norm_f16),
-        SBN_TEST_CASE(batch_norm_bf16),
-        SBN_TEST_CASE(batch_norm_optional_tensors),
-        SBN_TEST_CASE(batch_norm_backward_masks),
-        SBN_TEST_CASE(batch_norm_single_sample),
-        SBN_TEST_CASE(batch_norm_empty),
-        SBN_TEST_CASE(batch_norm_empty_zero_strides),
-        SBN_TEST_CASE(batch_norm_mean_offset),
-        SBN_TEST_CASE(batch_norm_threads_bitwise),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(batch_norm_f32),
+    SBN_TEST_CASE(batch_norm_f64),
+    SBN_TEST_CASE(batch_norm_f16_params_f32),
+    SBN_TEST_CASE(batch_norm_bf16_params_f32),
+    SBN_TEST_CASE(batch_norm_f16),
+    SBN_TEST_CASE(batch_norm_bf16),
+    SBN_TEST_CASE(batch_norm_optional_tensors),
+    SBN_TEST_CASE(batch_norm_backward_masks),
+    SBN_TEST_CASE(batch_norm_single_sample),
+    SBN_TEST_CASE(batch_norm_empty),
+    SBN_TEST_CASE(batch_norm_empty_zero_strides),
+    SBN_TEST_CASE(batch_norm_mean_offset),
+    SBN_TEST_CASE(batch_norm_threads_bitwise),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "harness/harness.h"
+#include "support/alloc_counter.h"
+#include "support/world.h"
 #include "syncbn/comm.h"
 
 #define MAXW 4
@@ -97,30 +99,8 @@ typedef struct rank_ctx {
     int with_barrier;
     int kind; /* which scenario */
     int failed;
-    char msg[600];
+    char msg[800];
 } rank_ctx;
-
-#define RCHECK(ctx, cond, ...)                                                             \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            int n_ = snprintf((ctx)->msg, sizeof (ctx)->msg, "line %d, rank %d: ", __LINE__, \
-                              (ctx)->rank);                                                \
-            snprintf((ctx)->msg + n_, sizeof (ctx)->msg - (size_t)n_, __VA_ARGS__);          \
-            (ctx)->failed = 1;                                                             \
-            goto done;                                                                     \
-        }                                                                                  \
-    } while (0)
-
-#define RSTATUS(ctx, expr, want)                                                            \
-    do {                                                                                    \
-        sbn_status got_ = (expr);                                                           \
-        RCHECK(ctx, got_ == (want), "%s returned %s, expected %s (%s)", #expr,              \
-               sbn_status_name(got_), sbn_status_name(want), sbn_last_error());             \
-    } while (0)
-
-#define RHAS(ctx, needle)                                                                   \
-    RCHECK(ctx, strstr(sbn_last_error(), needle) != NULL, "message \"%s\" lacks \"%s\"",    \
-           sbn_last_error(), needle)
 
 enum { K_COLLECTIVES, K_ALL_FAIL, K_PAYLOAD_FAIL, K_MISMATCH };
 
@@ -129,18 +109,19 @@ static double value_of(int rank, size_t i)
     return ldexp(1.0 + 0.1 * (double)rank + 0.001 * (double)i, (int)((rank * 7 + (int)i) % 23) - 11);
 }
 
-static void *rank_main(void *p)
+/* One rank's scenario on its handle, created into *out (destroyed by the caller). */
+static void rank_run(rank_ctx *c, sbn_comm_t **out)
 {
-    rank_ctx *c = p;
     sbn_comm_callbacks cb = {bus_allgather, c->with_barrier ? bus_barrier : NULL, bus_destroy};
-    sbn_comm_t *comm = NULL;
+    sbn_comm_t *comm;
     double v[40], g[40 * MAXW];
     size_t i;
     int r;
 
     c->ep.b = c->b;
     c->ep.rank = c->rank;
-    RSTATUS(c, sbn_comm_callbacks_create(c->rank, c->world, &cb, &c->ep, &comm), SBN_OK);
+    RSTATUS(c, sbn_comm_callbacks_create(c->rank, c->world, &cb, &c->ep, out), SBN_OK);
+    comm = *out;
     RCHECK(c, sbn_comm_rank(comm) == c->rank && sbn_comm_size(comm) == c->world, "rank/size");
     for (i = 0; i < 40; i++) v[i] = value_of(c->rank, i);
     switch (c->kind) {
@@ -185,7 +166,12 @@ static void *rank_main(void *p)
         RHAS(c, "count 39");
         break;
     }
-done:
+}
+
+static void *rank_main(void *p)
+{
+    sbn_comm_t *comm = NULL;
+    rank_run(p, &comm);
     sbn_comm_destroy(comm);
     return NULL;
 }
@@ -290,68 +276,47 @@ static void argument_errors(void)
     pthread_barrier_destroy(&b.meet);
 }
 
-static atomic_long live_;
-static atomic_long calls_;
-static long fail_at_;
-
-static void *counting_malloc(size_t bytes, void *user)
-{
-    long k = atomic_fetch_add(&calls_, 1);
-    void *p;
-    (void)user;
-    if (k == fail_at_) return NULL;
-    p = malloc(bytes);
-    if (p) atomic_fetch_add(&live_, 1);
-    return p;
-}
-
-static void counting_free(void *p, void *user)
-{
-    (void)user;
-    if (p) atomic_fetch_sub(&live_, 1);
-    free(p);
-}
+static tsup_counter counter_;
 
 static void create_out_of_memory(void)
 {
     bus b;
     endpoint ep = {&b, 0, 0};
     int with;
+    long k; /* the index of the call that fails */
     bus_init(&b, 1);
-    sbn_set_allocator(counting_malloc, counting_free, NULL);
+    tsup_counter_install(&counter_);
     for (with = 0; with < 2; with++) {
         sbn_comm_callbacks cb = {bus_allgather, with ? bus_barrier : NULL, bus_destroy};
         sbn_comm_t *comm = NULL;
-        for (fail_at_ = 0;; fail_at_++) {
+        for (k = 0;; k++) {
             sbn_status s;
-            atomic_store(&calls_, 0);
+            counter_.fail_at = k + 1;
+            counter_.calls = 0;
             s = sbn_comm_callbacks_create(0, 1, &cb, &ep, &comm);
             if (s == SBN_OK) break;
             CHECK_STATUS(s, SBN_ERR_OUT_OF_MEMORY);
             CHECK(comm == NULL);
-            CHECK_MSG(atomic_load(&live_) == 0, "%ld live after failure %ld", atomic_load(&live_),
-                      fail_at_);
-            CHECK(fail_at_ < 10);
+            CHECK_MSG(counter_.live == 0, "%ld live after failure %ld", counter_.live, k);
+            CHECK(k < 10);
         }
-        CHECK_MSG(fail_at_ == (with ? 2 : 3), "creation made %ld allocations", fail_at_);
+        CHECK_MSG(k == (with ? 2 : 3), "creation made %ld allocations", k);
         CHECK(atomic_load(&b.destroys) == with); /* user untouched on failure */
-        fail_at_ = -1;
+        counter_.fail_at = 0;
         sbn_comm_destroy(comm);
         CHECK(atomic_load(&b.destroys) == with + 1);
-        CHECK(atomic_load(&live_) == 0);
+        CHECK(counter_.live == 0);
     }
     sbn_set_allocator(NULL, NULL, NULL);
     pthread_barrier_destroy(&b.meet);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(collectives),
-        SBN_TEST_CASE(failing_callbacks),
-        SBN_TEST_CASE(mismatch_over_callbacks),
-        SBN_TEST_CASE(argument_errors),
-        SBN_TEST_CASE(create_out_of_memory),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(collectives),
+    SBN_TEST_CASE(failing_callbacks),
+    SBN_TEST_CASE(mismatch_over_callbacks),
+    SBN_TEST_CASE(argument_errors),
+    SBN_TEST_CASE(create_out_of_memory),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -21,119 +21,18 @@
 #include <time.h>
 
 #include "harness/harness.h"
+#include "support/alloc_counter.h"
+#include "support/values.h"
+#include "support/world.h"
 #include "syncbn/comm.h"
 
-#define MAXW 8
 #define TIMEOUT 20.0 /* seconds: long enough never to fire in a passing run */
-
-/* ---- running a world: one thread per rank ---- */
-
-typedef struct rank_ctx {
-    int rank, world;
-    sbn_comm_t *comm;
-    void *shared;
-    int failed;
-    char msg[600];
-} rank_ctx;
-
-typedef void (*rank_fn)(rank_ctx *ctx);
-
-/* Records a rank's first failure; reported by the main thread after the join. */
-#define RCHECK(ctx, cond, ...)                                                             \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            int n_ = snprintf((ctx)->msg, sizeof (ctx)->msg, "line %d, rank %d: ", __LINE__, \
-                              (ctx)->rank);                                                \
-            snprintf((ctx)->msg + n_, sizeof (ctx)->msg - (size_t)n_, __VA_ARGS__);          \
-            (ctx)->failed = 1;                                                             \
-            return;                                                                        \
-        }                                                                                  \
-    } while (0)
-
-#define RSTATUS(ctx, expr, want)                                                            \
-    do {                                                                                    \
-        sbn_status got_ = (expr);                                                           \
-        RCHECK(ctx, got_ == (want), "%s returned %s, expected %s (%s)", #expr,              \
-               sbn_status_name(got_), sbn_status_name(want), sbn_last_error());             \
-    } while (0)
-
-#define RHAS(ctx, needle)                                                                   \
-    RCHECK(ctx, strstr(sbn_last_error(), needle) != NULL, "message \"%s\" lacks \"%s\"",    \
-           sbn_last_error(), needle)
-
-typedef struct thread_arg {
-    rank_fn fn;
-    rank_ctx *ctx;
-} thread_arg;
-
-static void *rank_main(void *p)
-{
-    thread_arg *a = p;
-    a->fn(a->ctx);
-    return NULL;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Runs fn on every rank of a fresh world; reports failures; returns 0 when all passed. */
-static int run_world(int world, double timeout, rank_fn fn, void *shared)
-{
-    sbn_comm_t *comms[MAXW];
-    rank_ctx ctx[MAXW];
-    thread_arg args[MAXW];
-    pthread_t threads[MAXW];
-    int r, bad = 0;
-    sbn_status s = sbn_comm_threads_create(world, timeout, comms);
-    if (s != SBN_OK) {
-        sbn_test_fail(__FILE__, __LINE__, "sbn_comm_threads_create(%d): %s (%s)", world,
-                      sbn_status_name(s), sbn_last_error());
-        return 1;
-    }
-    for (r = 0; r < world; r++) {
-        memset(&ctx[r], 0, sizeof ctx[r]);
-        ctx[r].rank = r;
-        ctx[r].world = world;
-        ctx[r].comm = comms[r];
-        ctx[r].shared = shared;
-        args[r].fn = fn;
-        args[r].ctx = &ctx[r];
-        if (pthread_create(&threads[r], NULL, rank_main, &args[r]) != 0) {
-            sbn_test_fail(__FILE__, __LINE__, "pthread_create failed");
-            exit(1);
-        }
-    }
-    for (r = 0; r < world; r++) pthread_join(threads[r], NULL);
-    for (r = 0; r < world; r++) {
-        if (ctx[r].failed) {
-            sbn_test_fail(__FILE__, __LINE__, "world of %d: %s", world, ctx[r].msg);
-            bad = 1;
-        }
-        sbn_comm_destroy(comms[r]);
-    }
-    return bad;
-}
-
-/* A value that depends on (rank, i, salt), with magnitudes spread so the sum order matters. */
-static double value_of(int rank, size_t i, int salt)
-{
-    uint64_t x = (uint64_t)rank * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xBF58476D1CE4E5B9ull +
-                 (uint64_t)salt * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    x *= 0xD6E8FEB86659FD93ull;
-    x ^= x >> 29;
-    return ldexp((double)(x >> 11) / 9007199254740992.0 - 0.5, (int)(x % 41) - 20);
-}
 
 static double rank_order_sum(int world, size_t i, int salt)
 {
-    double s = value_of(0, i, salt);
+    double s = tsup_spread_value(0, i, salt);
     int r;
-    for (r = 1; r < world; r++) s += value_of(r, i, salt);
+    for (r = 1; r < world; r++) s += tsup_spread_value(r, i, salt);
     return s;
 }
 
@@ -143,22 +42,22 @@ enum { NWORLDS = 5, NCOUNTS = 6 };
 
 /* ---- correctness ---- */
 
-static void rank_allgather(rank_ctx *c)
+static void rank_allgather(tsup_rank *c)
 {
     int k, r;
     for (k = 0; k < NCOUNTS; k++) {
         size_t n = counts_[k], i;
         double *send = n ? malloc(n * sizeof *send) : NULL;
         double *recv = n ? malloc(n * (size_t)c->world * sizeof *recv) : NULL;
-        for (i = 0; i < n; i++) send[i] = value_of(c->rank, i, k);
+        for (i = 0; i < n; i++) send[i] = tsup_spread_value(c->rank, i, k);
         for (i = 0; i < n * (size_t)c->world; i++) recv[i] = NAN;
         RSTATUS(c, sbn_comm_allgather(c->comm, send, n, recv, (int64_t)n), SBN_OK);
         RCHECK(c, sbn_last_error()[0] == '\0', "error text \"%s\" after success", sbn_last_error());
         for (r = 0; r < c->world; r++)
             for (i = 0; i < n; i++)
-                RCHECK(c, recv[(size_t)r * n + i] == value_of(r, i, k),
+                RCHECK(c, recv[(size_t)r * n + i] == tsup_spread_value(r, i, k),
                        "count %zu: recv[%d][%zu] = %g, expected %g", n, r, i,
-                       recv[(size_t)r * n + i], value_of(r, i, k));
+                       recv[(size_t)r * n + i], tsup_spread_value(r, i, k));
         free(send);
         free(recv);
     }
@@ -168,22 +67,22 @@ static void allgather_results(void)
 {
     int w;
     for (w = 0; w < NWORLDS; w++)
-        if (run_world(worlds_[w], TIMEOUT, rank_allgather, NULL)) return;
+        if (tsup_run_world(worlds_[w], TIMEOUT, rank_allgather, NULL)) return;
 }
 
 /* shared: results[rank][count index] arrays, compared by the main thread. */
 typedef struct reduce_shared {
-    double *results[MAXW][NCOUNTS];
+    double *results[TSUP_MAX_WORLD][NCOUNTS];
 } reduce_shared;
 
-static void rank_allreduce(rank_ctx *c)
+static void rank_allreduce(tsup_rank *c)
 {
     reduce_shared *sh = c->shared;
     int k;
     for (k = 0; k < NCOUNTS; k++) {
         size_t n = counts_[k], i;
         double *v = malloc((n ? n : 1) * sizeof *v);
-        for (i = 0; i < n; i++) v[i] = value_of(c->rank, i, 100 + k);
+        for (i = 0; i < n; i++) v[i] = tsup_spread_value(c->rank, i, 100 + k);
         sh->results[c->rank][k] = v;
         RSTATUS(c, sbn_comm_allreduce_sum(c->comm, n ? v : NULL, n, 7), SBN_OK);
     }
@@ -196,7 +95,7 @@ static void allreduce_bits(void)
         int world = worlds_[w], bad;
         reduce_shared sh;
         memset(&sh, 0, sizeof sh);
-        bad = run_world(world, TIMEOUT, rank_allreduce, &sh);
+        bad = tsup_run_world(world, TIMEOUT, rank_allreduce, &sh);
         for (k = 0; k < NCOUNTS && !bad; k++) {
             size_t n = counts_[k], i;
             for (i = 0; i < n && !bad; i++) {
@@ -219,26 +118,26 @@ static void allreduce_bits(void)
 }
 
 /* 300 mixed collectives, then a mismatch whose sentence carries call #301. */
-static void rank_many(rank_ctx *c)
+static void rank_many(tsup_rank *c)
 {
-    double v[5], g[5 * MAXW];
+    double v[5], g[5 * TSUP_MAX_WORLD];
     int call, r;
     for (call = 1; call <= 300; call++) {
         size_t n = (size_t)(call % 6), i;
         switch (call % 3) {
         case 0:
-            for (i = 0; i < n; i++) v[i] = value_of(c->rank, i, call);
+            for (i = 0; i < n; i++) v[i] = tsup_spread_value(c->rank, i, call);
             RSTATUS(c, sbn_comm_allreduce_sum(c->comm, v, n, call), SBN_OK);
             for (i = 0; i < n; i++)
                 RCHECK(c, v[i] == rank_order_sum(c->world, i, call), "call %d: sum differs", call);
             break;
         case 1:
-            for (i = 0; i < n; i++) v[i] = value_of(c->rank, i, call);
+            for (i = 0; i < n; i++) v[i] = tsup_spread_value(c->rank, i, call);
             RSTATUS(c, sbn_comm_allgather(c->comm, v, n, g, -call), SBN_OK);
             for (r = 0; r < c->world; r++)
                 for (i = 0; i < n; i++)
-                    RCHECK(c, g[(size_t)r * n + i] == value_of(r, i, call), "call %d: gather "
-                           "differs", call);
+                    RCHECK(c, g[(size_t)r * n + i] == tsup_spread_value(r, i, call),
+                           "call %d: gather differs", call);
             break;
         default: RSTATUS(c, sbn_comm_barrier(c->comm), SBN_OK);
         }
@@ -250,7 +149,7 @@ static void rank_many(rank_ctx *c)
 
 static void many_collectives(void)
 {
-    run_world(4, TIMEOUT, rank_many, NULL);
+    tsup_run_world(4, TIMEOUT, rank_many, NULL);
 }
 
 /* Every rank adds to `arrived` before the barrier and reads it after: it must be complete. */
@@ -258,7 +157,7 @@ typedef struct barrier_shared {
     atomic_int arrived[20];
 } barrier_shared;
 
-static void rank_barrier(rank_ctx *c)
+static void rank_barrier(tsup_rank *c)
 {
     barrier_shared *sh = c->shared;
     struct timespec pause = {0, 200000};
@@ -278,7 +177,7 @@ static void barrier_orders(void)
     for (w = 0; w < NWORLDS; w++) {
         barrier_shared sh;
         for (k = 0; k < 20; k++) atomic_init(&sh.arrived[k], 0);
-        if (run_world(worlds_[w], TIMEOUT, rank_barrier, &sh)) return;
+        if (tsup_run_world(worlds_[w], TIMEOUT, rank_barrier, &sh)) return;
     }
 }
 
@@ -306,10 +205,10 @@ typedef struct mismatch_case {
     const char *want;  /* a piece of the sentence */
 } mismatch_case;
 
-static void rank_mismatch(rank_ctx *c)
+static void rank_mismatch(tsup_rank *c)
 {
     const mismatch_case *mc = c->shared;
-    double v[130] = {0}, g[130 * MAXW];
+    double v[130] = {0}, g[130 * TSUP_MAX_WORLD];
     int odd = c->rank == mc->odd_rank;
     int op = odd ? mc->odd_op : 0;
     size_t n = odd ? mc->odd_count : 128;
@@ -334,52 +233,53 @@ static void rank_mismatch(rank_ctx *c)
 static void mismatch_count(void)
 {
     mismatch_case mc = {2, 0, 129, 64, "allreduce (count 129, tag 64, call #1)"};
-    run_world(3, TIMEOUT, rank_mismatch, &mc);
+    tsup_run_world(3, TIMEOUT, rank_mismatch, &mc);
 }
 
 static void mismatch_tag(void)
 {
     mismatch_case mc = {1, 0, 128, 65, "allreduce (count 128, tag 65, call #1)"};
-    run_world(4, TIMEOUT, rank_mismatch, &mc);
+    tsup_run_world(4, TIMEOUT, rank_mismatch, &mc);
 }
 
 static void mismatch_op(void)
 {
     mismatch_case mc = {2, 1, 128, 64, "rank 2 called allgather (count 128, tag 64, call #1)"};
     mismatch_case mb = {3, 2, 0, 0, "rank 3 called barrier (count 0, tag 0, call #1)"};
-    if (run_world(3, TIMEOUT, rank_mismatch, &mc)) return;
-    run_world(4, TIMEOUT, rank_mismatch, &mb);
+    if (tsup_run_world(3, TIMEOUT, rank_mismatch, &mc)) return;
+    tsup_run_world(4, TIMEOUT, rank_mismatch, &mb);
 }
 
 /* ---- timeouts ---- */
 
 typedef struct skip_shared {
     pthread_barrier_t after; /* the skipper waits here until its peers have timed out */
-    double elapsed[MAXW];
+    double elapsed[TSUP_MAX_WORLD];
 } skip_shared;
 
-static void rank_skip(rank_ctx *c)
+static void rank_skip(tsup_rank *c)
 {
     skip_shared *sh = c->shared;
     double v[4] = {1, 2, 3, 4}, t0;
     if (c->rank != 2) {
-        t0 = now();
+        t0 = tsup_now();
         RSTATUS(c, sbn_comm_allreduce_sum(c->comm, v, 4, 0), SBN_ERR_TIMEOUT);
-        sh->elapsed[c->rank] = now() - t0;
+        sh->elapsed[c->rank] = tsup_now() - t0;
         RHAS(c, "2 of 3 ranks arrived");
         RHAS(c, "rank 2 missing");
         pthread_barrier_wait(&sh->after);
         /* Every later collective on the broken world fails at once. */
-        t0 = now();
+        t0 = tsup_now();
         RSTATUS(c, sbn_comm_barrier(c->comm), SBN_ERR_TIMEOUT);
-        RCHECK(c, now() - t0 < 0.25, "a collective on a broken world took %g s", now() - t0);
+        RCHECK(c, tsup_now() - t0 < 0.25, "a collective on a broken world took %g s",
+               tsup_now() - t0);
         RHAS(c, "was broken before this collective");
         return;
     }
     pthread_barrier_wait(&sh->after); /* rank 2 skipped the allreduce */
-    t0 = now();
+    t0 = tsup_now();
     RSTATUS(c, sbn_comm_allreduce_sum(c->comm, v, 4, 0), SBN_ERR_TIMEOUT);
-    sh->elapsed[c->rank] = now() - t0;
+    sh->elapsed[c->rank] = tsup_now() - t0;
     RCHECK(c, sh->elapsed[c->rank] < 0.25, "the late call took %g s", sh->elapsed[c->rank]);
     RHAS(c, "rank 2 missing");
     RSTATUS(c, sbn_comm_fail(c->comm, SBN_ERR_BAD_VALUE), SBN_ERR_TIMEOUT);
@@ -391,7 +291,7 @@ static void skipped_call_times_out(void)
     int r;
     memset(&sh, 0, sizeof sh);
     pthread_barrier_init(&sh.after, NULL, 3);
-    run_world(3, 0.3, rank_skip, &sh);
+    tsup_run_world(3, 0.3, rank_skip, &sh);
     pthread_barrier_destroy(&sh.after);
     RETURN_IF_FAILED();
     for (r = 0; r < 2; r++)
@@ -405,9 +305,9 @@ static void destroyed_handle_breaks_world(void)
     double t0;
     CHECK_OK(sbn_comm_threads_create(3, 30.0, comms));
     sbn_comm_destroy(comms[2]);
-    t0 = now();
+    t0 = tsup_now();
     CHECK_STATUS(sbn_comm_barrier(comms[0]), SBN_ERR_PEER_FAILED);
-    CHECK(now() - t0 < 1.0);
+    CHECK(tsup_now() - t0 < 1.0);
     CHECK_MSG(strstr(sbn_last_error(), "rank 2's handle was destroyed") != NULL, "%s",
               sbn_last_error());
     /* Getters and destroy leave the sentence for the caller to report after cleaning up. */
@@ -425,7 +325,7 @@ typedef struct fail_case {
     const char *want;
 } fail_case;
 
-static void rank_fail(rank_ctx *c)
+static void rank_fail(tsup_rank *c)
 {
     const fail_case *fc = c->shared;
     double v[8] = {0}, t0;
@@ -443,25 +343,25 @@ static void rank_fail(rank_ctx *c)
     RHAS(c, fc->want);
     RHAS(c, "failed before this collective");
     /* The failure is sticky: later collectives fail at once, on every rank alike. */
-    t0 = now();
+    t0 = tsup_now();
     RSTATUS(c, sbn_comm_allgather(c->comm, v, 1, v + 4, 3), SBN_ERR_PEER_FAILED);
-    RCHECK(c, now() - t0 < 0.25, "a collective after a failure took %g s", now() - t0);
+    RCHECK(c, tsup_now() - t0 < 0.25, "a collective after a failure took %g s", tsup_now() - t0);
     RHAS(c, "unusable");
 }
 
 static void fail_one_rank(void)
 {
     fail_case fc = {1 << 1, "rank 1 (SBN_ERR_BAD_SHAPE)"};
-    run_world(4, TIMEOUT, rank_fail, &fc);
+    tsup_run_world(4, TIMEOUT, rank_fail, &fc);
 }
 
 static void fail_two_ranks(void)
 {
     fail_case fc = {(1 << 1) | (1 << 3), "ranks 1 (SBN_ERR_BAD_SHAPE), 3 (SBN_ERR_OUT_OF_MEMORY)"};
-    run_world(5, TIMEOUT, rank_fail, &fc);
+    tsup_run_world(5, TIMEOUT, rank_fail, &fc);
 }
 
-static void rank_fail_keeps_text(rank_ctx *c)
+static void rank_fail_keeps_text(tsup_rank *c)
 {
     double v = 1.0;
     if (c->rank == 0) {
@@ -478,7 +378,7 @@ static void rank_fail_keeps_text(rank_ctx *c)
 
 static void fail_keeps_sentence(void)
 {
-    run_world(2, TIMEOUT, rank_fail_keeps_text, NULL);
+    tsup_run_world(2, TIMEOUT, rank_fail_keeps_text, NULL);
 }
 
 /* Bad arguments on one rank are announced: that rank gets the argument error, peers PEER_FAILED. */
@@ -487,7 +387,7 @@ typedef struct badarg_case {
     sbn_status want;
 } badarg_case;
 
-static void rank_badarg(rank_ctx *c)
+static void rank_badarg(tsup_rank *c)
 {
     const badarg_case *bc = c->shared;
     double buf[16] = {0};
@@ -513,7 +413,7 @@ static void argument_errors_in_world(void)
                                         {4, SBN_ERR_BAD_VALUE}};
     int k;
     for (k = 0; k < 5; k++)
-        if (run_world(3, TIMEOUT, rank_badarg, (void *)&cases[k])) return;
+        if (tsup_run_world(3, TIMEOUT, rank_badarg, (void *)&cases[k])) return;
 }
 
 static void argument_errors(void)
@@ -548,62 +448,40 @@ static void argument_errors(void)
 
 /* ---- allocation failures ---- */
 
-static atomic_long live_;
-static atomic_long calls_;
-static atomic_long fail_at_; /* fail the call with this index (0-based); -1 never */
-static _Thread_local int fail_this_thread_;
-
-static void *counting_malloc(size_t bytes, void *user)
-{
-    long k = atomic_fetch_add(&calls_, 1);
-    void *p;
-    (void)user;
-    if (k == atomic_load(&fail_at_) || fail_this_thread_) return NULL;
-    p = malloc(bytes);
-    if (p) atomic_fetch_add(&live_, 1);
-    return p;
-}
-
-static void counting_free(void *p, void *user)
-{
-    (void)user;
-    if (p) atomic_fetch_sub(&live_, 1);
-    free(p);
-}
+static tsup_counter counter_;
 
 static void create_out_of_memory(void)
 {
     sbn_comm_t *comms[4];
     long k;
     int r;
-    sbn_set_allocator(counting_malloc, counting_free, NULL);
+    tsup_counter_install(&counter_);
     for (k = 0;; k++) {
         sbn_status s;
-        atomic_store(&calls_, 0);
-        atomic_store(&fail_at_, k);
+        counter_.calls = 0;
+        counter_.fail_at = k + 1; /* fails the call with index k */
         for (r = 0; r < 4; r++) comms[r] = (sbn_comm_t *)&comms;
         s = sbn_comm_threads_create(4, 1.0, comms);
         if (s == SBN_OK) break;
         CHECK_MSG(s == SBN_ERR_OUT_OF_MEMORY, "failing allocation %ld gave %s", k,
                   sbn_status_name(s));
         CHECK_MSG(strlen(sbn_last_error()) > 0, "no sentence");
-        CHECK_MSG(atomic_load(&live_) == 0, "failing allocation %ld left %ld live", k,
-                  atomic_load(&live_));
+        CHECK_MSG(counter_.live == 0, "failing allocation %ld left %ld live", k, counter_.live);
         for (r = 0; r < 4; r++) CHECK(comms[r] == NULL);
         CHECK(k < 100);
     }
     CHECK_MSG(k >= 5, "creation made only %ld allocations", k);
-    atomic_store(&fail_at_, -1);
+    counter_.fail_at = 0;
     for (r = 3; r >= 0; r--) sbn_comm_destroy(comms[r]);
-    CHECK_MSG(atomic_load(&live_) == 0, "%ld allocations live after destroy", atomic_load(&live_));
+    CHECK_MSG(counter_.live == 0, "%ld allocations live after destroy", counter_.live);
     sbn_set_allocator(NULL, NULL, NULL);
 }
 
 /* Rank 1 cannot grow its scratch: it returns OOM, the others PEER_FAILED naming it. */
-static void rank_scratch_oom(rank_ctx *c)
+static void rank_scratch_oom(tsup_rank *c)
 {
     double v[64] = {0};
-    if (c->rank == 1) fail_this_thread_ = 1;
+    if (c->rank == 1) tsup_counter_fail_this_thread(1);
     if (c->rank == 1) {
         RSTATUS(c, sbn_comm_allreduce_sum(c->comm, v, 64, 0), SBN_ERR_OUT_OF_MEMORY);
         RHAS(c, "scratch");
@@ -614,7 +492,7 @@ static void rank_scratch_oom(rank_ctx *c)
 }
 
 /* After the first allreduce of n values, no further allocation for n or fewer. */
-static void rank_steady(rank_ctx *c)
+static void rank_steady(tsup_rank *c)
 {
     double v[64];
     long before;
@@ -623,46 +501,43 @@ static void rank_steady(rank_ctx *c)
     for (i = 0; i < 64; i++) v[i] = 1.0;
     RSTATUS(c, sbn_comm_allreduce_sum(c->comm, v, 64, 0), SBN_OK);
     RSTATUS(c, sbn_comm_barrier(c->comm), SBN_OK);
-    before = atomic_load(&calls_);
+    before = counter_.calls;
     for (k = 0; k < 20; k++) {
         RSTATUS(c, sbn_comm_allreduce_sum(c->comm, v, (size_t)(k * 3 % 65), 0), SBN_OK);
         RSTATUS(c, sbn_comm_allgather(c->comm, v, 1, v + 32, 0), SBN_OK);
     }
     RSTATUS(c, sbn_comm_barrier(c->comm), SBN_OK);
-    RCHECK(c, atomic_load(&calls_) == before, "%ld allocations in steady state",
-           atomic_load(&calls_) - before);
+    RCHECK(c, counter_.calls == before, "%ld allocations in steady state", counter_.calls - before);
 }
 
 static void scratch_allocation(void)
 {
-    sbn_set_allocator(counting_malloc, counting_free, NULL);
-    atomic_store(&fail_at_, -1);
-    if (run_world(3, TIMEOUT, rank_scratch_oom, NULL) == 0)
-        run_world(3, TIMEOUT, rank_steady, NULL);
-    CHECK_MSG(atomic_load(&live_) == 0, "%ld allocations live", atomic_load(&live_));
+    tsup_counter_install(&counter_);
+    counter_.fail_at = 0;
+    if (tsup_run_world(3, TIMEOUT, rank_scratch_oom, NULL) == 0)
+        tsup_run_world(3, TIMEOUT, rank_steady, NULL);
+    CHECK_MSG(counter_.live == 0, "%ld allocations live", counter_.live);
     sbn_set_allocator(NULL, NULL, NULL);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(allgather_results),
-        SBN_TEST_CASE(allreduce_bits),
-        SBN_TEST_CASE(many_collectives),
-        SBN_TEST_CASE(barrier_orders),
-        SBN_TEST_CASE(single_rank_world),
-        SBN_TEST_CASE(mismatch_count),
-        SBN_TEST_CASE(mismatch_tag),
-        SBN_TEST_CASE(mismatch_op),
-        SBN_TEST_CASE(skipped_call_times_out),
-        SBN_TEST_CASE(destroyed_handle_breaks_world),
-        SBN_TEST_CASE(fail_one_rank),
-        SBN_TEST_CASE(fail_two_ranks),
-        SBN_TEST_CASE(fail_keeps_sentence),
-        SBN_TEST_CASE(argument_errors_in_world),
-        SBN_TEST_CASE(argument_errors),
-        SBN_TEST_CASE(create_out_of_memory),
-        SBN_TEST_CASE(scratch_allocation),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(allgather_results),
+    SBN_TEST_CASE(allreduce_bits),
+    SBN_TEST_CASE(many_collectives),
+    SBN_TEST_CASE(barrier_orders),
+    SBN_TEST_CASE(single_rank_world),
+    SBN_TEST_CASE(mismatch_count),
+    SBN_TEST_CASE(mismatch_tag),
+    SBN_TEST_CASE(mismatch_op),
+    SBN_TEST_CASE(skipped_call_times_out),
+    SBN_TEST_CASE(destroyed_handle_breaks_world),
+    SBN_TEST_CASE(fail_one_rank),
+    SBN_TEST_CASE(fail_two_ranks),
+    SBN_TEST_CASE(fail_keeps_sentence),
+    SBN_TEST_CASE(argument_errors_in_world),
+    SBN_TEST_CASE(argument_errors),
+    SBN_TEST_CASE(create_out_of_memory),
+    SBN_TEST_CASE(scratch_allocation),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness/harness.h"
+#include "support/alloc_counter.h"
 #include "support/support.h"
 #include "syncbn/ops.h"
 
@@ -363,38 +364,16 @@ static void last_error_per_thread(void)
 
 /* ---- allocator hook ---- */
 
-typedef struct counting {
-    long calls, live, frees, fail_at; /* fail_at: 1-based call that returns NULL; 0 never */
-} counting;
-
-static void *counting_malloc(size_t bytes, void *user)
-{
-    counting *a = user;
-    void *p;
-    if (++a->calls == a->fail_at) return NULL;
-    p = malloc(bytes ? bytes : 1);
-    if (p) a->live++;
-    return p;
-}
-
-static void counting_free(void *ptr, void *user)
-{
-    counting *a = user;
-    if (!ptr) return;
-    a->live--, a->frees++;
-    free(ptr);
-}
-
 static void allocator_fail_each(void)
 {
     sbn_pool_t *sentinel = (sbn_pool_t *)(uintptr_t)0x4321;
     long k, total = -1;
     for (k = 1; k <= 10000 && total < 0; k++) {
-        counting a = {0, 0, 0, 0};
+        tsup_counter a = {0};
         sbn_pool_t *pool = sentinel;
         sbn_status st;
         a.fail_at = k;
-        sbn_set_allocator(counting_malloc, counting_free, &a);
+        tsup_counter_install(&a);
         st = sbn_pool_create(4, &pool);
         if (st == SBN_ERR_OUT_OF_MEMORY) {
             CHECK_MSG(a.calls >= k, "k=%ld: OUT_OF_MEMORY after only %ld allocations", k, a.calls);
@@ -419,11 +398,11 @@ static void allocator_fail_each(void)
 
 static void allocator_no_allocation_in_ops(void)
 {
-    counting a = {0, 0, 0, 0};
+    tsup_counter a = {0};
     sbn_pool_t *pool = NULL;
     job serial, par;
     long calls;
-    sbn_set_allocator(counting_malloc, counting_free, &a);
+    tsup_counter_install(&a);
     CHECK_OK(sbn_pool_create(3, &pool));
     CHECK(a.calls >= 1 && a.live >= 1);
     calls = a.calls;
@@ -443,22 +422,20 @@ static void allocator_no_allocation_in_ops(void)
     job_free(&serial), job_free(&par);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(status_table),
-        SBN_TEST_CASE(status_unknown),
-        SBN_TEST_CASE(dtypes),
-        SBN_TEST_CASE(tensor_views),
-        SBN_TEST_CASE(version),
-        SBN_TEST_CASE(pool_lifecycle),
-        SBN_TEST_CASE(pool_errors),
-        SBN_TEST_CASE(pool_max_threads),
-        SBN_TEST_CASE(pool_results_match_serial),
-        SBN_TEST_CASE(pool_shared_by_two_threads),
-        SBN_TEST_CASE(last_error_per_thread),
-        SBN_TEST_CASE(allocator_fail_each),
-        SBN_TEST_CASE(allocator_no_allocation_in_ops),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(status_table),
+    SBN_TEST_CASE(status_unknown),
+    SBN_TEST_CASE(dtypes),
+    SBN_TEST_CASE(tensor_views),
+    SBN_TEST_CASE(version),
+    SBN_TEST_CASE(pool_lifecycle),
+    SBN_TEST_CASE(pool_errors),
+    SBN_TEST_CASE(pool_max_threads),
+    SBN_TEST_CASE(pool_results_match_serial),
+    SBN_TEST_CASE(pool_shared_by_two_threads),
+    SBN_TEST_CASE(last_error_per_thread),
+    SBN_TEST_CASE(allocator_fail_each),
+    SBN_TEST_CASE(allocator_no_allocation_in_ops),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -19,20 +19,15 @@
 
 #include "harness/harness.h"
 #include "ref/ref.h"
-#include "support/support.h"
+#include "support/optest.h"
 #include "syncbn/ops.h"
-
-typedef struct shape_t {
-    int rank;
-    int64_t d[SBN_MAX_RANK];
-} shape_t;
 
 /* Element types of x, y and the per-channel tensors (mean, invstd, weight, bias). */
 typedef struct dtypes_t {
     sbn_dtype x, y, p;
 } dtypes_t;
 
-static const shape_t k_shapes[] = {
+static const tsup_shape k_shapes[] = {
     {2, {1, 3}},                    /* N = 1, spatial 1 */
     {2, {17, 64}},                  /* spatial 1, C = 64 */
     {3, {1, 1, 1000}},              /* C = 1, spatial 1000 */
@@ -48,7 +43,7 @@ static const shape_t k_shapes[] = {
     {8, {1, 3, 2, 1, 2, 1, 2, 2}},  /* spatial 16 */
     {8, {2, 1, 1, 1, 1, 1, 1, 17}}, /* C = 1, spatial 17 */
 };
-#define N_SHAPES ((int)(sizeof k_shapes / sizeof k_shapes[0]))
+#define N_SHAPES TSUP_COUNT(k_shapes)
 
 static const dtypes_t k_dtypes[] = {
     {SBN_F32, SBN_F32, SBN_F32},   {SBN_F64, SBN_F64, SBN_F64},  {SBN_F16, SBN_F16, SBN_F16},
@@ -58,7 +53,7 @@ static const dtypes_t k_dtypes[] = {
 
 /* One run: what to build and how to call sbn_elemt. */
 typedef struct elemt_spec {
-    const shape_t *shape;
+    const tsup_shape *shape;
     dtypes_t dt;
     tsup_layout xl, yl, pl; /* layouts of x, y and the per-channel views */
     int has_w, has_b, in_place;
@@ -66,29 +61,10 @@ typedef struct elemt_spec {
     sbn_pool_t *pool;
 } elemt_spec;
 
-static void split_shape(const shape_t *sh, int64_t *n, int64_t *c, int64_t *s)
-{
-    int d;
-    *n = sh->d[0];
-    *c = sh->d[1];
-    *s = 1;
-    for (d = 2; d < sh->rank; d++) *s *= sh->d[d];
-}
-
-static void shape_str(const shape_t *sh, char *buf, size_t size)
-{
-    size_t used = 0;
-    int d;
-    buf[0] = 0;
-    for (d = 0; d < sh->rank && used + 1 < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? "x" : "",
-                                 (long long)sh->d[d]);
-}
-
 static void describe(const elemt_spec *sp, char *buf, size_t size)
 {
     char shs[96];
-    shape_str(sp->shape, shs, sizeof shs);
+    tsup_shape_str(sp->shape->rank, sp->shape->d, shs, sizeof shs);
     snprintf(buf, size,
              "elemt %s x %s %s, y %s %s, params %s %s, w=%d b=%d in_place=%d pool=%d mean %g",
              shs, sbn_dtype_name(sp->dt.x), tsup_layout_name(sp->xl),
@@ -96,88 +72,6 @@ static void describe(const elemt_spec *sp, char *buf, size_t size)
              tsup_layout_name(sp->in_place ? sp->xl : sp->yl), sbn_dtype_name(sp->dt.p),
              tsup_layout_name(sp->pl), sp->has_w, sp->has_b, sp->in_place,
              sbn_pool_threads(sp->pool), sp->x_mean);
-}
-
-/* Smallest positive subnormal of the dtype that matters at the tests' magnitudes. */
-static double abs_floor(sbn_dtype dt)
-{
-    return dt == SBN_F16 ? ldexp(1.0, -24) : 0.0;
-}
-
-/*
- * |got - want| <= tol[i] for every element (NaN matches NaN). Prints `what`, the
- * first 5 failures and the worst ratio diff/tol; returns 1 when all pass.
- */
-static int close_tol(const char *what, const double *got, const double *want, const double *tol,
-                     int64_t n)
-{
-    int64_t i, bad = 0;
-    double worst = 0.0;
-    for (i = 0; i < n; i++) {
-        double diff = fabs(got[i] - want[i]);
-        int ok = (isnan(got[i]) && isnan(want[i])) || diff <= tol[i];
-        if (!ok) {
-            double ratio = isnan(diff) ? INFINITY : diff / tol[i];
-            if (ratio > worst || isnan(worst)) worst = ratio;
-            if (bad < 5)
-                fprintf(stderr, "    %s[%lld]: got %.17g, want %.17g, diff %.3g (tol %.3g)\n",
-                        what, (long long)i, got[i], want[i], diff, tol[i]);
-            bad++;
-        }
-    }
-    if (bad)
-        fprintf(stderr, "    %s: %lld of %lld elements differ, worst diff/tol %.3g\n", what,
-                (long long)bad, (long long)n, worst);
-    return bad == 0;
-}
-
-/* Allocates the workspace sbn_elemt asks for (NULL for 0 bytes). */
-static void *elemt_workspace(const sbn_tensor *x, size_t *bytes)
-{
-    *bytes = 0;
-    if (sbn_elemt_workspace_size(x, bytes) != SBN_OK) return NULL;
-    return *bytes ? malloc(*bytes) : NULL;
-}
-
-/* Frees every heap pointer listed. */
-#define FREE_ALL(...)                                                                \
-    do {                                                                             \
-        void *free_all_[] = {__VA_ARGS__};                                           \
-        size_t free_i_;                                                              \
-        for (free_i_ = 0; free_i_ < sizeof free_all_ / sizeof *free_all_; free_i_++) \
-            free(free_all_[free_i_]);                                                \
-    } while (0)
-
-/*
- * tsup_make, except that an empty view gets the strides of the shape with every 0
- * dim taken as 1 (as sbn_tensor_contiguous builds them) unless g_zero_strides is
- * set: then it keeps tsup_make's (numpy's) strides, where a 0 dim zeroes the
- * strides outside it. An empty view has no elements, so either must be accepted.
- */
-static int g_zero_strides;
-
-static tsup_buf make_view(sbn_dtype dt, int rank, const int64_t *shape, tsup_layout layout,
-                          const double *values)
-{
-    tsup_buf b = tsup_make(dt, rank, shape, layout, values);
-    if (tsup_numel(rank, shape) == 0 && !g_zero_strides) {
-        int64_t ones[SBN_MAX_RANK];
-        tsup_buf tmp;
-        int d;
-        for (d = 0; d < rank; d++) ones[d] = shape[d] > 0 ? shape[d] : 1;
-        tmp = tsup_make(dt, rank, ones, layout, NULL);
-        memcpy(b.view.strides, tmp.view.strides, sizeof b.view.strides);
-        tsup_free(&tmp);
-    }
-    return b;
-}
-
-static double *alloc_fill(int64_t n, double value)
-{
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    int64_t i;
-    for (i = 0; i < n; i++) v[i] = value;
-    return v;
 }
 
 /*
@@ -189,7 +83,7 @@ static void make_params(tsup_rng *rng, int64_t c, double x_mean, double x_std, s
 {
     int64_t ch;
     int k;
-    for (k = 0; k < 4; k++) pv[k] = alloc_fill(c, 0.0);
+    for (k = 0; k < 4; k++) pv[k] = tsup_alloc_fill(c, 0.0);
     for (ch = 0; ch < c; ch++) {
         pv[0][ch] = tsup_round(dt, x_mean + 0.5 * x_std * tsup_normal(rng));
         pv[1][ch] = tsup_round(dt, (0.5 + tsup_uniform(rng)) / x_std);
@@ -200,15 +94,14 @@ static void make_params(tsup_rng *rng, int64_t c, double x_mean, double x_std, s
 
 static void run_elemt(const elemt_spec *sp, uint64_t seed)
 {
-    const shape_t *sh = sp->shape;
+    const tsup_shape *sh = sp->shape;
     int64_t n, c, s, i, numel = tsup_numel(sh->rank, sh->d);
     tsup_rng rng = tsup_rng_seed(seed);
     sbn_dtype ydt = sp->in_place ? sp->dt.x : sp->dt.y;
-    int all64 = sp->dt.x == SBN_F64 && ydt == SBN_F64 && sp->dt.p == SBN_F64;
-    double u_c = tsup_unit_roundoff(all64 ? SBN_F64 : SBN_F32);
-    double *xv = alloc_fill(numel, 0.0), *nanv = alloc_fill(numel, NAN);
-    double *got = alloc_fill(numel, 0.0), *want = alloc_fill(numel, 0.0);
-    double *tol = alloc_fill(numel, 0.0), *pv[4];
+    double u_c = tsup_compute_u(sp->dt.x, ydt, sp->dt.p);
+    double *xv = tsup_alloc_fill(numel, 0.0), *nanv = tsup_alloc_fill(numel, NAN);
+    double *got = tsup_alloc_fill(numel, 0.0), *want = tsup_alloc_fill(numel, 0.0);
+    double *tol = tsup_alloc_fill(numel, 0.0), *pv[4];
     tsup_buf x, ybuf, *y, p[4];
     unsigned char *xsnap, *psnap[4];
     void *ws;
@@ -217,22 +110,22 @@ static void run_elemt(const elemt_spec *sp, uint64_t seed)
     int k, ok;
 
     describe(sp, desc, sizeof desc);
-    split_shape(sh, &n, &c, &s);
+    tsup_split_ncs(sh->rank, sh->d, &n, &c, &s);
     tsup_fill_normal(&rng, xv, numel, sp->x_mean, sp->x_std, sp->dt.x);
     make_params(&rng, c, sp->x_mean, sp->x_std, sp->dt.p, pv);
-    x = make_view(sp->dt.x, sh->rank, sh->d, sp->xl, xv);
+    x = tsup_make_view(sp->dt.x, sh->rank, sh->d, sp->xl, xv);
     xsnap = tsup_snapshot(&x);
     if (sp->in_place) {
         y = &x;
     } else {
-        ybuf = make_view(ydt, sh->rank, sh->d, sp->yl, nanv);
+        ybuf = tsup_make_view(ydt, sh->rank, sh->d, sp->yl, nanv);
         y = &ybuf;
     }
     for (k = 0; k < 4; k++) {
-        p[k] = make_view(sp->dt.p, 1, &c, sp->pl, pv[k]);
+        p[k] = tsup_make_view(sp->dt.p, 1, &c, sp->pl, pv[k]);
         psnap[k] = tsup_snapshot(&p[k]);
     }
-    ws = elemt_workspace(&x.view, &ws_bytes);
+    ws = tsup_workspace(sbn_elemt_workspace_size, &x.view, &ws_bytes);
     CHECK_OK(sbn_elemt(&x.view, &p[0].view, &p[1].view, sp->has_w ? &p[2].view : NULL,
                        sp->has_b ? &p[3].view : NULL, &y->view, ws, ws_bytes, sp->pool));
 
@@ -243,10 +136,10 @@ static void run_elemt(const elemt_spec *sp, uint64_t seed)
         double w = sp->has_w ? pv[2][ch] : 1.0, b = sp->has_b ? pv[3][ch] : 0.0;
         tol[i] = 2.0 * tsup_unit_roundoff(ydt) * fabs(want[i]) +
                  4.0 * u_c * (fabs(b) + fabs((xv[i] - pv[0][ch]) * pv[1][ch] * w)) +
-                 abs_floor(ydt);
+                 tsup_abs_floor(ydt);
     }
     tsup_read(&y->view, got);
-    ok = close_tol("y", got, want, tol, numel);
+    ok = tsup_close_tol("y", got, want, tol, numel);
     CHECK_MSG(ok, "%s: y differs from ref_elemt", desc);
     CHECK_MSG(tsup_guard_intact(y), "%s: write outside y", desc);
     CHECK_MSG(sp->in_place || tsup_unchanged(&x, xsnap), "%s: x was modified", desc);
@@ -260,14 +153,7 @@ static void run_elemt(const elemt_spec *sp, uint64_t seed)
     }
     if (!sp->in_place) tsup_free(&ybuf);
     tsup_free(&x);
-    FREE_ALL(ws, xsnap, xv, nanv, got, want, tol);
-}
-
-static sbn_pool_t *make_pool(int threads)
-{
-    sbn_pool_t *pool = NULL;
-    if (sbn_pool_create(threads, &pool) != SBN_OK) return NULL;
-    return pool;
+    TSUP_FREE_ALL(ws, xsnap, xv, nanv, got, want, tol);
 }
 
 /*
@@ -277,7 +163,7 @@ static sbn_pool_t *make_pool(int threads)
  */
 static void run_matrix(int dt_index)
 {
-    sbn_pool_t *pool2 = make_pool(2);
+    sbn_pool_t *pool2 = tsup_pool(2);
     int si, xl, yl, run = 0;
     CHECK_MSG(pool2 != NULL, "sbn_pool_create(2) failed: %s", sbn_last_error());
     for (si = 0; si < N_SHAPES; si++) {
@@ -319,7 +205,7 @@ MATRIX_CASE(elemt_f64_to_f32, 7)
 /* Data far from zero relative to its spread: x - mean must not lose the digits of y. */
 static void elemt_mean_offset(void)
 {
-    static const shape_t sh = {4, {2, 3, 5, 7}};
+    static const tsup_shape sh = {4, {2, 3, 5, 7}};
     static const struct { dtypes_t dt; double mean, std; } rows[] = {
         {{SBN_F32, SBN_F32, SBN_F32}, 1000.0, 0.5},
         {{SBN_F64, SBN_F64, SBN_F64}, 1.0e6, 0.25},
@@ -347,7 +233,7 @@ static void elemt_mean_offset(void)
 /* Empty x (a zero dim anywhere but C): SBN_OK, y and every guard byte untouched. */
 static void run_empty(void)
 {
-    static const shape_t shapes[] = {
+    static const tsup_shape shapes[] = {
         {3, {0, 3, 5}}, {3, {2, 3, 0}}, {2, {0, 64}}, {4, {2, 3, 0, 4}}, {5, {1, 1, 2, 0, 3}},
     };
     static const dtypes_t dts[] = {{SBN_F32, SBN_F32, SBN_F32}, {SBN_F16, SBN_F16, SBN_F32}};
@@ -357,19 +243,19 @@ static void run_empty(void)
     for (si = 0; si < 5; si++) {
         for (di = 0; di < 2; di++) {
             for (xl = 0; xl < 3; xl++) {
-                const shape_t *sh = &shapes[si];
+                const tsup_shape *sh = &shapes[si];
                 int64_t c = sh->d[1];
-                tsup_buf x = make_view(dts[di].x, sh->rank, sh->d, (tsup_layout)xl, NULL);
-                tsup_buf y = make_view(dts[di].y, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3),
-                                       NULL);
+                tsup_buf x = tsup_make_view(dts[di].x, sh->rank, sh->d, (tsup_layout)xl, NULL);
+                tsup_buf y =
+                    tsup_make_view(dts[di].y, sh->rank, sh->d, (tsup_layout)((xl + 2) % 3), NULL);
                 tsup_buf p = tsup_make_1d(dts[di].p, c, pv);
                 unsigned char *xsnap = tsup_snapshot(&x), *ysnap = tsup_snapshot(&y);
                 size_t ws_bytes;
-                void *ws = elemt_workspace(&x.view, &ws_bytes);
+                void *ws = tsup_workspace(sbn_elemt_workspace_size, &x.view, &ws_bytes);
                 char shs[96];
                 sbn_status st = sbn_elemt(&x.view, &p.view, &p.view, &p.view, &p.view, &y.view,
                                           ws, ws_bytes, NULL);
-                shape_str(sh, shs, sizeof shs);
+                tsup_shape_str(sh->rank, sh->d, shs, sizeof shs);
                 CHECK_MSG(st == SBN_OK, "empty %s x %s %s: %s (%s)", shs, sbn_dtype_name(dts[di].x),
                           tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
                 CHECK_MSG(tsup_unchanged(&y, ysnap), "empty %s %s: y written", shs,
@@ -380,10 +266,8 @@ static void run_empty(void)
                           tsup_layout_name((tsup_layout)xl), sbn_status_name(st), sbn_last_error());
                 CHECK_MSG(tsup_unchanged(&x, xsnap), "empty %s %s: x written in place", shs,
                           tsup_layout_name((tsup_layout)xl));
-                tsup_free(&x);
-                tsup_free(&y);
-                tsup_free(&p);
-                FREE_ALL(xsnap, ysnap, ws);
+                TSUP_BUF_FREE(&x, &y, &p);
+                TSUP_FREE_ALL(xsnap, ysnap, ws);
             }
         }
     }
@@ -396,14 +280,14 @@ static void elemt_empty(void)
 
 static void elemt_empty_zero_strides(void)
 {
-    g_zero_strides = 1;
+    tsup_set_zero_strides(1);
     run_empty();
 }
 
 /* Output bytes for pool NULL, 1, 2 and 3 threads must be identical (many chunks). */
 static void elemt_threads_bitwise(void)
 {
-    static const shape_t sh = {3, {3, 5, 4000}};
+    static const tsup_shape sh = {3, {3, 5, 4000}};
     static const dtypes_t dts[] = {{SBN_F32, SBN_F32, SBN_F32}, {SBN_BF16, SBN_F16, SBN_F32},
                                    {SBN_F64, SBN_F64, SBN_F64}};
     int64_t numel = tsup_numel(sh.rank, sh.d), c = sh.d[1];
@@ -411,21 +295,21 @@ static void elemt_threads_bitwise(void)
     for (di = 0; di < 3; di++) {
         for (xl = 0; xl < 2; xl++) {
             tsup_rng rng = tsup_rng_seed((uint64_t)(500 + di * 2 + xl));
-            double *xv = alloc_fill(numel, 0.0), *pv[4];
+            double *xv = tsup_alloc_fill(numel, 0.0), *pv[4];
             tsup_buf x, p[4], y0;
             size_t ws_bytes;
             void *ws;
             tsup_fill_normal(&rng, xv, numel, 0.5, 2.0, dts[di].x);
             make_params(&rng, c, 0.5, 2.0, dts[di].p, pv);
-            x = make_view(dts[di].x, sh.rank, sh.d, (tsup_layout)xl, xv);
+            x = tsup_make_view(dts[di].x, sh.rank, sh.d, (tsup_layout)xl, xv);
             for (k = 0; k < 4; k++) p[k] = tsup_make_1d(dts[di].p, c, pv[k]);
-            y0 = make_view(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
-            ws = elemt_workspace(&x.view, &ws_bytes);
+            y0 = tsup_make_view(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
+            ws = tsup_workspace(sbn_elemt_workspace_size, &x.view, &ws_bytes);
             CHECK_OK(sbn_elemt(&x.view, &p[0].view, &p[1].view, &p[2].view, &p[3].view,
                                &y0.view, ws, ws_bytes, NULL));
             for (t = 1; t <= 3; t++) {
-                sbn_pool_t *pool = make_pool(t);
-                tsup_buf y = make_view(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
+                sbn_pool_t *pool = tsup_pool(t);
+                tsup_buf y = tsup_make_view(dts[di].y, sh.rank, sh.d, (tsup_layout)(1 - xl), NULL);
                 int same;
                 CHECK_MSG(pool != NULL, "sbn_pool_create(%d) failed", t);
                 CHECK_OK(sbn_elemt(&x.view, &p[0].view, &p[1].view, &p[2].view, &p[3].view,
@@ -448,21 +332,19 @@ static void elemt_threads_bitwise(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(elemt_f32),
-        SBN_TEST_CASE(elemt_f64),
-        SBN_TEST_CASE(elemt_f16),
-        SBN_TEST_CASE(elemt_bf16),
-        SBN_TEST_CASE(elemt_f16_params_f32),
-        SBN_TEST_CASE(elemt_bf16_params_f32),
-        SBN_TEST_CASE(elemt_f16_to_f32),
-        SBN_TEST_CASE(elemt_f64_to_f32),
-        SBN_TEST_CASE(elemt_mean_offset),
-        SBN_TEST_CASE(elemt_empty),
-        SBN_TEST_CASE(elemt_empty_zero_strides),
-        SBN_TEST_CASE(elemt_threads_bitwise),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(elemt_f32),
+    SBN_TEST_CASE(elemt_f64),
+    SBN_TEST_CASE(elemt_f16),
+    SBN_TEST_CASE(elemt_bf16),
+    SBN_TEST_CASE(elemt_f16_params_f32),
+    SBN_TEST_CASE(elemt_bf16_params_f32),
+    SBN_TEST_CASE(elemt_f16_to_f32),
+    SBN_TEST_CASE(elemt_f64_to_f32),
+    SBN_TEST_CASE(elemt_mean_offset),
+    SBN_TEST_CASE(elemt_empty),
+    SBN_TEST_CASE(elemt_empty_zero_strides),
+    SBN_TEST_CASE(elemt_threads_bitwise),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -727,24 +727,22 @@ OP_TESTS(bn_eval) WS_TESTS(bn_eval) VALUE_TESTS(bn_eval)
 OP_TESTS(bnb_train) WS_TESTS(bnb_train) VALUE_TESTS(bnb_train)
 OP_TESTS(bnb_eval) WS_TESTS(bnb_eval) VALUE_TESTS(bnb_eval)
 
-int main(int argc, char **argv)
-{
-    /* gather_moments and gather_stats_from_sums take no workspace; stats_moments, reduce,
-       elemt and backward_reduce no checked scalar or element value */
-    static const sbn_test_case cases[] = {
-        ENTRIES(stats), WS_ENTRIES(stats), VALUE_ENTRIES(stats),
-        ENTRIES(stats_moments), WS_ENTRIES(stats_moments),
-        ENTRIES(gather_counts), WS_ENTRIES(gather_counts), VALUE_ENTRIES(gather_counts),
-        ENTRIES(gather_moments), VALUE_ENTRIES(gather_moments),
-        ENTRIES(gather_sums), VALUE_ENTRIES(gather_sums),
-        ENTRIES(reduce), WS_ENTRIES(reduce),
-        ENTRIES(elemt), WS_ENTRIES(elemt),
-        ENTRIES(backward_reduce), WS_ENTRIES(backward_reduce),
-        ENTRIES(backward_elemt), WS_ENTRIES(backward_elemt), VALUE_ENTRIES(backward_elemt),
-        ENTRIES(bn_train), WS_ENTRIES(bn_train), VALUE_ENTRIES(bn_train),
-        ENTRIES(bn_eval), WS_ENTRIES(bn_eval), VALUE_ENTRIES(bn_eval),
-        ENTRIES(bnb_train), WS_ENTRIES(bnb_train), VALUE_ENTRIES(bnb_train),
-        ENTRIES(bnb_eval), WS_ENTRIES(bnb_eval), VALUE_ENTRIES(bnb_eval),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+/* gather_moments and gather_stats_from_sums take no workspace; stats_moments, reduce,
+   elemt and backward_reduce no checked scalar or element value */
+static const sbn_test_case k_cases[] = {
+    ENTRIES(stats), WS_ENTRIES(stats), VALUE_ENTRIES(stats),
+    ENTRIES(stats_moments), WS_ENTRIES(stats_moments),
+    ENTRIES(gather_counts), WS_ENTRIES(gather_counts), VALUE_ENTRIES(gather_counts),
+    ENTRIES(gather_moments), VALUE_ENTRIES(gather_moments),
+    ENTRIES(gather_sums), VALUE_ENTRIES(gather_sums),
+    ENTRIES(reduce), WS_ENTRIES(reduce),
+    ENTRIES(elemt), WS_ENTRIES(elemt),
+    ENTRIES(backward_reduce), WS_ENTRIES(backward_reduce),
+    ENTRIES(backward_elemt), WS_ENTRIES(backward_elemt), VALUE_ENTRIES(backward_elemt),
+    ENTRIES(bn_train), WS_ENTRIES(bn_train), VALUE_ENTRIES(bn_train),
+    ENTRIES(bn_eval), WS_ENTRIES(bn_eval), VALUE_ENTRIES(bn_eval),
+    ENTRIES(bnb_train), WS_ENTRIES(bnb_train), VALUE_ENTRIES(bnb_train),
+    ENTRIES(bnb_eval), WS_ENTRIES(bnb_eval), VALUE_ENTRIES(bnb_eval),
+};
+
+SBN_TEST_MAIN(k_cases)

@@ -19,7 +19,7 @@
 
 #include "harness/harness.h"
 #include "ref/ref.h"
-#include "support/support.h"
+#include "support/optest.h"
 #include "syncbn/ops.h"
 
 #define MOMENTUM 0.1
@@ -34,16 +34,6 @@ static const tsup_layout k_layouts[] = {TSUP_CHANNELS_FIRST, TSUP_CHANNELS_LAST,
 /* Which optional arguments a call passes. */
 enum { OPT_RM = 1, OPT_RV = 2, OPT_TOTAL = 4, OPT_STATS = 8, OPT_ALL = 15 };
 
-static void *ws_alloc(size_t bytes)
-{
-    return bytes ? malloc(bytes) : NULL;
-}
-
-static double *dalloc(int64_t n)
-{
-    return calloc((size_t)(n > 0 ? n : 1), sizeof(double));
-}
-
 /* Per-rank statistics: count [W], mean and biased var [W*C] (NaN allowed where count is 0). */
 typedef struct ranks {
     int64_t w, c;
@@ -55,17 +45,15 @@ static ranks ranks_alloc(int64_t w, int64_t c)
     ranks r;
     r.w = w;
     r.c = c;
-    r.count = dalloc(w);
-    r.mean = dalloc(w * c);
-    r.var = dalloc(w * c);
+    r.count = tsup_alloc_fill(w, 0.0);
+    r.mean = tsup_alloc_fill(w * c, 0.0);
+    r.var = tsup_alloc_fill(w * c, 0.0);
     return r;
 }
 
 static void ranks_free(ranks *r)
 {
-    free(r->count);
-    free(r->mean);
-    free(r->var);
+    TSUP_FREE_ALL(r->count, r->mean, r->var);
 }
 
 /*
@@ -137,9 +125,7 @@ static void gin_free(gather_in *g)
         free(g->parts);
         return;
     }
-    tsup_free(&g->a);
-    tsup_free(&g->b);
-    tsup_free(&g->counts);
+    TSUP_BUF_FREE(&g->a, &g->b, &g->counts);
 }
 
 static void describe(char *buf, size_t size, const gather_in *g, sbn_dtype out, int opts)
@@ -161,7 +147,7 @@ static sbn_status run_gather(const gather_in *g, double momentum, double eps, sb
     case G_COUNTS:
         st = sbn_gather_stats_with_counts_workspace_size(&g->a.view, &bytes);
         if (st != SBN_OK) return st;
-        ws = ws_alloc(bytes);
+        ws = tsup_ws_alloc(bytes);
         st = sbn_gather_stats_with_counts(&g->a.view, &g->b.view, &g->counts.view, momentum,
                                           eps, rm, rv, mean, invstd, ws, bytes, NULL);
         free(ws);
@@ -189,7 +175,7 @@ static expect expect_alloc(int64_t c, uint64_t seed)
     expect e;
     tsup_rng rng = tsup_rng_seed(seed);
     int64_t ch;
-    e.store = dalloc(7 * c);
+    e.store = tsup_alloc_fill(7 * c, 0.0);
     e.mean = e.store;
     e.var = e.store + c;
     e.invstd = e.store + 2 * c;
@@ -253,7 +239,7 @@ static tols tols_for(gather_kind kind, const ranks *rk, const expect *e, sbn_dty
 /* Makes a 1-D [c] buffer of dtype from values (NULL: NaN). */
 static tsup_buf make_vec(sbn_dtype dtype, int64_t c, const double *values)
 {
-    double *fill = dalloc(c);
+    double *fill = tsup_alloc_fill(c, 0.0);
     tsup_buf b;
     int64_t i;
     for (i = 0; i < c; i++) fill[i] = values ? values[i] : NAN;
@@ -267,7 +253,7 @@ static void check_vec(const char *desc, const char *name, const tsup_buf *b, con
                       double abs_tol, double rel_tol)
 {
     int64_t c = b->view.shape[0];
-    double *got = dalloc(c);
+    double *got = tsup_alloc_fill(c, 0.0);
     char what[300];
     snprintf(what, sizeof what, "%s of %s", name, desc);
     tsup_read(&b->view, got);
@@ -281,7 +267,7 @@ static void check_vec(const char *desc, const char *name, const tsup_buf *b, con
 static void check_total(const char *desc, const sbn_moments *total, const expect *e, int64_t c,
                         const tols *t)
 {
-    double *mean = dalloc(c), *var = dalloc(c);
+    double *mean = tsup_alloc_fill(c, 0.0), *var = tsup_alloc_fill(c, 0.0);
     int64_t ch;
     char what[300];
     for (ch = 0; ch < c; ch++) {
@@ -339,13 +325,8 @@ static void check_gather(const gather_in *g, int opts, double momentum, double e
     if (!(opts & OPT_RV) || e->status != SBN_OK)
         if (!tsup_unchanged(&rv, rv_snap))
             sbn_test_fail(__FILE__, __LINE__, "running_var of %s changed", desc);
-    free(rm_snap);
-    free(rv_snap);
-    free(total);
-    tsup_free(&rm);
-    tsup_free(&rv);
-    tsup_free(&mean);
-    tsup_free(&invstd);
+    TSUP_FREE_ALL(rm_snap, rv_snap, total);
+    TSUP_BUF_FREE(&rm, &rv, &mean, &invstd);
 }
 
 /* Builds the op's inputs from synthetic ranks and checks it against ref_merge. */
@@ -353,7 +334,7 @@ static void check_synthetic(gather_kind kind, const ranks *rk, int opts, sbn_dty
                             sbn_dtype count_dtype, tsup_layout layout, sbn_dtype out,
                             uint64_t seed)
 {
-    double *a = dalloc(rk->w * rk->c), *b = dalloc(rk->w * rk->c);
+    double *a = tsup_alloc_fill(rk->w * rk->c, 0.0), *b = tsup_alloc_fill(rk->w * rk->c, 0.0);
     gather_in g;
     expect e = expect_alloc(rk->c, seed);
     tols t;
@@ -363,9 +344,7 @@ static void check_synthetic(gather_kind kind, const ranks *rk, int opts, sbn_dty
     t = tols_for(kind, rk, &e, mid, out, EPS);
     check_gather(&g, opts, MOMENTUM, EPS, out, &e, &t);
     gin_free(&g);
-    free(e.store);
-    free(a);
-    free(b);
+    TSUP_FREE_ALL(e.store, a, b);
 }
 
 /* Random ranks with the given counts; zero-count ranks get NaN mean and var. */
@@ -444,7 +423,7 @@ static void local_op(gather_kind kind, const double *x, int64_t n, sbn_dtype mid
     if (kind == G_COUNTS) sbn_stats_workspace_size(&xb.view, &bytes);
     if (kind == G_MOMENTS) sbn_stats_moments_workspace_size(&xb.view, &bytes);
     if (kind == G_SUMS) sbn_reduce_workspace_size(&xb.view, &bytes);
-    ws = ws_alloc(bytes);
+    ws = tsup_ws_alloc(bytes);
     if (kind == G_COUNTS) st = sbn_stats(&xb.view, EPS, &oa.view, &ob.view, ws, bytes, NULL);
     else if (kind == G_SUMS) st = sbn_reduce(&xb.view, &oa.view, &ob.view, ws, bytes, NULL);
     else st = sbn_stats_moments(&xb.view, m, ws, bytes, NULL);
@@ -459,9 +438,7 @@ static void local_op(gather_kind kind, const double *x, int64_t n, sbn_dtype mid
                           m[ch].count, *count);
     }
     free(ws);
-    tsup_free(&xb);
-    tsup_free(&oa);
-    tsup_free(&ob);
+    TSUP_BUF_FREE(&xb, &oa, &ob);
 }
 
 /* One split into w parts, merged by `kind`, against the whole-batch oracle. */
@@ -470,8 +447,8 @@ static void check_split(gather_kind kind, const double *x, const int64_t *sizes,
                         uint64_t seed)
 {
     ranks rk = ranks_alloc(w, SPLIT_C);
-    double *a = dalloc(w * SPLIT_C), *b = dalloc(w * SPLIT_C);
-    double *y = dalloc(SPLIT_N * SPLIT_C * SPLIT_S);
+    double *a = tsup_alloc_fill(w * SPLIT_C, 0.0), *b = tsup_alloc_fill(w * SPLIT_C, 0.0);
+    double *y = tsup_alloc_fill(SPLIT_N * SPLIT_C * SPLIT_S, 0.0);
     expect e = expect_alloc(SPLIT_C, seed);
     int64_t row = 0;
     gather_in g;
@@ -492,10 +469,7 @@ static void check_split(gather_kind kind, const double *x, const int64_t *sizes,
     check_gather(&g, OPT_ALL, MOMENTUM, EPS, out, &e, &t);
     gin_free(&g);
     ranks_free(&rk);
-    free(e.store);
-    free(a);
-    free(b);
-    free(y);
+    TSUP_FREE_ALL(e.store, a, b, y);
 }
 
 /* The split property for one kind over W = 1..7, intermediate and count dtypes. */
@@ -503,7 +477,7 @@ static void run_split(gather_kind kind)
 {
     static const sbn_dtype mids[] = {SBN_F32, SBN_F64};
     int64_t numel = SPLIT_N * SPLIT_C * SPLIT_S, i, sizes[7];
-    double *x = dalloc(numel);
+    double *x = tsup_alloc_fill(numel, 0.0);
     tsup_rng rng = tsup_rng_seed(1234);
     int w, im, ic, index = 0;
     for (i = 0; i < numel; i++) /* per-channel offsets, f32-rounded like the parts */
@@ -591,7 +565,7 @@ static void check_published(gather_kind kind, const ranks *rk, const double *rm0
                             sbn_dtype count_dtype, sbn_dtype out, const double *pub)
 {
     int64_t c = rk->c;
-    double *a = dalloc(rk->w * c), *b = dalloc(rk->w * c);
+    double *a = tsup_alloc_fill(rk->w * c, 0.0), *b = tsup_alloc_fill(rk->w * c, 0.0);
     expect e = expect_alloc(c, 0);
     tols t = {0.0, 0.0, 1e-7, 1e-7};
     gather_in g;
@@ -623,9 +597,7 @@ static void check_published(gather_kind kind, const ranks *rk, const double *rm0
     t = tols_for(kind, rk, &e, mid, out, eps);
     check_gather(&g, OPT_ALL, momentum, eps, out, &e, &t);
     gin_free(&g);
-    free(e.store);
-    free(a);
-    free(b);
+    TSUP_FREE_ALL(e.store, a, b);
 }
 
 /* aclnn-spec 2.3: SyncBatchNormGatherStats doc example. */
@@ -686,7 +658,4 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(test_cann_counts_example),
 };
 
-int main(int argc, char **argv)
-{
-    return sbn_test_main(argc, argv, k_cases, (int)(sizeof k_cases / sizeof k_cases[0]));
-}
+SBN_TEST_MAIN(k_cases)

@@ -25,127 +25,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "harness/harness.h"
 #include "ref/ref.h"
-#include "support/support.h"
+#include "support/optest.h"
+#include "support/world.h"
 #include "syncbn/layer.h"
 
-#define MAXW 8
 #define STEPS 3
 #define TIMEOUT 20.0 /* seconds: never fires in a passing run */
 #define EPS 1e-5
 
-/* ---- a world of threads ---- */
-
-typedef struct rank_ctx {
-    int rank, world;
-    sbn_comm_t *comm;
-    void *shared;
-    int failed;
-    char msg[600];
-} rank_ctx;
-
-/* Records a rank's first failure (reported by the main thread); does not return. */
-#define RNOTE(ctx, cond, ...)                                                                \
-    do {                                                                                     \
-        if (!(cond) && !(ctx)->failed) {                                                     \
-            int n_ = snprintf((ctx)->msg, sizeof (ctx)->msg, "line %d, rank %d: ", __LINE__, \
-                              (ctx)->rank);                                                  \
-            snprintf((ctx)->msg + n_, sizeof (ctx)->msg - (size_t)n_, __VA_ARGS__);           \
-            (ctx)->failed = 1;                                                               \
-        }                                                                                    \
-    } while (0)
-
-#define RSTATUS(ctx, expr, want)                                                             \
-    do {                                                                                     \
-        sbn_status got_ = (expr);                                                            \
-        RNOTE(ctx, got_ == (want), "%s returned %s, expected %s (%s)", #expr,                \
-              sbn_status_name(got_), sbn_status_name(want), sbn_last_error());              \
-    } while (0)
-
-typedef void (*rank_fn)(rank_ctx *ctx);
-typedef struct thread_arg { rank_fn fn; rank_ctx *ctx; } thread_arg;
-
-static void *rank_main(void *p)
-{
-    thread_arg *a = p;
-    a->fn(a->ctx);
-    return NULL;
-}
-
-/* Runs fn on every rank of a fresh world; returns 0 when no rank recorded a failure. */
-static int run_world(int world, double timeout, rank_fn fn, void *shared)
-{
-    sbn_comm_t *comms[MAXW];
-    rank_ctx ctx[MAXW];
-    thread_arg args[MAXW];
-    pthread_t threads[MAXW];
-    int r, bad = 0;
-    sbn_status s = sbn_comm_threads_create(world, timeout, comms);
-    if (s != SBN_OK) {
-        sbn_test_fail(__FILE__, __LINE__, "sbn_comm_threads_create(%d): %s", world,
-                      sbn_status_name(s));
-        return 1;
-    }
-    for (r = 0; r < world; r++) {
-        memset(&ctx[r], 0, sizeof ctx[r]);
-        ctx[r].rank = r;
-        ctx[r].world = world;
-        ctx[r].comm = comms[r];
-        ctx[r].shared = shared;
-        args[r].fn = fn;
-        args[r].ctx = &ctx[r];
-        if (pthread_create(&threads[r], NULL, rank_main, &args[r]) != 0) exit(1);
-    }
-    for (r = 0; r < world; r++) pthread_join(threads[r], NULL);
-    for (r = 0; r < world; r++) {
-        if (ctx[r].failed) {
-            sbn_test_fail(__FILE__, __LINE__, "world of %d: %s", world, ctx[r].msg);
-            bad = 1;
-        }
-        sbn_comm_destroy(comms[r]);
-    }
-    return bad;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double *dalloc(int64_t n, double fill)
-{
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    int64_t i;
-    for (i = 0; i < n; i++) v[i] = fill;
-    return v;
-}
-
-/* |got - want| <= tol[i] elementwise (NaN matches NaN); prints the first 5 failures. */
-static int close_tol(const char *what, const double *got, const double *want, const double *tol,
-                     int64_t n)
-{
-    int64_t i, bad = 0;
-    for (i = 0; i < n; i++) {
-        double diff = fabs(got[i] - want[i]);
-        if ((isnan(got[i]) && isnan(want[i])) || diff <= tol[i]) continue;
-        if (bad < 5)
-            fprintf(stderr, "    %s[%lld]: got %.17g, want %.17g, diff %.3g (tol %.3g)\n", what,
-                    (long long)i, got[i], want[i], diff, tol[i]);
-        bad++;
-    }
-    if (bad) fprintf(stderr, "    %s: %lld of %lld differ\n", what, (long long)bad, (long long)n);
-    return bad == 0;
-}
-
 /* srel[c]: relative error of the double statistics, 8 R u64 (1 + |mean|/std) (numerics.md). */
 static void stats_rel(const double *x, int64_t n, int64_t C, int64_t S, double *srel)
 {
-    double *mean = dalloc(C, 0), *var = dalloc(C, 0);
+    double *mean = tsup_alloc_fill(C, 0), *var = tsup_alloc_fill(C, 0);
     int64_t c;
     ref_mean_var(x, n, C, S, mean, var);
     for (c = 0; c < C; c++)
@@ -213,24 +107,24 @@ enum { P_SM, P_SI, P_GW, P_GB, P_RM, P_RV, P_COUNT };
 
 typedef struct prop_data {
     const prop_spec *sp;
-    int64_t c, s, ntot, n[MAXW], off[MAXW];
+    int64_t c, s, ntot, n[TSUP_MAX_WORLD], off[TSUP_MAX_WORLD];
     double *x[STEPS], *dy[STEPS], *y[STEPS], *gi[STEPS]; /* whole batch; ranks fill y, gi */
     double *w, *b, *rm0, *rv0;
-    double *pc; /* [MAXW][STEPS][P_COUNT][C]: what each rank's per-channel tensors held */
-    int64_t count[MAXW][STEPS], nbt[MAXW][STEPS];
+    double *pc; /* [TSUP_MAX_WORLD][STEPS][P_COUNT][C]: what each rank's per-channel tensors held */
+    int64_t count[TSUP_MAX_WORLD][STEPS], nbt[TSUP_MAX_WORLD][STEPS];
 } prop_data;
 
 #define PC(d, r, k, which) \
     ((d)->pc + ((((size_t)(r) * STEPS + (size_t)(k)) * P_COUNT + (which)) * (size_t)(d)->c))
 
-static void rank_prop(rank_ctx *cx)
+static void rank_prop(tsup_rank *cx)
 {
     prop_data *d = cx->shared;
     const prop_spec *sp = d->sp;
     int r = cx->rank, k, j;
     int64_t shape[4] = {d->n[r], d->c, 2, 3}, base = d->off[r] * d->c * d->s, nbt = 0;
     int64_t numel = d->n[r] * d->c * d->s;
-    double *nanv = dalloc(numel > d->c ? numel : d->c, NAN);
+    double *nanv = tsup_alloc_fill(numel > d->c ? numel : d->c, NAN);
     tsup_buf wt = tsup_make_1d(sp->pdt, d->c, d->w), bs = tsup_make_1d(sp->pdt, d->c, d->b);
     tsup_buf pcb[P_COUNT];
     sbn_dtype pdts[P_COUNT] = {sp->sdt, sp->sdt, sp->pdt, sp->pdt, sp->pdt, sp->pdt};
@@ -253,19 +147,19 @@ static void rank_prop(rank_ctx *cx)
         sbn_tensor *rm = sp->tracking ? &pcb[P_RM].view : NULL;
         sbn_tensor *rv = sp->tracking ? &pcb[P_RV].view : NULL;
         if (k == 0) {
-            RSTATUS(cx, sbn_syncbn_workspace_size(&x.view, cx->world, &bytes), SBN_OK);
+            RNOTE_STATUS(cx, sbn_syncbn_workspace_size(&x.view, cx->world, &bytes), SBN_OK);
             ws = malloc(bytes ? bytes : 1);
         }
         /* No early return: a rank that stopped would leave its peers waiting. */
-        RSTATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &x.view, w, b, rm, rv, &nbt, &y.view,
-                                       &pcb[P_SM].view, &pcb[P_SI].view, &d->count[r][k], ws,
-                                       bytes, NULL), SBN_OK);
+        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &x.view, w, b, rm, rv, &nbt, &y.view,
+                                            &pcb[P_SM].view, &pcb[P_SI].view, &d->count[r][k], ws,
+                                            bytes, NULL), SBN_OK);
         d->nbt[r][k] = nbt;
         tsup_read(&y.view, d->y[k] + base);
-        RSTATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &dy.view, &x.view, w, rm, rv,
-                                        &pcb[P_SM].view, &pcb[P_SI].view, d->count[r][k],
-                                        &gi.view, &pcb[P_GW].view, &pcb[P_GB].view, ws, bytes,
-                                        NULL), SBN_OK);
+        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &dy.view, &x.view, w, rm, rv,
+                                             &pcb[P_SM].view, &pcb[P_SI].view, d->count[r][k],
+                                             &gi.view, &pcb[P_GW].view, &pcb[P_GB].view, ws, bytes,
+                                             NULL), SBN_OK);
         tsup_read(&gi.view, d->gi[k] + base);
         for (j = 0; j < P_COUNT; j++) {
             tsup_read(&pcb[j].view, PC(d, r, k, j));
@@ -273,10 +167,7 @@ static void rank_prop(rank_ctx *cx)
         }
         RNOTE(cx, tsup_guard_intact(&y) && tsup_guard_intact(&gi), "step %d: write outside y/gi",
               k);
-        tsup_free(&x);
-        tsup_free(&dy);
-        tsup_free(&y);
-        tsup_free(&gi);
+        TSUP_BUF_FREE(&x, &dy, &y, &gi);
     }
     for (j = 0; j < P_COUNT; j++) tsup_free(&pcb[j]);
     tsup_free(&wt);
@@ -292,12 +183,16 @@ static void prop_check(const prop_data *d, const char *desc)
     int64_t C = d->c, S = d->s, R = d->ntot * S, numel = d->ntot * C * S, ch;
     double u64 = ldexp(1.0, -53), uo = tsup_unit_roundoff(sp->xdt);
     double up = tsup_unit_roundoff(sp->pdt), us = tsup_unit_roundoff(sp->sdt);
-    double *mean = dalloc(C, 0), *is = dalloc(C, 0), *var = dalloc(C, 0), *ms = dalloc(C, 0);
-    double *iss = dalloc(C, 0), *srel = dalloc(C, 0), *uc = dalloc(C, 0), *orm = dalloc(C, 0);
-    double *orv = dalloc(C, 0), *trm = dalloc(C, 0), *trv = dalloc(C, 0), *avg = dalloc(2 * C, 0);
-    double *want = dalloc(6 * C, 0), *tol = dalloc(6 * C, 0), *sum = dalloc(2 * C, 0);
-    double *absdy = dalloc(C, 0), *absdx = dalloc(C, 0), *ady = dalloc(C, 0), *adx = dalloc(C, 0);
-    double *wnt = dalloc(numel, 0), *tl = dalloc(numel, 0), *big = dalloc(C, 0);
+    double *mean = tsup_alloc_fill(C, 0), *is = tsup_alloc_fill(C, 0), *var = tsup_alloc_fill(C, 0);
+    double *ms = tsup_alloc_fill(C, 0), *iss = tsup_alloc_fill(C, 0), *srel = tsup_alloc_fill(C, 0);
+    double *uc = tsup_alloc_fill(C, 0), *orm = tsup_alloc_fill(C, 0), *orv = tsup_alloc_fill(C, 0);
+    double *trm = tsup_alloc_fill(C, 0), *trv = tsup_alloc_fill(C, 0);
+    double *avg = tsup_alloc_fill(2 * C, 0), *want = tsup_alloc_fill(6 * C, 0);
+    double *tol = tsup_alloc_fill(6 * C, 0), *sum = tsup_alloc_fill(2 * C, 0);
+    double *absdy = tsup_alloc_fill(C, 0), *absdx = tsup_alloc_fill(C, 0);
+    double *ady = tsup_alloc_fill(C, 0), *adx = tsup_alloc_fill(C, 0);
+    double *wnt = tsup_alloc_fill(numel, 0), *tl = tsup_alloc_fill(numel, 0);
+    double *big = tsup_alloc_fill(C, 0);
     const double *wv = sp->affine ? d->w : NULL, *bv = sp->affine ? d->b : NULL;
     int k, r;
 
@@ -338,14 +233,14 @@ static void prop_check(const prop_data *d, const char *desc)
                       2.0 * m * vu * srel[ch] + 2.0 * up * fabs(orv[ch]);
         }
         fwd_tol(d->x[k], d->ntot, C, S, wv, bv, mean, is, srel, uo, wnt, tl);
-        CHECK_MSG(close_tol("y", d->y[k], wnt, tl, numel), "%s step %d: y differs", desc, k);
+        CHECK_MSG(tsup_close_tol("y", d->y[k], wnt, tl, numel), "%s step %d: y differs", desc, k);
         for (r = 0; r < sp->world; r++) {
-            CHECK_MSG(close_tol("save_mean", PC(d, r, k, P_SM), want, tol, C) &&
-                      close_tol("save_invstd", PC(d, r, k, P_SI), want + C, tol + C, C),
+            CHECK_MSG(tsup_close_tol("save_mean", PC(d, r, k, P_SM), want, tol, C) &&
+                      tsup_close_tol("save_invstd", PC(d, r, k, P_SI), want + C, tol + C, C),
                       "%s step %d: rank %d save_* differ", desc, k, r);
             if (!sp->tracking) continue;
-            CHECK_MSG(close_tol("running_mean", PC(d, r, k, P_RM), orm, trm, C) &&
-                      close_tol("running_var", PC(d, r, k, P_RV), orv, trv, C),
+            CHECK_MSG(tsup_close_tol("running_mean", PC(d, r, k, P_RM), orm, trm, C) &&
+                      tsup_close_tol("running_var", PC(d, r, k, P_RV), orv, trv, C),
                       "%s step %d: rank %d running stats differ", desc, k, r);
             CHECK_MSG(memcmp(PC(d, r, k, P_RM), PC(d, 0, k, P_RM), 2 * (size_t)C * 8) == 0,
                       "%s step %d: running stats of rank %d differ from rank 0's", desc, k, r);
@@ -354,8 +249,8 @@ static void prop_check(const prop_data *d, const char *desc)
         ref_batch_norm_backward_train(d->dy[k], d->x[k], d->ntot, C, S, wv, ms, iss, wnt, want,
                                       want + C);
         bwd_tol(d->dy[k], d->x[k], d->ntot, C, S, wv, ms, iss, uc, uo, wnt, tl, absdy, absdx);
-        CHECK_MSG(close_tol("grad_input", d->gi[k], wnt, tl, numel), "%s step %d: grad_input "
-                  "differs", desc, k);
+        CHECK_MSG(tsup_close_tol("grad_input", d->gi[k], wnt, tl, numel),
+                  "%s step %d: grad_input differs", desc, k);
         for (ch = 0; ch < C; ch++) {
             tol[ch] = 2.0 * up * fabs(want[ch]) + 4.0 * uc[ch] * absdx[ch];
             tol[C + ch] = 2.0 * up * fabs(want[C + ch]) + 4.0 * uc[ch] * absdy[ch];
@@ -377,17 +272,18 @@ static void prop_check(const prop_data *d, const char *desc)
                 tol[2 * C + ch] += shtol[ch];
                 tol[3 * C + ch] += shtol[C + ch];
             }
-            CHECK_MSG(close_tol("grad_weight share", PC(d, r, k, P_GW), share, shtol, C) &&
-                      close_tol("grad_bias share", PC(d, r, k, P_GB), share + C, shtol + C, C),
+            CHECK_MSG(tsup_close_tol("grad_weight share", PC(d, r, k, P_GW), share, shtol, C) &&
+                      tsup_close_tol("grad_bias share", PC(d, r, k, P_GB), share + C, shtol + C,
+                                     C),
                       "%s step %d: rank %d's local parameter gradients differ", desc, k, r);
         }
         if (!sp->sync)
-            CHECK_MSG(close_tol("sum grad_weight", sum, want, tol + 2 * C, C) &&
-                      close_tol("sum grad_bias", sum + C, want + C, tol + 3 * C, C),
+            CHECK_MSG(tsup_close_tol("sum grad_weight", sum, want, tol + 2 * C, C) &&
+                      tsup_close_tol("sum grad_bias", sum + C, want + C, tol + 3 * C, C),
                       "%s step %d: parameter gradients summed over ranks differ", desc, k);
         for (r = 0; r < sp->world && sp->sync; r++)
-            CHECK_MSG(close_tol("grad_weight", PC(d, r, k, P_GW), want, tol, C) &&
-                      close_tol("grad_bias", PC(d, r, k, P_GB), want + C, tol + C, C),
+            CHECK_MSG(tsup_close_tol("grad_weight", PC(d, r, k, P_GW), want, tol, C) &&
+                      tsup_close_tol("grad_bias", PC(d, r, k, P_GB), want + C, tol + C, C),
                       "%s step %d: rank %d's synced parameter gradients differ", desc, k, r);
     }
     if (sp->cumulative) {
@@ -396,9 +292,11 @@ static void prop_check(const prop_data *d, const char *desc)
             tol[ch] = trm[ch] + 4.0 * STEPS * up * big[ch];
             tol[C + ch] = trv[ch] + 4.0 * STEPS * up * big[ch];
         }
-        CHECK_MSG(close_tol("cumulative running_mean", PC(d, 0, STEPS - 1, P_RM), avg, tol, C) &&
-                  close_tol("cumulative running_var", PC(d, 0, STEPS - 1, P_RV), avg + C, tol + C,
-                            C), "%s: the cumulative running stats are not the batch averages", desc);
+        CHECK_MSG(tsup_close_tol("cumulative running_mean", PC(d, 0, STEPS - 1, P_RM), avg, tol,
+                                 C) &&
+                  tsup_close_tol("cumulative running_var", PC(d, 0, STEPS - 1, P_RV), avg + C,
+                                 tol + C, C),
+                  "%s: the cumulative running stats are not the batch averages", desc);
     }
     free(mean); free(is); free(var); free(ms); free(iss); free(srel); free(uc); free(orm);
     free(orv); free(trm); free(trv); free(avg); free(want); free(tol); free(sum); free(absdy);
@@ -433,26 +331,26 @@ static void run_prop(const prop_spec *sp)
     }
     numel = d.ntot * d.c * d.s;
     for (k = 0; k < STEPS; k++) {
-        d.x[k] = dalloc(numel, 0);
-        d.dy[k] = dalloc(numel, 0);
-        d.y[k] = dalloc(numel, NAN);
-        d.gi[k] = dalloc(numel, NAN);
+        d.x[k] = tsup_alloc_fill(numel, 0);
+        d.dy[k] = tsup_alloc_fill(numel, 0);
+        d.y[k] = tsup_alloc_fill(numel, NAN);
+        d.gi[k] = tsup_alloc_fill(numel, NAN);
         for (i = 0; i < numel; i++)
             d.x[k][i] = tsup_round(sp->xdt, sp->x_mean + 0.25 * (double)((i / d.s) % d.c % 4) +
                                                  sp->x_std * tsup_normal(&rng));
         tsup_fill_normal(&rng, d.dy[k], numel, 0.1, 1.0, sp->xdt);
     }
-    d.w = dalloc(d.c, 0);
-    d.b = dalloc(d.c, 0);
-    d.rm0 = dalloc(d.c, 0);
-    d.rv0 = dalloc(d.c, 0);
+    d.w = tsup_alloc_fill(d.c, 0);
+    d.b = tsup_alloc_fill(d.c, 0);
+    d.rm0 = tsup_alloc_fill(d.c, 0);
+    d.rv0 = tsup_alloc_fill(d.c, 0);
     for (i = 0; i < d.c; i++) {
         d.w[i] = tsup_round(sp->pdt, tsup_normal(&rng));
         d.b[i] = tsup_round(sp->pdt, tsup_normal(&rng));
         d.rm0[i] = tsup_round(sp->pdt, sp->cumulative ? 7.0 : tsup_normal(&rng));
         d.rv0[i] = tsup_round(sp->pdt, sp->cumulative ? 9.0 : 0.5 + tsup_uniform(&rng));
     }
-    d.pc = dalloc((int64_t)MAXW * STEPS * P_COUNT * d.c, NAN);
+    d.pc = tsup_alloc_fill((int64_t)TSUP_MAX_WORLD * STEPS * P_COUNT * d.c, NAN);
     snprintf(desc, sizeof desc, "W=%d split", sp->world);
     for (r = 0; r < sp->world; r++)
         snprintf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%lld", r ? "," : " ",
@@ -463,13 +361,10 @@ static void run_prop(const prop_spec *sp)
              sbn_dtype_name(sp->xdt), sbn_dtype_name(sp->pdt), sbn_dtype_name(sp->sdt),
              tsup_layout_name(sp->layout), sp->affine, sp->tracking, sp->sync, sp->cumulative,
              sp->x_mean, sp->x_std, (unsigned long long)sp->seed);
-    if (run_world(sp->world, TIMEOUT, rank_prop, &d) == 0) prop_check(&d, desc);
+    if (tsup_run_world(sp->world, TIMEOUT, rank_prop, &d) == 0) prop_check(&d, desc);
     else fprintf(stderr, "    (in %s)\n", desc);
     for (k = 0; k < STEPS; k++) {
-        free(d.x[k]);
-        free(d.dy[k]);
-        free(d.y[k]);
-        free(d.gi[k]);
+        TSUP_FREE_ALL(d.x[k], d.dy[k], d.y[k], d.gi[k]);
     }
     free(d.w); free(d.b); free(d.rm0); free(d.rv0); free(d.pc);
 }
@@ -516,7 +411,7 @@ static void syncbn_variants(void)
 
 /* ---- (b) every rank empty ---- */
 
-static void rank_all_empty(rank_ctx *cx)
+static void rank_all_empty(tsup_rank *cx)
 {
     int64_t shape[3] = {0, 3, 2}, c = 3, nbt = 5, count = -1, i;
     double rmv[3] = {0.5, -1.0, 2.0}, rvv[3] = {1.0, 2.0, 3.0}, nanv[3] = {NAN, NAN, NAN};
@@ -539,16 +434,16 @@ static void rank_all_empty(rank_ctx *cx)
     sbn_syncbn_config_default(&cfg);
     for (sync = 0; sync < 2; sync++) {
         cfg.sync_grad_params = sync;
-        RSTATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &x.view, &w.view, &b.view, &rm.view,
-                                       &rv.view, &nbt, &y.view, &sm.view, &si.view, &count, ws,
-                                       bytes, NULL), SBN_NO_SAMPLES);
+        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &x.view, &w.view, &b.view, &rm.view,
+                                            &rv.view, &nbt, &y.view, &sm.view, &si.view, &count, ws,
+                                            bytes, NULL), SBN_NO_SAMPLES);
         RNOTE(cx, tsup_unchanged(&rm, rms) && tsup_unchanged(&rv, rvs), "running stats changed");
         RNOTE(cx, count == 0, "global_count %lld", (long long)count);
         RNOTE(cx, nbt == 6 + sync, "num_batches_tracked %lld (PyTorch counts every training "
               "call)", (long long)nbt);
-        RSTATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &dy.view, &x.view, &w.view, NULL, NULL,
-                                        &sm.view, &si.view, count, &gi.view, &gw.view, &gb.view,
-                                        ws, bytes, NULL), SBN_OK);
+        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &dy.view, &x.view, &w.view, NULL, NULL,
+                                             &sm.view, &si.view, count, &gi.view, &gw.view, &gb.view,
+                                             ws, bytes, NULL), SBN_OK);
         for (i = 0; i < c; i++)
             RNOTE(cx, tsup_get1(&gw.view, i) == 0.0 && tsup_get1(&gb.view, i) == 0.0,
                   "sync=%d: channel %lld: grad_weight %g, grad_bias %g; an empty world has zero "
@@ -558,9 +453,7 @@ static void rank_all_empty(rank_ctx *cx)
     tsup_free(&x); tsup_free(&dy); tsup_free(&y); tsup_free(&gi); tsup_free(&w); tsup_free(&b);
     tsup_free(&rm); tsup_free(&rv); tsup_free(&sm); tsup_free(&si); tsup_free(&gw);
     tsup_free(&gb);
-    free(rms);
-    free(rvs);
-    free(ws);
+    TSUP_FREE_ALL(rms, rvs, ws);
 }
 
 static void all_ranks_empty(void)
@@ -568,7 +461,7 @@ static void all_ranks_empty(void)
     static const int worlds[] = {1, 3, 4};
     int k;
     for (k = 0; k < 3; k++)
-        if (run_world(worlds[k], TIMEOUT, rank_all_empty, NULL)) return;
+        if (tsup_run_world(worlds[k], TIMEOUT, rank_all_empty, NULL)) return;
 }
 
 /* ---- (c) eval makes no collective ---- */
@@ -584,7 +477,7 @@ typedef struct eval_shared {
     double y[2][EN * EC * ES], gi[2][EN * EC * ES], pc[2][5][EC]; /* sm, si, gw, gb, nbt */
 } eval_shared;
 
-static void rank_eval(rank_ctx *cx)
+static void rank_eval(tsup_rank *cx)
 {
     eval_shared *sh = cx->shared;
     int64_t shape[3] = {EN, EC, ES}, c = EC, nbt = 4, count;
@@ -598,7 +491,7 @@ static void rank_eval(rank_ctx *cx)
 
     if (cx->rank == 1) { /* calls nothing until rank 0 is done */
         pthread_barrier_wait(&sh->done);
-        RSTATUS(cx, sbn_comm_barrier(cx->comm), SBN_OK);
+        RNOTE_STATUS(cx, sbn_comm_barrier(cx->comm), SBN_OK);
         return;
     }
     x = tsup_make(SBN_F32, 3, shape, TSUP_CHANNELS_LAST, sh->x);
@@ -613,7 +506,7 @@ static void rank_eval(rank_ctx *cx)
     ws = malloc(bytes);
     sbn_syncbn_config_default(&cfg);
     cfg.training = 0;
-    t0 = now();
+    t0 = tsup_now();
     for (mode = 0; mode < 2; mode++) { /* 0: with running stats, 1: track_running_stats off */
         sbn_tensor *rmv = mode ? NULL : &rm.view, *rvv = mode ? NULL : &rv.view;
         for (j = 0; j < 4; j++) pcb[j] = tsup_make_1d(SBN_F32, c, three);
@@ -634,11 +527,11 @@ static void rank_eval(rank_ctx *cx)
         }
         sh->pc[mode][4][0] = (double)nbt;
     }
-    sh->elapsed = now() - t0;
+    sh->elapsed = tsup_now() - t0;
     sh->drm = tsup_get1(&rm.view, 0) - sh->rm[0];
     sh->drv = tsup_get1(&rv.view, 0) - sh->rv[0];
     pthread_barrier_wait(&sh->done);
-    RSTATUS(cx, sbn_comm_barrier(cx->comm), SBN_OK); /* the world is intact, calls in step */
+    RNOTE_STATUS(cx, sbn_comm_barrier(cx->comm), SBN_OK); /* the world is intact, calls in step */
     tsup_free(&x); tsup_free(&dy); tsup_free(&y); tsup_free(&gi); tsup_free(&w); tsup_free(&b);
     tsup_free(&rm); tsup_free(&rv);
     free(ws);
@@ -680,11 +573,11 @@ static void eval_check(eval_shared *sh)
                 tol[c] = 2.0 * u32 * fabs(mean[c]) + srel[c] / is[c];
                 tol[EC + c] = (2.0 * u32 + srel[c]) * is[c];
             }
-            CHECK_MSG(close_tol("save_mean", sh->pc[1][0], mean, tol, EC) &&
-                      close_tol("save_invstd", sh->pc[1][1], is, tol + EC, EC),
+            CHECK_MSG(tsup_close_tol("save_mean", sh->pc[1][0], mean, tol, EC) &&
+                      tsup_close_tol("save_invstd", sh->pc[1][1], is, tol + EC, EC),
                       "eval without running stats: save_* are not this rank's batch stats");
         }
-        CHECK_MSG(close_tol("eval y", sh->y[mode], want, tl, NUM), "eval mode %d: y differs",
+        CHECK_MSG(tsup_close_tol("eval y", sh->y[mode], want, tl, NUM), "eval mode %d: y differs",
                   mode);
         for (c = 0; c < EC; c++)
             uc[c] = 4.0 * EN * ES * u64 + (mode ? 4.0 * u32 + 2.0 * srel[c] : 0.0);
@@ -700,9 +593,9 @@ static void eval_check(eval_shared *sh)
             tol[c] = 2.0 * u32 * fabs(gw[c]) + 4.0 * uc[c] * absdx[c];
             tol[EC + c] = 2.0 * u32 * fabs(gb[c]) + 4.0 * uc[c] * absdy[c];
         }
-        CHECK_MSG(close_tol("eval grad_input", sh->gi[mode], want, tl, NUM) &&
-                  close_tol("eval grad_weight", sh->pc[mode][2], gw, tol, EC) &&
-                  close_tol("eval grad_bias", sh->pc[mode][3], gb, tol + EC, EC),
+        CHECK_MSG(tsup_close_tol("eval grad_input", sh->gi[mode], want, tl, NUM) &&
+                  tsup_close_tol("eval grad_weight", sh->pc[mode][2], gw, tol, EC) &&
+                  tsup_close_tol("eval grad_bias", sh->pc[mode][3], gb, tol + EC, EC),
                   "eval mode %d: backward differs", mode);
     }
 }
@@ -719,18 +612,16 @@ static void eval_makes_no_collective(void)
     tsup_fill_normal(&rng, sh->rm, EC, 0.5, 0.5, SBN_F32);
     tsup_fill_normal(&rng, sh->rv, EC, 3.0, 0.5, SBN_F32);
     /* Timeout 0.5 s: a collective on rank 0 alone would take that long and fail. */
-    if (run_world(2, 0.5, rank_eval, sh) == 0) eval_check(sh);
+    if (tsup_run_world(2, 0.5, rank_eval, sh) == 0) eval_check(sh);
     pthread_barrier_destroy(&sh->done);
     free(sh);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(syncbn_equals_whole_batch),
-        SBN_TEST_CASE(syncbn_variants),
-        SBN_TEST_CASE(all_ranks_empty),
-        SBN_TEST_CASE(eval_makes_no_collective),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(syncbn_equals_whole_batch),
+    SBN_TEST_CASE(syncbn_variants),
+    SBN_TEST_CASE(all_ranks_empty),
+    SBN_TEST_CASE(eval_makes_no_collective),
+};
+
+SBN_TEST_MAIN(k_cases)

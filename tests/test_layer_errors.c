@@ -18,115 +18,18 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "harness/harness.h"
 #include "ref/ref.h"
 #include "support/support.h"
+#include "support/world.h"
 #include "syncbn/layer.h"
 
-#define MAXW 8
 #define TIMEOUT 20.0 /* seconds: never fires in a passing run */
 #define SHORT 0.5    /* the timeout of worlds where a rank skips a call */
-
-/* ---- a world of threads ---- */
-
-typedef struct rank_ctx {
-    int rank, world;
-    sbn_comm_t *comm;
-    void *shared;
-    pthread_barrier_t *end; /* every rank waits here before returning */
-    int failed;
-    char msg[800];
-} rank_ctx;
-
-/* Records a rank's first failure (reported by the main thread); does not return. */
-#define RNOTE(ctx, cond, ...)                                                                \
-    do {                                                                                     \
-        if (!(cond) && !(ctx)->failed) {                                                     \
-            int n_ = snprintf((ctx)->msg, sizeof (ctx)->msg, "line %d, rank %d: ", __LINE__, \
-                              (ctx)->rank);                                                  \
-            snprintf((ctx)->msg + n_, sizeof (ctx)->msg - (size_t)n_, __VA_ARGS__);           \
-            (ctx)->failed = 1;                                                               \
-        }                                                                                    \
-    } while (0)
-
-#define RSTATUS(ctx, expr, want)                                                             \
-    do {                                                                                     \
-        sbn_status got_ = (expr);                                                            \
-        RNOTE(ctx, got_ == (want), "%s returned %s, expected %s (%s)", #expr,                \
-              sbn_status_name(got_), sbn_status_name(want), sbn_last_error());              \
-    } while (0)
-
-/* Notes a failure unless the last error sentence holds `needle` (NULL: nothing to check). */
-static void rhas(rank_ctx *ctx, int line, const char *needle)
-{
-    char where[32];
-    snprintf(where, sizeof where, "line %d", line);
-    RNOTE(ctx, needle == NULL || strstr(sbn_last_error(), needle) != NULL,
-          "%s: message \"%s\" lacks \"%s\"", where, sbn_last_error(), needle);
-}
-#define RHAS(ctx, needle) rhas(ctx, __LINE__, needle)
-
-typedef void (*rank_fn)(rank_ctx *ctx);
-typedef struct thread_arg { rank_fn fn; rank_ctx *ctx; } thread_arg;
-
-static void *rank_main(void *p)
-{
-    thread_arg *a = p;
-    a->fn(a->ctx);
-    pthread_barrier_wait(a->ctx->end); /* a skipping rank keeps its handle until all are done */
-    return NULL;
-}
-
-static int run_world(int world, double timeout, rank_fn fn, void *shared)
-{
-    sbn_comm_t *comms[MAXW];
-    rank_ctx ctx[MAXW];
-    thread_arg args[MAXW];
-    pthread_t threads[MAXW];
-    pthread_barrier_t end;
-    int r, bad = 0;
-    sbn_status s = sbn_comm_threads_create(world, timeout, comms);
-    if (s != SBN_OK) {
-        sbn_test_fail(__FILE__, __LINE__, "sbn_comm_threads_create(%d): %s", world,
-                      sbn_status_name(s));
-        return 1;
-    }
-    pthread_barrier_init(&end, NULL, (unsigned)world);
-    for (r = 0; r < world; r++) {
-        memset(&ctx[r], 0, sizeof ctx[r]);
-        ctx[r].rank = r;
-        ctx[r].world = world;
-        ctx[r].comm = comms[r];
-        ctx[r].shared = shared;
-        ctx[r].end = &end;
-        args[r].fn = fn;
-        args[r].ctx = &ctx[r];
-        if (pthread_create(&threads[r], NULL, rank_main, &args[r]) != 0) exit(1);
-    }
-    for (r = 0; r < world; r++) pthread_join(threads[r], NULL);
-    pthread_barrier_destroy(&end);
-    for (r = 0; r < world; r++) {
-        if (ctx[r].failed) {
-            sbn_test_fail(__FILE__, __LINE__, "world of %d: %s", world, ctx[r].msg);
-            bad = 1;
-        }
-        sbn_comm_destroy(comms[r]);
-    }
-    return bad;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- one rank's tensors: x (n, c, 2) channels-last and every output, with snapshots ---- */
 
@@ -211,14 +114,14 @@ static void bufs_free(rank_bufs *rb)
 
 #define V(rb, k) (&(rb)->t[k].view)
 
-static sbn_status fwd(rank_ctx *cx, rank_bufs *rb, const sbn_syncbn_config *cfg)
+static sbn_status fwd(tsup_rank *cx, rank_bufs *rb, const sbn_syncbn_config *cfg)
 {
     return sbn_syncbn_forward(cx->comm, cfg, V(rb, B_X), V(rb, B_W), V(rb, B_B), V(rb, B_RM),
                               V(rb, B_RV), &rb->nbt, V(rb, B_Y), V(rb, B_SM), V(rb, B_SI),
                               &rb->count, rb->ws, rb->bytes, NULL);
 }
 
-static sbn_status bwd(rank_ctx *cx, rank_bufs *rb, const sbn_syncbn_config *cfg, int64_t count)
+static sbn_status bwd(tsup_rank *cx, rank_bufs *rb, const sbn_syncbn_config *cfg, int64_t count)
 {
     return sbn_syncbn_backward(cx->comm, cfg, V(rb, B_DY), V(rb, B_X), V(rb, B_W), V(rb, B_RM),
                                V(rb, B_RV), V(rb, B_SM), V(rb, B_SI), count, V(rb, B_GI),
@@ -270,7 +173,7 @@ static const err_case k_err_cases[] = {
      NULL},
 };
 
-static void rank_err(rank_ctx *cx)
+static void rank_err(tsup_rank *cx)
 {
     const err_case *ec = cx->shared;
     int odd = cx->rank == ec->odd, backward = ec->kind >= K_BWD_GI_SHAPE;
@@ -285,10 +188,10 @@ static void rank_err(rank_ctx *cx)
 
     bufs_make(&rb, 1 + cx->rank % 3, c, dt, 40 + (uint64_t)cx->rank, cx->world);
     sbn_syncbn_config_default(&cfg);
-    if (backward) RSTATUS(cx, fwd(cx, &rb, &cfg), SBN_OK);
+    if (backward) RNOTE_STATUS(cx, fwd(cx, &rb, &cfg), SBN_OK);
     bufs_snapshot(&rb);
     bad_y = tsup_make(SBN_F32, 3, wrong, TSUP_CHANNELS_FIRST, NULL);
-    t0 = now();
+    t0 = tsup_now();
     if (!odd) {
         got = backward ? bwd(cx, &rb, &cfg, rb.count) : fwd(cx, &rb, &cfg);
     } else {
@@ -316,14 +219,14 @@ static void rank_err(rank_ctx *cx)
         case K_BWD_SKIP: break; /* calls nothing */
         }
     }
-    took = now() - t0;
+    took = tsup_now() - t0;
     RNOTE(cx, got == want, "%s: returned %s, expected %s (%s)", ec->name, sbn_status_name(got),
           sbn_status_name(want), sbn_last_error());
     if (got != SBN_OK) {
         RNOTE(cx, odd || strstr(sbn_last_error(), "rank") != NULL, "%s: the sentence \"%s\" "
               "names no rank", ec->name, sbn_last_error());
-        RHAS(cx, odd ? ec->msg_odd : ec->msg_peers);
-        RHAS(cx, ec->msg_all);
+        RNOTE_HAS(cx, odd ? ec->msg_odd : ec->msg_peers);
+        RNOTE_HAS(cx, ec->msg_all);
     }
     if (want == SBN_ERR_TIMEOUT)
         RNOTE(cx, took >= 0.8 * SHORT && took < 10.0 * SHORT, "%s: timed out after %g s",
@@ -342,7 +245,7 @@ static void odd_rank_fails_everywhere(void)
     for (k = 0; k < sizeof k_err_cases / sizeof k_err_cases[0]; k++) {
         const err_case *ec = &k_err_cases[k];
         int skip = ec->kind == K_SKIP || ec->kind == K_BWD_SKIP;
-        if (run_world(ec->world, skip ? SHORT : TIMEOUT, rank_err, (void *)ec)) {
+        if (tsup_run_world_held(ec->world, skip ? SHORT : TIMEOUT, rank_err, (void *)ec)) {
             fprintf(stderr, "    (case \"%s\")\n", ec->name);
             return;
         }
@@ -359,13 +262,13 @@ typedef struct guard_case {
 
 typedef struct guard_shared {
     const guard_case *gc;
-    double x[MAXW][64];          /* each rank's x, logical row-major (rounded) */
-    double rm[MAXW][3], rv[MAXW][3];
+    double x[TSUP_MAX_WORLD][64]; /* each rank's x, logical row-major (rounded) */
+    double rm[TSUP_MAX_WORLD][3], rv[TSUP_MAX_WORLD][3];
     double rm0[3], rv0[3];
-    int64_t n[MAXW];
+    int64_t n[TSUP_MAX_WORLD];
 } guard_shared;
 
-static void rank_guard(rank_ctx *cx)
+static void rank_guard(tsup_rank *cx)
 {
     guard_shared *sh = cx->shared;
     const guard_case *gc = sh->gc;
@@ -444,7 +347,7 @@ static void nan_guard(void)
         guard_shared sh;
         memset(&sh, 0, sizeof sh);
         sh.gc = &cases[k];
-        if (run_world(cases[k].world, TIMEOUT, rank_guard, &sh)) {
+        if (tsup_run_world_held(cases[k].world, TIMEOUT, rank_guard, &sh)) {
             fprintf(stderr, "    (case %zu: bad value %g on rank %d, nan_guard %d)\n", k,
                     cases[k].bad, cases[k].bad_rank, cases[k].guard);
             return;
@@ -462,7 +365,7 @@ static void single_sample_world(void)
     int r, c;
     memset(&sh, 0, sizeof sh);
     sh.gc = &plain;
-    if (run_world(plain.world, TIMEOUT, rank_guard, &sh)) return;
+    if (tsup_run_world_held(plain.world, TIMEOUT, rank_guard, &sh)) return;
     for (r = 0; r < plain.world; r++)
         for (c = 0; c < 3; c++) {
             double want = 0.9 * sh.rm0[c] + 0.1 * sh.x[0][c];
@@ -474,15 +377,13 @@ static void single_sample_world(void)
         }
     memset(&sh, 0, sizeof sh);
     sh.gc = &inf; /* the single sample is Inf: the guard must still refuse it */
-    run_world(inf.world, TIMEOUT, rank_guard, &sh);
+    tsup_run_world_held(inf.world, TIMEOUT, rank_guard, &sh);
 }
 
-int main(int argc, char **argv)
-{
-    static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(odd_rank_fails_everywhere),
-        SBN_TEST_CASE(nan_guard),
-        SBN_TEST_CASE(single_sample_world),
-    };
-    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
-}
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(odd_rank_fails_everywhere),
+    SBN_TEST_CASE(nan_guard),
+    SBN_TEST_CASE(single_sample_world),
+};
+
+SBN_TEST_MAIN(k_cases)

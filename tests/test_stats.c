@@ -18,19 +18,13 @@
 
 #include "harness/harness.h"
 #include "ref/ref.h"
-#include "support/support.h"
+#include "support/optest.h"
 #include "syncbn/ops.h"
 
 #define EPS 1e-5
 
 static const sbn_dtype k_in_dtypes[] = {SBN_F32, SBN_F64, SBN_F16, SBN_BF16};
 static const tsup_layout k_layouts[] = {TSUP_CHANNELS_FIRST, TSUP_CHANNELS_LAST, TSUP_STRIDED};
-
-/* Workspace of `bytes` (NULL for 0). */
-static void *ws_alloc(size_t bytes)
-{
-    return bytes ? malloc(bytes) : NULL;
-}
 
 /* Per-channel data of one input, read back after dtype rounding, plus its oracle. */
 typedef struct oracle {
@@ -134,7 +128,7 @@ static void check_stats(const char *desc, const sbn_tensor *x, const oracle *o,
 
     if (sbn_stats_workspace_size(x, &bytes) != SBN_OK)
         sbn_test_fail(__FILE__, __LINE__, "stats_workspace_size failed for %s", desc);
-    ws = ws_alloc(bytes);
+    ws = tsup_ws_alloc(bytes);
     st = sbn_stats(x, EPS, &mean.view, &invstd.view, ws, bytes, pool);
     if (st != want) {
         sbn_test_fail(__FILE__, __LINE__, "sbn_stats(%s) returned %s, expected %s (%s)", desc,
@@ -165,7 +159,7 @@ static void check_moments(const char *desc, const sbn_tensor *x, const oracle *o
 
     if (sbn_stats_moments_workspace_size(x, &bytes) != SBN_OK)
         sbn_test_fail(__FILE__, __LINE__, "moments_workspace_size failed for %s", desc);
-    ws = ws_alloc(bytes);
+    ws = tsup_ws_alloc(bytes);
     st = sbn_stats_moments(x, m, ws, bytes, pool);
     if (st != SBN_OK) {
         sbn_test_fail(__FILE__, __LINE__, "sbn_stats_moments(%s) returned %s (%s)", desc,
@@ -187,10 +181,7 @@ static void check_moments(const char *desc, const sbn_tensor *x, const oracle *o
                         8 * ldexp(1.0, -53) + sum_err(o->r, o->cond)))
             sbn_test_fail(__FILE__, __LINE__, "%s differs from the oracle", what);
     }
-    free(ws);
-    free(m);
-    free(mean);
-    free(want_var);
+    TSUP_FREE_ALL(ws, m, mean, want_var);
 }
 
 /* Runs sbn_reduce on x and compares with the oracle. */
@@ -205,7 +196,7 @@ static void check_reduce(const char *desc, const sbn_tensor *x, const oracle *o,
 
     if (sbn_reduce_workspace_size(x, &bytes) != SBN_OK)
         sbn_test_fail(__FILE__, __LINE__, "reduce_workspace_size failed for %s", desc);
-    ws = ws_alloc(bytes);
+    ws = tsup_ws_alloc(bytes);
     st = sbn_reduce(x, &sum.view, &sq.view, ws, bytes, pool);
     if (st != SBN_OK) {
         sbn_test_fail(__FILE__, __LINE__, "sbn_reduce(%s) returned %s (%s)", desc,
@@ -379,7 +370,7 @@ static void check_conditioning(double mean, double std, double var_tol)
     x = tsup_make(SBN_F32, 4, shape, TSUP_CHANNELS_FIRST, v);
     o = oracle_build(&x.view);
     CHECK_OK(sbn_stats_moments_workspace_size(&x.view, &bytes));
-    ws = ws_alloc(bytes);
+    ws = tsup_ws_alloc(bytes);
     CHECK_OK(sbn_stats_moments(&x.view, m, ws, bytes, NULL));
     for (ch = 0; ch < 16; ch++) {
         double got = m[ch].m2 / m[ch].count, e = rel_err(got, o.var[ch]);
@@ -423,7 +414,7 @@ static void test_cann_example(void)
         want_formula[i] = formula_invstd;
     }
     CHECK_OK(sbn_stats_workspace_size(&x.view, &bytes));
-    ws = ws_alloc(bytes);
+    ws = tsup_ws_alloc(bytes);
     CHECK_OK(sbn_stats(&x.view, 1e-5, &mean.view, &invstd.view, ws, bytes, NULL));
     tsup_read(&mean.view, got_mean);
     tsup_read(&invstd.view, got_invstd);
@@ -432,9 +423,7 @@ static void test_cann_example(void)
     CHECK(tsup_close("cann invstd vs formula", got_invstd, want_formula, 3, 0.0,
                      2 * tsup_unit_roundoff(SBN_F32)));
     free(ws);
-    tsup_free(&x);
-    tsup_free(&mean);
-    tsup_free(&invstd);
+    TSUP_BUF_FREE(&x, &mean, &invstd);
 }
 
 /* A constant channel: invstd = 1/sqrt(eps), and 0 for eps = 0 (docs/numerics.md). */
@@ -453,16 +442,14 @@ static void test_constant_channel(void)
         void *ws;
         want_invstd[0] = want_invstd[1] = eps[ie] > 0 ? 1.0 / sqrt(eps[ie]) : 0.0;
         CHECK_OK(sbn_stats_workspace_size(&x.view, &bytes));
-        ws = ws_alloc(bytes);
+        ws = tsup_ws_alloc(bytes);
         CHECK_OK(sbn_stats(&x.view, eps[ie], &mean.view, &invstd.view, ws, bytes, NULL));
         tsup_read(&mean.view, got);
         CHECK(tsup_close("constant mean", got, want_mean, 2, 0.0, 0.0));
         tsup_read(&invstd.view, got);
         CHECK(tsup_close("constant invstd", got, want_invstd, 2, 0.0, 4 * ldexp(1.0, -53)));
         free(ws);
-        tsup_free(&x);
-        tsup_free(&mean);
-        tsup_free(&invstd);
+        TSUP_BUF_FREE(&x, &mean, &invstd);
     }
 }
 
@@ -488,7 +475,7 @@ static sbn_status run_all(const sbn_tensor *x, sbn_pool_t *pool, op_bytes *out)
     if ((st = sbn_reduce_workspace_size(x, &b3)) != SBN_OK) return st;
     bytes = b1 > b2 ? b1 : b2;
     bytes = bytes > b3 ? bytes : b3;
-    ws = ws_alloc(bytes);
+    ws = tsup_ws_alloc(bytes);
     st = sbn_stats(x, EPS, &mean, &invstd, ws, b1, pool);
     if (st == SBN_OK) st = sbn_stats_moments(x, out->moments, ws, b2, pool);
     if (st == SBN_OK) st = sbn_reduce(x, &sum, &sq, ws, b3, pool);
@@ -545,7 +532,4 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(test_threads_bitwise),
 };
 
-int main(int argc, char **argv)
-{
-    return sbn_test_main(argc, argv, k_cases, (int)(sizeof k_cases / sizeof k_cases[0]));
-}
+SBN_TEST_MAIN(k_cases)

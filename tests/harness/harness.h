@@ -23,6 +23,13 @@ typedef struct sbn_test_case {
 
 int sbn_test_main(int argc, char **argv, const sbn_test_case *cases, int count);
 
+/* Defines main() running the static array `cases` (an array, not a pointer) with sbn_test_main. */
+#define SBN_TEST_MAIN(cases)                                                          \
+    int main(int argc, char **argv)                                                   \
+    {                                                                                 \
+        return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0])); \
+    }
+
 /* Marks the running case failed and prints a message (printf-style). */
 void sbn_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

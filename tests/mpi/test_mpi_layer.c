@@ -24,54 +24,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_cases.h"
 #include "ref/ref.h"
-#include "support/support.h"
+#include "support/optest.h"
 #include "syncbn/comm_mpi.h"
 #include "syncbn/layer.h"
 
 #define EPS 1e-5
 #define STEPS 2
-#define MAXP 64
 
-static int g_rank, g_size, g_failures;
-
-/* Records a failure and goes on, so that every process makes the same collectives. */
-#define EXPECT(cond, ...)                                                            \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "    FAIL rank %d, %s:%d: ", g_rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                            \
-            fputc('\n', stderr);                                                     \
-            g_failures++;                                                            \
-        }                                                                            \
-    } while (0)
-
-#define EXPECT_STATUS(got, want, what)                                                    \
-    EXPECT((got) == (want), "%s returned %s, expected %s (%s)", what, sbn_status_name(got), \
-           sbn_status_name(want), sbn_last_error())
-
-static double *dalloc(int64_t n, double fill)
-{
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    int64_t i;
-    for (i = 0; i < n; i++) v[i] = fill;
-    return v;
-}
-
-/* |got - want| <= tol[i] elementwise (NaN matches NaN); prints the first 5 failures. */
+/* |got - want| <= tol[i] elementwise (see tsup_close_tol), messages naming this rank. */
 static int close_tol(const char *what, const double *got, const double *want, const double *tol,
                      int64_t n)
 {
-    int64_t i, bad = 0;
-    for (i = 0; i < n; i++) {
-        double diff = fabs(got[i] - want[i]);
-        if ((isnan(got[i]) && isnan(want[i])) || diff <= tol[i]) continue;
-        if (bad < 5)
-            fprintf(stderr, "    rank %d %s[%lld]: got %.17g, want %.17g, diff %.3g (tol %.3g)\n",
-                    g_rank, what, (long long)i, got[i], want[i], diff, tol[i]);
-        bad++;
-    }
-    return bad == 0;
+    char named[96];
+    snprintf(named, sizeof named, "rank %d %s", g_rank, what);
+    return tsup_close_tol(named, got, want, tol, n);
 }
 
 /* ---- the property ---- */
@@ -84,7 +52,7 @@ typedef struct spec {
 } spec;
 
 typedef struct batch {
-    int64_t c, s, ntot, n[MAXP], off[MAXP];
+    int64_t c, s, ntot, n[TSUP_MPI_MAX_PROCS], off[TSUP_MPI_MAX_PROCS];
     double *x[STEPS], *dy[STEPS], w[4], b[4], rm0[4], rv0[4];
 } batch;
 
@@ -104,8 +72,8 @@ static void batch_make(const spec *sp, batch *bt)
     }
     numel = bt->ntot * bt->c * bt->s;
     for (k = 0; k < STEPS; k++) {
-        bt->x[k] = dalloc(numel, 0);
-        bt->dy[k] = dalloc(numel, 0);
+        bt->x[k] = tsup_alloc_fill(numel, 0);
+        bt->dy[k] = tsup_alloc_fill(numel, 0);
         for (i = 0; i < numel; i++)
             bt->x[k][i] = tsup_round(sp->xdt, 0.5 + 0.5 * (double)((i / bt->s) % bt->c) +
                                                   tsup_normal(&rng));
@@ -146,7 +114,8 @@ static void tolerances(const batch *bt, int k, const spec *sp, const double *mea
     }
     for (i = 0; i < R * C; i++) {
         int64_t c = (i / S) % C;
-        double xw = fabs((x[i] - mean[c]) * is[c] * bt->w[c]), mw = fabs(mean[c] * is[c] * bt->w[c]);
+        double xw = fabs((x[i] - mean[c]) * is[c] * bt->w[c]);
+        double mw = fabs(mean[c] * is[c] * bt->w[c]);
         double uc = 4.0 * (double)R * u64 + 4.0 * tsup_unit_roundoff(sp->sdt) + 2.0 * srel[c];
         double t = fabs(dy[i]) + absdy[c] / (double)R +
                    (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c])) * absdx[c] / (double)R;
@@ -179,12 +148,12 @@ static void check_property(const spec *sp)
     shape[0] = bt.n[g_rank];
     shape[1] = C;
     shape[2] = S;
-    nanv = dalloc(mine > C ? mine : C, NAN);
-    ywant = dalloc(numel, 0);
-    gwant = dalloc(numel, 0);
-    ty = dalloc(numel, 0);
-    tg = dalloc(numel, 0);
-    got = dalloc(mine, 0);
+    nanv = tsup_alloc_fill(mine > C ? mine : C, NAN);
+    ywant = tsup_alloc_fill(numel, 0);
+    gwant = tsup_alloc_fill(numel, 0);
+    ty = tsup_alloc_fill(numel, 0);
+    tg = tsup_alloc_fill(numel, 0);
+    got = tsup_alloc_fill(mine, 0);
     wt = tsup_make_1d(SBN_F32, C, bt.w);
     bs = tsup_make_1d(SBN_F32, C, bt.b);
     rm = tsup_make_1d(SBN_F32, C, bt.rm0);
@@ -197,7 +166,7 @@ static void check_property(const spec *sp)
     memcpy(orv, bt.rv0, sizeof orv);
     sbn_syncbn_config_default(&cfg);
     cfg.sync_grad_params = sp->sync;
-    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
     for (k = 0; k < STEPS; k++) {
         tsup_buf x = tsup_make(sp->xdt, 3, shape, sp->layout, bt.x[k] + at);
         tsup_buf dy = tsup_make(sp->xdt, 3, shape, sp->layout, bt.dy[k] + at);
@@ -208,10 +177,10 @@ static void check_property(const spec *sp)
         ws = malloc(bytes ? bytes : 1);
         st = sbn_syncbn_forward(comm, &cfg, &x.view, &wt.view, &bs.view, &rm.view, &rv.view, &nbt,
                                 &y.view, &sm.view, &si.view, &count, ws, bytes, NULL);
-        EXPECT_STATUS(st, SBN_OK, "forward");
+        EXPECT_STATUS_OF(st, SBN_OK, "forward");
         st = sbn_syncbn_backward(comm, &cfg, &dy.view, &x.view, &wt.view, NULL, NULL, &sm.view,
                                  &si.view, count, &gi.view, &gwb.view, &gbb.view, ws, bytes, NULL);
-        EXPECT_STATUS(st, SBN_OK, "backward");
+        EXPECT_STATUS_OF(st, SBN_OK, "backward");
         free(ws);
         EXPECT(count == bt.ntot * S && nbt == k + 1, "step %d: global_count %lld, "
                "num_batches_tracked %lld", k, (long long)count, (long long)nbt);
@@ -289,10 +258,7 @@ static void check_property(const spec *sp)
                    close_tol("sum grad_bias", shs + C, sh + C, tl + C, C), "step %d: parameter "
                    "gradients summed over the processes differ from the whole batch's", k);
         }
-        tsup_free(&x);
-        tsup_free(&dy);
-        tsup_free(&y);
-        tsup_free(&gi);
+        TSUP_BUF_FREE(&x, &dy, &y, &gi);
     }
     sbn_comm_destroy(comm);
     tsup_free(&wt); tsup_free(&bs); tsup_free(&rm); tsup_free(&rv); tsup_free(&sm);
@@ -370,15 +336,15 @@ static void all_empty(void)
     rms = tsup_snapshot(&t.rm);
     rvs = tsup_snapshot(&t.rv);
     sbn_syncbn_config_default(&cfg);
-    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
     st = small_forward(comm, &cfg, &t, &nbt, &count);
-    EXPECT_STATUS(st, SBN_NO_SAMPLES, "forward on an all-empty world");
+    EXPECT_STATUS_OF(st, SBN_NO_SAMPLES, "forward on an all-empty world");
     EXPECT(tsup_unchanged(&t.rm, rms) && tsup_unchanged(&t.rv, rvs), "running stats changed");
     EXPECT(count == 0, "global_count %lld", (long long)count);
     st = sbn_syncbn_backward(comm, &cfg, &t.x.view, &t.x.view, &t.w.view, NULL, NULL, &t.sm.view,
                              &t.si.view, count, &t.y.view, &t.gw.view, &t.gb.view, t.ws, t.bytes,
                              NULL);
-    EXPECT_STATUS(st, SBN_OK, "backward on an all-empty world");
+    EXPECT_STATUS_OF(st, SBN_OK, "backward on an all-empty world");
     sbn_comm_destroy(comm);
     free(rms);
     free(rvs);
@@ -396,10 +362,10 @@ static void eval_alone(void)
     small_make(&t, 2, 1.0);
     sbn_syncbn_config_default(&cfg);
     cfg.training = 0;
-    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
     if (g_rank == 0) {
         sbn_status st = small_forward(comm, &cfg, &t, &nbt, &count);
-        EXPECT_STATUS(st, SBN_OK, "eval forward on rank 0 alone");
+        EXPECT_STATUS_OF(st, SBN_OK, "eval forward on rank 0 alone");
         tsup_read(&t.x.view, xv);
         tsup_read(&t.y.view, yv);
         for (i = 0; i < 3; i++) {
@@ -415,7 +381,7 @@ static void eval_alone(void)
     MPI_Barrier(MPI_COMM_WORLD);
     /* The handle is still in step on every process: a training call goes through. */
     cfg.training = 1;
-    EXPECT_STATUS(small_forward(comm, &cfg, &t, &nbt, &count), SBN_OK, "training after eval");
+    EXPECT_STATUS_OF(small_forward(comm, &cfg, &t, &nbt, &count), SBN_OK, "training after eval");
     sbn_comm_destroy(comm);
     small_free(&t);
 }
@@ -436,9 +402,9 @@ static void failing_rank(void)
     sbn_syncbn_config_default(&cfg);
     if (odd) cfg.eps = -1.0;
     snprintf(name, sizeof name, "rank %d (SBN_ERR_BAD_VALUE)", g_size - 1);
-    EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
     st = small_forward(comm, &cfg, &t, &nbt, &count);
-    EXPECT_STATUS(st, odd ? SBN_ERR_BAD_VALUE : SBN_ERR_PEER_FAILED, "forward");
+    EXPECT_STATUS_OF(st, odd ? SBN_ERR_BAD_VALUE : SBN_ERR_PEER_FAILED, "forward");
     EXPECT(odd || strstr(sbn_last_error(), name) != NULL, "message \"%s\" lacks \"%s\"",
            sbn_last_error(), name);
     EXPECT(tsup_unchanged(&t.y, ys) && nbt == 0 && count == -1, "a failed call wrote outputs");
@@ -449,25 +415,9 @@ static void failing_rank(void)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; void (*fn)(void); } cases[] = {
+    static const mpi_case cases[] = {
         {"property", property}, {"all_empty", all_empty}, {"eval_alone", eval_alone},
         {"failing_rank", failing_rank},
     };
-    int k, n = (int)(sizeof cases / sizeof cases[0]), passed = 0, failed = 0;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    if (g_size > MAXP) MPI_Abort(MPI_COMM_WORLD, 2);
-    for (k = 0; k < n; k++) {
-        int before = g_failures, mine, total;
-        cases[k].fn();
-        mine = g_failures - before;
-        MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        if (g_rank == 0) printf("  %-4s %s\n", total ? "FAIL" : "ok", cases[k].name);
-        if (total) failed++;
-        else passed++;
-    }
-    if (g_rank == 0) printf("%d passed, %d failed\n", passed, failed);
-    MPI_Finalize();
-    return failed ? 1 : 0;
+    return mpi_run_cases(&argc, &argv, cases, TSUP_COUNT(cases), NULL);
 }
