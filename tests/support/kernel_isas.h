@@ -1,0 +1,44 @@
+/*
+ * kernel_isas.h - the kernel variants the tests walk: their names as in
+ * src/kernels/kernels.inc, the tables this machine supports, and the widest one
+ * (the one dispatch should choose), and a bitwise compare of two arrays. Shared by test_kernels.c and
+ * test_kernels_dispatch.c.
+ */
+#ifndef SBN_TEST_KERNEL_ISAS_H
+#define SBN_TEST_KERNEL_ISAS_H
+
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static const char *const k_isa_names[] = {"scalar", "avx2", "avx512"};
+#define NISA ((int)(sizeof k_isa_names / sizeof k_isa_names[0]))
+
+
+static inline int isas(const sbn_kernels **out)
+{
+    int i, n = 0;
+    for (i = 0; i < NISA; i++)
+        if ((out[n] = sbn__kernels_for(k_isa_names[i])) != NULL) n++;
+    return n;
+}
+
+static inline const char *widest_isa(void)
+{
+    int i;
+    const char *w = "scalar";
+    for (i = 0; i < NISA; i++)
+        if (sbn__kernels_for(k_isa_names[i]) != NULL) w = k_isa_names[i];
+    return w;
+}
+
+/* Index of the first differing element of size es, or -1. */
+static inline long first_diff(const void *a, const void *b, size_t count, size_t es)
+{
+    size_t i;
+    for (i = 0; i < count; i++)
+        if (memcmp((const char *)a + i * es, (const char *)b + i * es, es) != 0) return (long)i;
+    return -1;
+}
+
+#endif /* SBN_TEST_KERNEL_ISAS_H */
