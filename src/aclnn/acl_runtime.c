@@ -34,42 +34,44 @@ static int64_t g_device_refs; /* aclrtSetDevice calls not yet reset, all devices
 
 /* ---- process ---- */
 
+/* Sets the process flag to `to` unless it already holds it: then `repeat` (with why). */
+static aclError set_initialized(int to, aclError repeat, const char *op, const char *why)
+{
+    int changed;
+    pthread_mutex_lock(&g_rt_lock);
+    changed = g_initialized != to;
+    g_initialized = to;
+    pthread_mutex_unlock(&g_rt_lock);
+    return changed ? ACL_SUCCESS : sbn__acl_fail(repeat, op, "%s", why);
+}
+
 SBN_API aclError aclInit(const char *configPath)
 {
-    aclError ret = ACL_SUCCESS;
     (void)configPath; /* no acl.json setting has a CPU meaning */
-    pthread_mutex_lock(&g_rt_lock);
-    if (g_initialized)
-        ret = ACL_ERROR_REPEAT_INITIALIZE;
-    else
-        g_initialized = 1;
-    pthread_mutex_unlock(&g_rt_lock);
-    if (ret != ACL_SUCCESS)
-        sbn__acl_fail(ret, "aclInit", "aclInit was already called (call aclFinalize first)");
-    return ret;
+    return set_initialized(1, ACL_ERROR_REPEAT_INITIALIZE, "aclInit",
+                           "aclInit was already called (call aclFinalize first)");
 }
 
 SBN_API aclError aclFinalize(void)
 {
-    aclError ret = ACL_SUCCESS;
-    pthread_mutex_lock(&g_rt_lock);
-    if (!g_initialized)
-        ret = ACL_ERROR_REPEAT_FINALIZE;
-    else
-        g_initialized = 0;
-    pthread_mutex_unlock(&g_rt_lock);
-    if (ret != ACL_SUCCESS)
-        sbn__acl_fail(ret, "aclFinalize", "aclFinalize without a matching aclInit");
-    return ret;
+    return set_initialized(0, ACL_ERROR_REPEAT_FINALIZE, "aclFinalize",
+                           "aclFinalize without a matching aclInit");
 }
 
 /* ---- devices ---- */
 
+/* Any device id >= 0 names the CPU. */
+static aclError check_device_id(const char *op, int32_t deviceId)
+{
+    if (deviceId >= 0) return ACL_SUCCESS;
+    return sbn__acl_fail(ACL_ERROR_RT_INVALID_DEVICEID, op, "device id %d is negative",
+                         (int)deviceId);
+}
+
 SBN_API aclError aclrtSetDevice(int32_t deviceId)
 {
-    if (deviceId < 0)
-        return sbn__acl_fail(ACL_ERROR_RT_INVALID_DEVICEID, "aclrtSetDevice",
-                             "device id %d is negative", (int)deviceId);
+    aclError ret = check_device_id("aclrtSetDevice", deviceId);
+    if (ret != ACL_SUCCESS) return ret;
     pthread_mutex_lock(&g_rt_lock);
     g_device_refs++;
     pthread_mutex_unlock(&g_rt_lock);
@@ -79,9 +81,8 @@ SBN_API aclError aclrtSetDevice(int32_t deviceId)
 
 SBN_API aclError aclrtResetDevice(int32_t deviceId)
 {
-    if (deviceId < 0)
-        return sbn__acl_fail(ACL_ERROR_RT_INVALID_DEVICEID, "aclrtResetDevice",
-                             "device id %d is negative", (int)deviceId);
+    aclError ret = check_device_id("aclrtResetDevice", deviceId);
+    if (ret != ACL_SUCCESS) return ret;
     pthread_mutex_lock(&g_rt_lock);
     if (g_device_refs > 0) g_device_refs--;
     pthread_mutex_unlock(&g_rt_lock);
@@ -109,13 +110,20 @@ typedef struct stream_node {
 
 static stream_node *g_streams;
 
-/* 1 when s is a registered stream; the caller holds g_rt_lock. s is never dereferenced. */
+/* The link to s when s is a registered stream, else NULL; the caller holds g_rt_lock. s is
+ * never dereferenced. */
 static stream_node **find_stream_locked(const void *s)
 {
     stream_node **p;
     for (p = &g_streams; *p != NULL; p = &(*p)->next)
         if ((const void *)*p == s) return p;
     return NULL;
+}
+
+static aclError unknown_stream(const char *op, aclrtStream stream)
+{
+    return sbn__acl_fail(ACL_ERROR_RT_PARAM_INVALID, op,
+                         "stream %p was not created by aclrtCreateStream or is destroyed", stream);
 }
 
 SBN_API aclError aclrtCreateStream(aclrtStream *stream)
@@ -148,10 +156,7 @@ SBN_API aclError aclrtDestroyStream(aclrtStream stream)
         *p = s->next;
     }
     pthread_mutex_unlock(&g_rt_lock);
-    if (s == NULL)
-        return sbn__acl_fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtDestroyStream",
-                             "stream %p was not created by aclrtCreateStream or is destroyed",
-                             stream);
+    if (s == NULL) return unknown_stream("aclrtDestroyStream", stream);
     s->magic = 0;
     sbn__free(s);
     return ACL_SUCCESS;
@@ -164,10 +169,7 @@ SBN_API aclError aclrtSynchronizeStream(aclrtStream stream)
     pthread_mutex_lock(&g_rt_lock);
     known = find_stream_locked(stream) != NULL;
     pthread_mutex_unlock(&g_rt_lock);
-    if (!known)
-        return sbn__acl_fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtSynchronizeStream",
-                             "stream %p was not created by aclrtCreateStream or is destroyed",
-                             stream);
+    if (!known) return unknown_stream("aclrtSynchronizeStream", stream);
     return ACL_SUCCESS; /* every op already ran to completion */
 }
 

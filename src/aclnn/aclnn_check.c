@@ -5,8 +5,10 @@
  * aclGetRecentErrMsg() naming the op, the argument, its dtype, format and shape,
  * and the rule it broke. A pointer that is not a live aclTensor (destroyed, or
  * never made by aclCreateTensor) is refused with 161002 by every tensor check.
- * Also here: dtype and format names, the public-format test, element counts
- * and shape strings.
+ * The pairwise rules (same dtype, same format), the 5-D format rule and the
+ * channel count C (dim 1, or by format the last dim for NHWC/NDHWC) are here too,
+ * shared by the ops that apply them. Also here: dtype and format names, the
+ * public-format test, element counts and shape strings.
  */
 #include <stdio.h>
 #include <string.h>
@@ -151,8 +153,7 @@ aclnnStatus sbn__acl_check_null(const char *op, const void *p, const char *name)
 /* NULL -> 161001; a pointer that is not a live aclTensor -> 161002. */
 static aclnnStatus check_live(const char *op, const aclTensor *t, const char *name)
 {
-    aclnnStatus s = sbn__acl_check_null(op, t, name);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(sbn__acl_check_null(op, t, name));
     if (!sbn__acl_tensor_is_live(t))
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "%s (%p) is not a live aclTensor: it was destroyed or never made by "
@@ -167,8 +168,7 @@ aclnnStatus sbn__acl_check_dtype(const char *op, const aclTensor *t, const char 
     char desc[320], list[160];
     size_t used = 0;
     int i;
-    aclnnStatus s = check_live(op, t, name);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(check_live(op, t, name));
     if (allowed == NULL) return ACLNN_SUCCESS;
     for (i = 0; i < allowed->count; i++)
         if (allowed->list[i] == t->dtype) return ACLNN_SUCCESS;
@@ -184,8 +184,7 @@ aclnnStatus sbn__acl_check_dtype(const char *op, const aclTensor *t, const char 
 aclnnStatus sbn__acl_check_format(const char *op, const aclTensor *t, const char *name)
 {
     char desc[320];
-    aclnnStatus s = check_live(op, t, name);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(check_live(op, t, name));
     if (sbn__acl_format_is_public(t->format)) return ACLNN_SUCCESS;
     return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                          "%s has %s; format %d is private to the NPU, the format must be one of "
@@ -197,8 +196,7 @@ aclnnStatus sbn__acl_check_rank(const char *op, const aclTensor *t, const char *
                                 int hi)
 {
     char desc[320];
-    aclnnStatus s = check_live(op, t, name);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(check_live(op, t, name));
     if (t->ndim >= (uint64_t)(lo < 0 ? 0 : lo) && t->ndim <= (uint64_t)(hi < 0 ? 0 : hi))
         return ACLNN_SUCCESS;
     return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%s has %s; its rank %llu must be in %d..%d",
@@ -210,8 +208,7 @@ aclnnStatus sbn__acl_check_vector(const char *op, const aclTensor *t, const char
                                   int64_t c)
 {
     char desc[320];
-    aclnnStatus s = check_live(op, t, name);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(check_live(op, t, name));
     if (t->ndim == 1 && t->dims[0] == c) return ACLNN_SUCCESS;
     return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                          "%s has %s; it must be a 1-D tensor of shape [%lld] (one value per "
@@ -223,9 +220,8 @@ aclnnStatus sbn__acl_check_same_shape(const char *op, const aclTensor *t, const 
                                       const aclTensor *ref, const char *ref_name)
 {
     char desc[320], ref_shape[256];
-    aclnnStatus s = check_live(op, t, name);
-    if (s != ACLNN_SUCCESS) return s;
-    if ((s = check_live(op, ref, ref_name)) != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(check_live(op, t, name));
+    SBN_ACL_TRY(check_live(op, ref, ref_name));
     if (t->ndim == ref->ndim &&
         (t->ndim == 0 || memcmp(t->dims, ref->dims, (size_t)t->ndim * sizeof t->dims[0]) == 0))
         return ACLNN_SUCCESS;
@@ -233,4 +229,59 @@ aclnnStatus sbn__acl_check_same_shape(const char *op, const aclTensor *t, const 
                          "%s has %s; its shape must equal the shape of %s, %s", name,
                          describe(t, desc, sizeof desc), ref_name,
                          sbn__acl_shape_str(ref, ref_shape, sizeof ref_shape));
+}
+
+/* "<name> has <what> <value> but <ref_name> has <what> <ref_value>; they must be equal" */
+static aclnnStatus not_equal(const char *op, const char *what, const char *name,
+                             const char *value, const char *ref_name, const char *ref_value)
+{
+    return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                         "%s has %s %s but %s has %s %s; they must be equal", name, what, value,
+                         ref_name, what, ref_value);
+}
+
+aclnnStatus sbn__acl_check_same_dtype(const char *op, const aclTensor *t, const char *name,
+                                      const aclTensor *ref, const char *ref_name)
+{
+    if (t->dtype == ref->dtype) return ACLNN_SUCCESS;
+    return not_equal(op, "dtype", name, sbn__acl_dtype_name(t->dtype), ref_name,
+                     sbn__acl_dtype_name(ref->dtype));
+}
+
+aclnnStatus sbn__acl_check_same_format(const char *op, const aclTensor *t, const char *name,
+                                       const aclTensor *ref, const char *ref_name)
+{
+    if (t->format == ref->format) return ACLNN_SUCCESS;
+    return not_equal(op, "format", name, sbn__acl_format_name(t->format), ref_name,
+                     sbn__acl_format_name(ref->format));
+}
+
+int sbn__acl_format_is_channels_last(aclFormat format)
+{
+    return format == ACL_FORMAT_NHWC || format == ACL_FORMAT_NDHWC;
+}
+
+aclnnStatus sbn__acl_check_5d_format(const char *op, const aclTensor *t, const char *name)
+{
+    if (t->ndim == 5 && t->format != ACL_FORMAT_NCDHW && t->format != ACL_FORMAT_NDHWC)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "%s is 5-D with format %s; a 5-D tensor must be NCDHW or NDHWC",
+                             name, sbn__acl_format_name(t->format));
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus sbn__acl_check_channels(const char *op, const aclTensor *t, const char *name,
+                                    int by_format, int64_t *c)
+{
+    char shape[160];
+    int last = by_format && sbn__acl_format_is_channels_last(t->format);
+    *c = t->dims[last ? t->ndim - 1 : 1];
+    if (*c != 0) return ACLNN_SUCCESS;
+    if (by_format)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "%s has shape %s and format %s: the channel dim is 0", name,
+                             sbn__acl_shape_str(t, shape, sizeof shape),
+                             sbn__acl_format_name(t->format));
+    return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%s has shape %s: the channel dim (1) is 0",
+                         name, sbn__acl_shape_str(t, shape, sizeof shape));
 }

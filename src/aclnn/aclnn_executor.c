@@ -2,7 +2,10 @@
  * aclnn_executor.c - the aclOpExecutor of the two-phase protocol and the public
  * executor calls. Phase 1 of an op creates an executor (registered in a
  * mutex-protected list of live executors), adds the native views of its tensor
- * arguments and hands it out; phase 2 (sbn__acl_exec_run) looks the pointer up
+ * arguments and hands it out; sbn__acl_exec_build does all of that from the op's
+ * argument list and records, per argument of the op's signature, the slot its
+ * view went to (-1 for an absent one), which phase 2 reads back with
+ * sbn__acl_arg. Phase 2 (sbn__acl_exec_run) looks the pointer up
  * in the registry, so a pointer that was already run, destroyed, discarded or
  * never created is refused with a status and never dereferenced. A
  * non-repeatable executor is taken out of the registry before it runs (so two
@@ -58,6 +61,15 @@ static void unlink_locked(exec_node *n)
         g_live = n->next;
     if (n->next) n->next->prev = n->prev;
     n->prev = n->next = NULL;
+}
+
+/* Records that executor is not registered; returns code (which differs by caller). */
+static aclnnStatus not_live(aclnnStatus code, const char *op, const aclOpExecutor *executor)
+{
+    return sbn__acl_fail(code, op,
+                         "executor %p is not a live executor (already run, destroyed, or never "
+                         "created)",
+                         (const void *)executor);
 }
 
 static void free_node(exec_node *n)
@@ -120,6 +132,37 @@ sbn_tensor *sbn__acl_exec_view(aclOpExecutor *executor, int slot)
     return &executor->views[slot];
 }
 
+sbn_tensor *sbn__acl_arg(aclOpExecutor *executor, int k)
+{
+    if (executor == NULL || k < 0 || k >= executor->nargs) return NULL;
+    return sbn__acl_exec_view(executor, executor->arg_slots[k]);
+}
+
+aclnnStatus sbn__acl_exec_build(const char *op, const sbn__acl_exec_spec *spec,
+                                uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    aclOpExecutor *e = sbn__acl_exec_create(op, spec->run, spec->workspace_size);
+    int k;
+    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    for (k = 0; k < spec->count; k++) {
+        /* an argument that is off (a disabled output) is added as absent */
+        const aclTensor *t = spec->on == NULL || spec->on[k] ? spec->tensors[k] : NULL;
+        sbn_tensor view = sbn__acl_view(t, (int)((spec->channels_last >> k) & 1u));
+        int slot = sbn__acl_exec_add(e, t, view, k >= spec->first_output);
+        if ((t != NULL && slot < 0) || k >= SBN_ACL_EXEC_MAX_TENSORS) {
+            sbn__acl_exec_discard(e);
+            return sbn__acl_fail(ACLNN_ERR_INNER, op, "the executor has no room for the tensors");
+        }
+        e->arg_slots[k] = slot;
+    }
+    e->nargs = spec->count;
+    memcpy(e->scalars, spec->scalars, sizeof e->scalars);
+    memcpy(e->ints, spec->ints, sizeof e->ints);
+    *workspaceSize = spec->workspace_size;
+    *executor = e;
+    return ACLNN_SUCCESS;
+}
+
 aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspace_size,
                               aclOpExecutor *executor, aclrtStream stream)
 {
@@ -133,10 +176,7 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
     n = find_locked(executor);
     if (n == NULL) {
         pthread_mutex_unlock(&g_lock);
-        return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op,
-                             "executor %p is not a live executor (already run, destroyed, or "
-                             "never created)",
-                             (void *)executor);
+        return not_live(ACLNN_ERR_INNER_NULLPTR, op, executor);
     }
     if (n->ex.op == NULL || op == NULL || strcmp(n->ex.op, op) != 0) {
         const char *owner = n->ex.op ? n->ex.op : "(unknown op)";
@@ -192,11 +232,7 @@ SBN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
     n = find_locked(executor);
     if (n != NULL) n->ex.repeatable = 1;
     pthread_mutex_unlock(&g_lock);
-    if (n == NULL)
-        return sbn__acl_fail(ACLNN_ERR_INNER, op,
-                             "executor %p is not a live executor (already run, destroyed, or "
-                             "never created)",
-                             (void *)executor);
+    if (n == NULL) return not_live(ACLNN_ERR_INNER, op, executor);
     return ACLNN_SUCCESS;
 }
 
@@ -216,11 +252,7 @@ SBN_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
             free_now = 1;
     }
     pthread_mutex_unlock(&g_lock);
-    if (n == NULL)
-        return sbn__acl_fail(ACLNN_ERR_INNER, op,
-                             "executor %p is not a live executor (already run, destroyed, or "
-                             "never created)",
-                             (void *)executor);
+    if (n == NULL) return not_live(ACLNN_ERR_INNER, op, executor);
     if (free_now) free_node(n);
     return ACLNN_SUCCESS;
 }
@@ -243,10 +275,7 @@ static aclnnStatus set_addr(const char *op, aclOpExecutor *executor, size_t inde
     n = find_locked(executor);
     if (n == NULL) {
         pthread_mutex_unlock(&g_lock);
-        return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op,
-                             "executor %p is not a live executor (already run, destroyed, or "
-                             "never created)",
-                             (void *)executor);
+        return not_live(ACLNN_ERR_INNER_NULLPTR, op, executor);
     }
     /* Inputs come before outputs in SCOPE_ALL, each group in signature (add) order. */
     if (scope != SCOPE_OUTPUT)

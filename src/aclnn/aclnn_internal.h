@@ -2,8 +2,11 @@
  * aclnn_internal.h - what the aclnn-compatible layer's files share: the layout of
  * the aclnn objects, the per-thread recent error message, the checks in CANN's
  * order (null, dtype, format, shape) with CANN's status codes, the conversion of
- * an aclTensor to a native sbn_tensor view, and the executor with its registry.
- * The aclnn layer validates and maps; every number is computed by the native ops.
+ * an aclTensor to a native sbn_tensor view, the executor with its registry and
+ * per-argument slot table, and the steps every op file repeats (SBN_ACL_TRY, the
+ * eps/momentum/workspaceSize/executor checks, the workspace size, default vectors,
+ * phase 2). The aclnn layer validates and maps; every number is computed by the
+ * native ops.
  */
 #ifndef SBN_ACLNN_INTERNAL_H
 #define SBN_ACLNN_INTERNAL_H
@@ -83,6 +86,13 @@ aclnnStatus sbn__acl_fail(aclnnStatus code, const char *op, const char *fmt, ...
  * out of memory -> 561000) and copies sbn_last_error() into the recent message. */
 aclnnStatus sbn__acl_from_native(sbn_status status, const char *op);
 
+/* Returns from the calling function with expr's status unless it is ACLNN_SUCCESS. */
+#define SBN_ACL_TRY(expr)                                        \
+    do {                                                         \
+        aclnnStatus sbn_acl_try_ = (expr);                       \
+        if (sbn_acl_try_ != ACLNN_SUCCESS) return sbn_acl_try_; \
+    } while (0)
+
 /* ---- checks in CANN's order (aclnn_check.c); each returns ACLNN_SUCCESS or records why ---- */
 typedef struct sbn__acl_dtypes {
     const aclDataType *list;
@@ -113,6 +123,23 @@ aclnnStatus sbn__acl_check_vector(const char *op, const aclTensor *t, const char
 /* Same view dims as ref. */
 aclnnStatus sbn__acl_check_same_shape(const char *op, const aclTensor *t, const char *name,
                                       const aclTensor *ref, const char *ref_name);
+/* Same dtype as ref ("... they must be equal"); t and ref are live (checked before). */
+aclnnStatus sbn__acl_check_same_dtype(const char *op, const aclTensor *t, const char *name,
+                                      const aclTensor *ref, const char *ref_name);
+/* Same format as ref ("... they must be equal"); t and ref are live (checked before). */
+aclnnStatus sbn__acl_check_same_format(const char *op, const aclTensor *t, const char *name,
+                                       const aclTensor *ref, const char *ref_name);
+/* 1 for NHWC and NDHWC, the formats whose channel is the last dim. */
+int sbn__acl_format_is_channels_last(aclFormat format);
+/* A 5-D tensor must be NCDHW or NDHWC (the rule of aclnnBatchNorm* on 950). */
+aclnnStatus sbn__acl_check_5d_format(const char *op, const aclTensor *t, const char *name);
+/*
+ * *c = the channel count C of t, a live tensor of rank >= 2, which must not be 0.
+ * by_format 0: C is dim 1 whatever the format; by_format 1: the last dim for
+ * NHWC/NDHWC (sbn__acl_format_is_channels_last), dim 1 otherwise.
+ */
+aclnnStatus sbn__acl_check_channels(const char *op, const aclTensor *t, const char *name,
+                                    int by_format, int64_t *c);
 
 /* ---- native views (aclnn_view.c) ---- */
 /* The native dtype of an aclDataType; 0 when there is none (out: *ok = 0). */
@@ -126,6 +153,7 @@ sbn_tensor sbn__acl_view(const aclTensor *t, int channels_last);
 
 /* ---- executor (aclnn_executor.c) ---- */
 #define SBN_ACL_EXEC_MAX_TENSORS 16
+#define SBN_ACL_EXEC_MAX_PARAMS 8 /* scalars[] and ints[] */
 
 typedef aclnnStatus (*sbn__acl_run_fn)(aclOpExecutor *executor, void *workspace,
                                        uint64_t workspace_size);
@@ -135,7 +163,9 @@ typedef aclnnStatus (*sbn__acl_run_fn)(aclOpExecutor *executor, void *workspace,
  * tensor argument (with the tensors they came from, so that aclSet*TensorAddr can
  * refresh addresses), scalars, and the workspace size promised in phase 1.
  * Tensors are numbered in the op's signature order among the present inputs
- * (input index) and among the present outputs (output index).
+ * (input index) and among the present outputs (output index). An executor made by
+ * sbn__acl_exec_build also maps each tensor argument of the op's signature (argument
+ * k, present or not) to its slot: arg_slots[k], -1 for an absent one.
  */
 struct aclOpExecutor {
     uint64_t magic;
@@ -148,8 +178,10 @@ struct aclOpExecutor {
     const aclTensor *sources[SBN_ACL_EXEC_MAX_TENSORS];
     int is_output[SBN_ACL_EXEC_MAX_TENSORS];
     int64_t view_offset_bytes[SBN_ACL_EXEC_MAX_TENSORS]; /* view data - tensor data */
-    double scalars[8];
-    int64_t ints[8];
+    int nargs;                               /* tensor arguments of the op's signature */
+    int arg_slots[SBN_ACL_EXEC_MAX_TENSORS]; /* argument k -> its slot, -1 when absent */
+    double scalars[SBN_ACL_EXEC_MAX_PARAMS];
+    int64_t ints[SBN_ACL_EXEC_MAX_PARAMS];
 };
 
 /*
@@ -167,6 +199,34 @@ int sbn__acl_exec_add(aclOpExecutor *executor, const aclTensor *t, sbn_tensor vi
                       int is_output);
 /* The native view of a slot, or NULL for slot -1. */
 sbn_tensor *sbn__acl_exec_view(aclOpExecutor *executor, int slot);
+/* The native view of tensor argument k (signature order), or NULL when it is absent. */
+sbn_tensor *sbn__acl_arg(aclOpExecutor *executor, int k);
+
+/*
+ * What phase 1 of an op hands to sbn__acl_exec_build once its checks passed (the
+ * fields an op does not name with a designated initializer are 0).
+ */
+typedef struct sbn__acl_exec_spec {
+    sbn__acl_run_fn run;
+    uint64_t workspace_size;
+    const aclTensor *const *tensors; /* the op's tensor arguments in signature order */
+    const int *on;          /* NULL: all; on[k] == 0: tensor k is not an argument (a disabled
+                               output, eval's saveMean/saveInvstd) and gets slot -1 */
+    int count;              /* number of tensor arguments, <= SBN_ACL_EXEC_MAX_TENSORS */
+    int first_output;       /* tensors[first_output..count - 1] are the outputs */
+    unsigned channels_last; /* bit k: tensor k's view moves its last dim to dim 1 */
+    double scalars[SBN_ACL_EXEC_MAX_PARAMS];
+    int64_t ints[SBN_ACL_EXEC_MAX_PARAMS];
+} sbn__acl_exec_spec;
+
+/*
+ * The end of every phase 1: creates the executor of op (561101 when that fails),
+ * adds the present tensor arguments with their native views (sbn__acl_view),
+ * fills the slot table, scalars and ints, and hands out *workspaceSize and
+ * *executor (both non-NULL, checked before).
+ */
+aclnnStatus sbn__acl_exec_build(const char *op, const sbn__acl_exec_spec *spec,
+                                uint64_t *workspaceSize, aclOpExecutor **executor);
 /*
  * The whole of a phase 2: checks that executor is a live executor of `op` (never
  * dereferencing a pointer that is not registered), that the workspace is large
@@ -174,5 +234,38 @@ sbn_tensor *sbn__acl_exec_view(aclOpExecutor *executor, int slot);
  */
 aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspace_size,
                               aclOpExecutor *executor, aclrtStream stream);
+
+/* ---- the steps the op files share (aclnn_op_common.c) ---- */
+/*
+ * workspaceSize and executor must not be NULL (161001, workspaceSize first). CANN
+ * does not check them (it would crash); neither is dereferenced here.
+ */
+aclnnStatus sbn__acl_check_out_args(const char *op, const uint64_t *workspaceSize,
+                                    aclOpExecutor *const *executor);
+/* The native rules, checked in phase 1: eps finite and >= 0, momentum in [0, 1] (161002). */
+aclnnStatus sbn__acl_check_eps(const char *op, double eps);
+aclnnStatus sbn__acl_check_momentum(const char *op, double momentum);
+
+/* The native sbn_<op>_workspace_size signature. */
+typedef sbn_status (*sbn__acl_size_fn)(const sbn_tensor *x, size_t *bytes);
+/*
+ * *bytes = what size_fn asks for the native view of t (channels_last as in
+ * sbn__acl_view); a native failure is mapped by sbn__acl_from_native. The size
+ * depends on the shape only, so t's data may still be NULL (CANN lets
+ * aclSet*TensorAddr set it before phase 2): the view is handed over as it is.
+ */
+aclnnStatus sbn__acl_workspace_size(const char *op, sbn__acl_size_fn size_fn, const aclTensor *t,
+                                    int channels_last, uint64_t *bytes);
+
+/* Read-only [c] vectors of zeros and of ones: stride-0 F64 views of a constant. */
+sbn_tensor sbn__acl_zeros(int64_t c);
+sbn_tensor sbn__acl_ones(int64_t c);
+
+/* A phase 2 with nothing to compute (an empty input, C == 0): success. */
+aclnnStatus sbn__acl_run_nothing(aclOpExecutor *executor, void *workspace,
+                                 uint64_t workspace_size);
+/* An op's phase 2 entry point: clears the recent message, then sbn__acl_exec_run. */
+aclnnStatus sbn__acl_phase2(const char *op, void *workspace, uint64_t workspace_size,
+                            aclOpExecutor *executor, aclrtStream stream);
 
 #endif /* SBN_ACLNN_INTERNAL_H */

@@ -25,6 +25,37 @@ int sbn__acl_tensor_is_live(const aclTensor *t)
     return t != NULL && t->magic == SBN_ACL_TENSOR_MAGIC;
 }
 
+/*
+ * Every object starts with its magic. new_object allocates `bytes`, zeroes the
+ * first `zeroed` of them and sets the magic; NULL (recent message set) when out of
+ * memory. destroy_object frees a live object of the kind `want` names (its magic is
+ * set dead first); NULL succeeds, anything else is refused with 161002 and the
+ * sentence "<obj> is not a live <what>".
+ */
+static void *new_object(const char *op, size_t bytes, size_t zeroed, uint64_t magic)
+{
+    uint64_t *obj = (uint64_t *)sbn__malloc(bytes);
+    if (obj == NULL) {
+        sbn__acl_fail(ACLNN_ERR_INNER, op, "out of memory");
+        return NULL;
+    }
+    memset(obj, 0, zeroed);
+    *obj = magic;
+    return obj;
+}
+
+static aclnnStatus destroy_object(const char *op, const void *obj, uint64_t want,
+                                  const char *what)
+{
+    uint64_t *magic = (uint64_t *)(uintptr_t)obj;
+    if (obj == NULL) return ACLNN_SUCCESS;
+    if (*magic != want)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not a live %s", obj, what);
+    *magic = SBN_ACL_DEAD_MAGIC;
+    sbn__free(magic);
+    return ACLNN_SUCCESS;
+}
+
 /* ---- aclTensor ---- */
 
 SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
@@ -78,13 +109,8 @@ SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum
                       (long long)offset);
         return NULL;
     }
-    t = (aclTensor *)sbn__malloc(sizeof *t);
-    if (t == NULL) {
-        sbn__acl_fail(ACLNN_ERR_INNER, op, "out of memory");
-        return NULL;
-    }
-    memset(t, 0, sizeof *t);
-    t->magic = SBN_ACL_TENSOR_MAGIC;
+    t = (aclTensor *)new_object(op, sizeof *t, sizeof *t, SBN_ACL_TENSOR_MAGIC);
+    if (t == NULL) return NULL;
     t->dtype = dataType;
     t->format = format;
     t->ndim = viewDimsNum;
@@ -109,16 +135,8 @@ SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum
 
 SBN_API aclnnStatus aclDestroyTensor(const aclTensor *tensor)
 {
-    aclTensor *t = (aclTensor *)(uintptr_t)tensor;
-    if (tensor == NULL) return ACLNN_SUCCESS;
-    if (!sbn__acl_tensor_is_live(tensor))
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensor",
-                             "%p is not a live aclTensor (already destroyed, or not made by "
-                             "aclCreateTensor)",
-                             (const void *)tensor);
-    t->magic = SBN_ACL_DEAD_MAGIC;
-    sbn__free(t);
-    return ACLNN_SUCCESS;
+    return destroy_object("aclDestroyTensor", tensor, SBN_ACL_TENSOR_MAGIC,
+                          "aclTensor (already destroyed, or not made by aclCreateTensor)");
 }
 
 /* ---- aclScalar ---- */
@@ -171,13 +189,8 @@ SBN_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
                       sbn__acl_dtype_name(dataType), (int)dataType);
         return NULL;
     }
-    s = (aclScalar *)sbn__malloc(sizeof *s);
-    if (s == NULL) {
-        sbn__acl_fail(ACLNN_ERR_INNER, op, "out of memory");
-        return NULL;
-    }
-    memset(s, 0, sizeof *s);
-    s->magic = SBN_ACL_SCALAR_MAGIC;
+    s = (aclScalar *)new_object(op, sizeof *s, sizeof *s, SBN_ACL_SCALAR_MAGIC);
+    if (s == NULL) return NULL;
     s->dtype = dataType;
     memcpy(s->value.bytes, value, bytes);
     return s;
@@ -185,24 +198,19 @@ SBN_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
 
 SBN_API aclnnStatus aclDestroyScalar(const aclScalar *scalar)
 {
-    aclScalar *s = (aclScalar *)(uintptr_t)scalar;
-    if (scalar == NULL) return ACLNN_SUCCESS;
-    if (scalar->magic != SBN_ACL_SCALAR_MAGIC)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyScalar",
-                             "%p is not a live aclScalar", (const void *)scalar);
-    s->magic = SBN_ACL_DEAD_MAGIC;
-    sbn__free(s);
-    return ACLNN_SUCCESS;
+    return destroy_object("aclDestroyScalar", scalar, SBN_ACL_SCALAR_MAGIC, "aclScalar");
 }
 
 /* ---- arrays: one block, the header then the values ---- */
 
-/* Header of `header_bytes` followed by size * elem bytes, copied from value; NULL on failure. */
+/*
+ * A zeroed header of `header_bytes` with `magic`, followed by size * elem bytes
+ * copied from value; NULL on failure.
+ */
 static void *make_array(const char *op, const void *value, uint64_t size, size_t elem,
-                        size_t header_bytes, void **values_out)
+                        size_t header_bytes, uint64_t magic, void **values_out)
 {
     unsigned char *block;
-    size_t bytes;
     if (value == NULL && size > 0) {
         sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "value is NULL but size is %llu",
                       (unsigned long long)size);
@@ -213,13 +221,9 @@ static void *make_array(const char *op, const void *value, uint64_t size, size_t
                       (unsigned long long)size);
         return NULL;
     }
-    bytes = header_bytes + (size_t)size * elem;
-    block = (unsigned char *)sbn__malloc(bytes);
-    if (block == NULL) {
-        sbn__acl_fail(ACLNN_ERR_INNER, op, "out of memory");
-        return NULL;
-    }
-    memset(block, 0, header_bytes);
+    block = (unsigned char *)new_object(op, header_bytes + (size_t)size * elem, header_bytes,
+                                        magic);
+    if (block == NULL) return NULL;
     if (size > 0) memcpy(block + header_bytes, value, (size_t)size * elem);
     *values_out = block + header_bytes;
     return block;
@@ -228,102 +232,75 @@ static void *make_array(const char *op, const void *value, uint64_t size, size_t
 /* Header sizes rounded up to 16 bytes so that the values that follow are aligned. */
 #define SBN_ACL_HEADER(type) ((sizeof(type) + 15u) / 16u * 16u)
 
+/*
+ * The body of the four array creators (parameters `value` and `size`): a `type`
+ * block from make_array whose `member` points at the copied `elem` values.
+ */
+#define SBN_ACL_CREATE_ARRAY(op, type, elem, magic, member)                             \
+    do {                                                                                \
+        void *values_ = NULL;                                                           \
+        type *array_ = (type *)make_array(op, value, size, sizeof(elem),                \
+                                          SBN_ACL_HEADER(type), magic, &values_);       \
+        if (array_ == NULL) return NULL;                                                \
+        array_->size = size;                                                            \
+        array_->member = (elem *)values_;                                               \
+        return array_;                                                                  \
+    } while (0)
+
 SBN_API aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size)
 {
-    void *values = NULL;
-    aclIntArray *a = (aclIntArray *)make_array("aclCreateIntArray", value, size, sizeof(int64_t),
-                                               SBN_ACL_HEADER(aclIntArray), &values);
-    if (a == NULL) return NULL;
-    a->magic = SBN_ACL_INT_ARRAY_MAGIC;
-    a->size = size;
-    a->values = (int64_t *)values;
-    return a;
+    SBN_ACL_CREATE_ARRAY("aclCreateIntArray", aclIntArray, int64_t, SBN_ACL_INT_ARRAY_MAGIC,
+                         values);
 }
 
 SBN_API aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size)
 {
-    void *values = NULL;
-    aclFloatArray *a = (aclFloatArray *)make_array("aclCreateFloatArray", value, size,
-                                                   sizeof(float), SBN_ACL_HEADER(aclFloatArray),
-                                                   &values);
-    if (a == NULL) return NULL;
-    a->magic = SBN_ACL_FLOAT_ARRAY_MAGIC;
-    a->size = size;
-    a->values = (float *)values;
-    return a;
+    SBN_ACL_CREATE_ARRAY("aclCreateFloatArray", aclFloatArray, float, SBN_ACL_FLOAT_ARRAY_MAGIC,
+                         values);
 }
 
 SBN_API aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size)
 {
-    void *values = NULL;
-    aclBoolArray *a = (aclBoolArray *)make_array("aclCreateBoolArray", value, size, sizeof(bool),
-                                                 SBN_ACL_HEADER(aclBoolArray), &values);
-    if (a == NULL) return NULL;
-    a->magic = SBN_ACL_BOOL_ARRAY_MAGIC;
-    a->size = size;
-    a->values = (bool *)values;
-    return a;
+    SBN_ACL_CREATE_ARRAY("aclCreateBoolArray", aclBoolArray, bool, SBN_ACL_BOOL_ARRAY_MAGIC,
+                         values);
 }
 
 SBN_API aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size)
 {
-    void *values = NULL;
-    aclTensorList *l = (aclTensorList *)make_array("aclCreateTensorList", value, size,
-                                                   sizeof(aclTensor *),
-                                                   SBN_ACL_HEADER(aclTensorList), &values);
-    if (l == NULL) return NULL;
-    l->magic = SBN_ACL_TENSOR_LIST_MAGIC;
-    l->size = size;
-    l->tensors = (aclTensor **)values;
-    return l;
-}
-
-/* Frees an array-like object after checking its magic. */
-static aclnnStatus destroy_block(const void *obj, uint64_t magic, uint64_t want, const char *op,
-                                 const char *type)
-{
-    if (obj == NULL) return ACLNN_SUCCESS;
-    if (magic != want)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not a live %s", obj, type);
-    *(uint64_t *)(uintptr_t)obj = SBN_ACL_DEAD_MAGIC; /* magic is every object's first member */
-    sbn__free((void *)(uintptr_t)obj);
-    return ACLNN_SUCCESS;
+    SBN_ACL_CREATE_ARRAY("aclCreateTensorList", aclTensorList, aclTensor *,
+                         SBN_ACL_TENSOR_LIST_MAGIC, tensors);
 }
 
 SBN_API aclnnStatus aclDestroyIntArray(const aclIntArray *array)
 {
-    return destroy_block(array, array ? array->magic : 0, SBN_ACL_INT_ARRAY_MAGIC,
-                         "aclDestroyIntArray", "aclIntArray");
+    return destroy_object("aclDestroyIntArray", array, SBN_ACL_INT_ARRAY_MAGIC, "aclIntArray");
 }
 
 SBN_API aclnnStatus aclDestroyFloatArray(const aclFloatArray *array)
 {
-    return destroy_block(array, array ? array->magic : 0, SBN_ACL_FLOAT_ARRAY_MAGIC,
-                         "aclDestroyFloatArray", "aclFloatArray");
+    return destroy_object("aclDestroyFloatArray", array, SBN_ACL_FLOAT_ARRAY_MAGIC,
+                          "aclFloatArray");
 }
 
 SBN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray *array)
 {
-    return destroy_block(array, array ? array->magic : 0, SBN_ACL_BOOL_ARRAY_MAGIC,
-                         "aclDestroyBoolArray", "aclBoolArray");
+    return destroy_object("aclDestroyBoolArray", array, SBN_ACL_BOOL_ARRAY_MAGIC, "aclBoolArray");
 }
 
 SBN_API aclnnStatus aclDestroyTensorList(const aclTensorList *array)
 {
     uint64_t i, j;
-    if (array == NULL) return ACLNN_SUCCESS;
-    if (array->magic != SBN_ACL_TENSOR_LIST_MAGIC)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensorList",
-                             "%p is not a live aclTensorList", (const void *)array);
     /* The list owns its tensors (CANN); a tensor listed twice is destroyed once. */
-    for (i = 0; i < array->size; i++) {
-        const aclTensor *t = array->tensors[i];
-        int seen = 0;
-        for (j = 0; j < i && !seen; j++) seen = array->tensors[j] == t;
-        if (!seen && t != NULL) aclDestroyTensor(t);
+    if (array != NULL && array->magic == SBN_ACL_TENSOR_LIST_MAGIC) {
+        for (i = 0; i < array->size; i++) {
+            const aclTensor *t = array->tensors[i];
+            int seen = 0;
+            for (j = 0; j < i && !seen; j++) seen = array->tensors[j] == t;
+            if (!seen && t != NULL) aclDestroyTensor(t);
+        }
     }
-    return destroy_block(array, array->magic, SBN_ACL_TENSOR_LIST_MAGIC, "aclDestroyTensorList",
-                         "aclTensorList");
+    return destroy_object("aclDestroyTensorList", array, SBN_ACL_TENSOR_LIST_MAGIC,
+                          "aclTensorList");
 }
 
 /* ---- getters ---- */
@@ -356,16 +333,14 @@ static aclnnStatus hand_out(const char *op, const int64_t *src, uint64_t n, int6
 SBN_API aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims,
                                     uint64_t *viewDimsNum)
 {
-    aclnnStatus s = getter_args("aclGetViewShape", tensor, viewDims, viewDimsNum);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(getter_args("aclGetViewShape", tensor, viewDims, viewDimsNum));
     return hand_out("aclGetViewShape", tensor->dims, tensor->ndim, viewDims, viewDimsNum);
 }
 
 SBN_API aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims,
                                        uint64_t *storageDimsNum)
 {
-    aclnnStatus s = getter_args("aclGetStorageShape", tensor, storageDims, storageDimsNum);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(getter_args("aclGetStorageShape", tensor, storageDims, storageDimsNum));
     return hand_out("aclGetStorageShape", tensor->storage_dims, tensor->storage_ndim, storageDims,
                     storageDimsNum);
 }
@@ -373,67 +348,67 @@ SBN_API aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storag
 SBN_API aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **stridesValue,
                                       uint64_t *stridesNum)
 {
-    aclnnStatus s = getter_args("aclGetViewStrides", tensor, stridesValue, stridesNum);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(getter_args("aclGetViewStrides", tensor, stridesValue, stridesNum));
     return hand_out("aclGetViewStrides", tensor->strides, tensor->ndim, stridesValue, stridesNum);
 }
 
 SBN_API aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset)
 {
-    aclnnStatus s = getter_args("aclGetViewOffset", tensor, offset, offset);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(getter_args("aclGetViewOffset", tensor, offset, offset));
     *offset = tensor->offset;
     return ACLNN_SUCCESS;
 }
 
 SBN_API aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format)
 {
-    aclnnStatus s = getter_args("aclGetFormat", tensor, format, format);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(getter_args("aclGetFormat", tensor, format, format));
     *format = tensor->format;
     return ACLNN_SUCCESS;
 }
 
 SBN_API aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType)
 {
-    aclnnStatus s = getter_args("aclGetDataType", tensor, dataType, dataType);
-    if (s != ACLNN_SUCCESS) return s;
+    SBN_ACL_TRY(getter_args("aclGetDataType", tensor, dataType, dataType));
     *dataType = tensor->dtype;
     return ACLNN_SUCCESS;
 }
 
-/* The size getters: 161001 for NULL, 161002 for an object of the wrong kind. */
-static aclnnStatus get_size(const char *op, const void *obj, uint64_t magic, uint64_t want,
-                            uint64_t n, uint64_t *size)
+/*
+ * The size getters: 161001 for NULL, 161002 for an object that is not a live one of
+ * the kind `want` names (its magic is its first member); else *size = *n.
+ */
+static aclnnStatus get_size(const char *op, const void *obj, uint64_t want, const uint64_t *n,
+                            uint64_t *size)
 {
     if (obj == NULL || size == NULL)
         return sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "%s is NULL",
                              obj == NULL ? "the array" : "size");
-    if (magic != want) return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not live", obj);
-    *size = n;
+    if (*(const uint64_t *)obj != want)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not live", obj);
+    *size = *n;
     return ACLNN_SUCCESS;
 }
 
 SBN_API aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size)
 {
-    return get_size("aclGetIntArraySize", array, array ? array->magic : 0,
-                    SBN_ACL_INT_ARRAY_MAGIC, array ? array->size : 0, size);
+    return get_size("aclGetIntArraySize", array, SBN_ACL_INT_ARRAY_MAGIC,
+                    array ? &array->size : NULL, size);
 }
 
 SBN_API aclnnStatus aclGetFloatArraySize(const aclFloatArray *array, uint64_t *size)
 {
-    return get_size("aclGetFloatArraySize", array, array ? array->magic : 0,
-                    SBN_ACL_FLOAT_ARRAY_MAGIC, array ? array->size : 0, size);
+    return get_size("aclGetFloatArraySize", array, SBN_ACL_FLOAT_ARRAY_MAGIC,
+                    array ? &array->size : NULL, size);
 }
 
 SBN_API aclnnStatus aclGetBoolArraySize(const aclBoolArray *array, uint64_t *size)
 {
-    return get_size("aclGetBoolArraySize", array, array ? array->magic : 0,
-                    SBN_ACL_BOOL_ARRAY_MAGIC, array ? array->size : 0, size);
+    return get_size("aclGetBoolArraySize", array, SBN_ACL_BOOL_ARRAY_MAGIC,
+                    array ? &array->size : NULL, size);
 }
 
 SBN_API aclnnStatus aclGetTensorListSize(const aclTensorList *tensorList, uint64_t *size)
 {
-    return get_size("aclGetTensorListSize", tensorList, tensorList ? tensorList->magic : 0,
-                    SBN_ACL_TENSOR_LIST_MAGIC, tensorList ? tensorList->size : 0, size);
+    return get_size("aclGetTensorListSize", tensorList, SBN_ACL_TENSOR_LIST_MAGIC,
+                    tensorList ? &tensorList->size : NULL, size);
 }

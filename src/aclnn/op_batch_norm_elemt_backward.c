@@ -29,12 +29,6 @@
 
 #define OP "aclnnBatchNormElemtBackward"
 
-#define TRY(expr)                                             \
-    do {                                                      \
-        aclnnStatus try_status_ = (expr);                     \
-        if (try_status_ != ACLNN_SUCCESS) return try_status_; \
-    } while (0)
-
 /* The tensor arguments in signature order. */
 enum { T_GRAD_OUT, T_INPUT, T_MEAN, T_INVSTD, T_WEIGHT, T_SUM_DY, T_SUM_DY_XMU, T_COUNTER,
        T_GRAD_INPUT, NT };
@@ -44,15 +38,6 @@ static const char *const k_names[NT] = {"gradOut", "input",    "mean",    "invst
 
 static const aclDataType k_counter_list[] = {ACL_INT32, ACL_FLOAT16, ACL_FLOAT};
 static const sbn__acl_dtypes k_counter_dtypes = {k_counter_list, 3};
-
-/* executor->ints[0] packs slot + 1 of tensor k in bits 5k..5k+4 (0: absent); ints[1]: empty. */
-#define SLOT_BITS 5
-enum { INT_SLOTS, INT_EMPTY };
-
-static sbn_tensor *arg(aclOpExecutor *e, int k)
-{
-    return sbn__acl_exec_view(e, (int)((e->ints[INT_SLOTS] >> (SLOT_BITS * k)) & 31) - 1);
-}
 
 /* Largest N kept exactly (counts are summed in double). */
 #define MAX_COUNT 9007199254740992.0 /* 2^53 */
@@ -124,46 +109,44 @@ static aclnnStatus run_elemt_backward(aclOpExecutor *e, void *workspace, uint64_
 {
     int64_t count = 0;
     sbn_status s;
-    if (e->ints[INT_EMPTY]) return ACLNN_SUCCESS;
-    TRY(counter_total(arg(e, T_COUNTER), &count));
-    s = sbn_backward_elemt(arg(e, T_GRAD_OUT), arg(e, T_INPUT), arg(e, T_MEAN), arg(e, T_INVSTD),
-                           arg(e, T_WEIGHT), arg(e, T_SUM_DY), arg(e, T_SUM_DY_XMU), count,
-                           arg(e, T_GRAD_INPUT), workspace, (size_t)workspace_size, NULL);
+    SBN_ACL_TRY(counter_total(sbn__acl_arg(e, T_COUNTER), &count));
+    s = sbn_backward_elemt(sbn__acl_arg(e, T_GRAD_OUT), sbn__acl_arg(e, T_INPUT),
+                           sbn__acl_arg(e, T_MEAN), sbn__acl_arg(e, T_INVSTD),
+                           sbn__acl_arg(e, T_WEIGHT), sbn__acl_arg(e, T_SUM_DY),
+                           sbn__acl_arg(e, T_SUM_DY_XMU), count, sbn__acl_arg(e, T_GRAD_INPUT),
+                           workspace, (size_t)workspace_size, NULL);
     return sbn__acl_from_native(s, OP);
 }
 
 static aclnnStatus check_args(const aclTensor *const *t)
 {
     const aclTensor *input = t[T_INPUT];
-    char a[160];
+    int64_t c;
     int k;
 
     for (k = 0; k < NT; k++)
-        if (k != T_WEIGHT) TRY(sbn__acl_check_null(OP, t[k], k_names[k]));
+        if (k != T_WEIGHT) SBN_ACL_TRY(sbn__acl_check_null(OP, t[k], k_names[k]));
 
     for (k = 0; k < NT; k++)
         if (t[k])
-            TRY(sbn__acl_check_dtype(OP, t[k], k_names[k],
-                                     k == T_COUNTER ? &k_counter_dtypes : &SBN_ACL_FLOATS));
+            SBN_ACL_TRY(sbn__acl_check_dtype(
+                OP, t[k], k_names[k], k == T_COUNTER ? &k_counter_dtypes : &SBN_ACL_FLOATS));
 
-    TRY(sbn__acl_check_format(OP, t[T_GRAD_OUT], "gradOut"));
-    TRY(sbn__acl_check_format(OP, input, "input"));
-    TRY(sbn__acl_check_format(OP, t[T_GRAD_INPUT], "gradInput"));
+    SBN_ACL_TRY(sbn__acl_check_format(OP, t[T_GRAD_OUT], "gradOut"));
+    SBN_ACL_TRY(sbn__acl_check_format(OP, input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_format(OP, t[T_GRAD_INPUT], "gradInput"));
     for (k = T_MEAN; k <= T_COUNTER; k++)
-        if (t[k]) TRY(sbn__acl_check_format(OP, t[k], k_names[k]));
+        if (t[k]) SBN_ACL_TRY(sbn__acl_check_format(OP, t[k], k_names[k]));
 
-    TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
-    TRY(sbn__acl_check_rank(OP, t[T_GRAD_OUT], "gradOut", 0, 8));
-    TRY(sbn__acl_check_rank(OP, t[T_GRAD_INPUT], "gradInput", 0, 8));
-    TRY(sbn__acl_check_rank(OP, t[T_COUNTER], "counter", 1, 8));
-    if (input->dims[1] == 0)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
-                             "input has shape %s: the channel dim (1) is 0",
-                             sbn__acl_shape_str(input, a, sizeof a));
-    TRY(sbn__acl_check_same_shape(OP, t[T_GRAD_OUT], "gradOut", input, "input"));
-    TRY(sbn__acl_check_same_shape(OP, t[T_GRAD_INPUT], "gradInput", input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, t[T_GRAD_OUT], "gradOut", 0, 8));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, t[T_GRAD_INPUT], "gradInput", 0, 8));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, t[T_COUNTER], "counter", 1, 8));
+    SBN_ACL_TRY(sbn__acl_check_channels(OP, input, "input", 0, &c));
+    SBN_ACL_TRY(sbn__acl_check_same_shape(OP, t[T_GRAD_OUT], "gradOut", input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_same_shape(OP, t[T_GRAD_INPUT], "gradInput", input, "input"));
     for (k = T_MEAN; k <= T_SUM_DY_XMU; k++)
-        if (t[k]) TRY(sbn__acl_check_vector(OP, t[k], k_names[k], input->dims[1]));
+        if (t[k]) SBN_ACL_TRY(sbn__acl_check_vector(OP, t[k], k_names[k], c));
     return ACLNN_SUCCESS;
 }
 
@@ -175,37 +158,21 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormElemtBackwardGetWorkspaceSize(
 {
     const aclTensor *const t[NT] = {gradOut, input, mean,    invstd,   weight,
                                     sumDy,   sumDyXmu, counter, gradInput};
-    sbn_tensor x;
-    size_t bytes = 0;
-    sbn_status s;
-    aclOpExecutor *e;
-    int k, empty;
+    uint64_t bytes = 0;
+    int empty;
 
     sbn__acl_clear_error();
-    TRY(sbn__acl_check_null(OP, workspaceSize, "workspaceSize"));
-    TRY(sbn__acl_check_null(OP, executor, "executor"));
-    TRY(check_args(t));
+    SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
+    SBN_ACL_TRY(check_args(t));
 
-    empty = sbn__acl_numel(input) == 0;
-    x = sbn__acl_view(input, 0);
-    if (x.data == NULL) x.data = &x; /* the size depends on the shape only; data may come later */
-    if (!empty && (s = sbn_backward_elemt_workspace_size(&x, &bytes)) != SBN_OK)
-        return sbn__acl_from_native(s, OP);
-    e = sbn__acl_exec_create(OP, run_elemt_backward, (uint64_t)bytes);
-    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    e->ints[INT_SLOTS] = 0;
-    e->ints[INT_EMPTY] = empty;
-    for (k = 0; k < NT; k++) {
-        int slot = sbn__acl_exec_add(e, t[k], sbn__acl_view(t[k], 0), k == T_GRAD_INPUT);
-        if (t[k] && slot < 0) {
-            sbn__acl_exec_discard(e);
-            return sbn__acl_fail(ACLNN_ERR_INNER, OP, "the executor has no room for the tensors");
-        }
-        e->ints[INT_SLOTS] |= (int64_t)(slot + 1) << (SLOT_BITS * k);
-    }
-    *workspaceSize = (uint64_t)bytes;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    empty = sbn__acl_numel(input) == 0; /* nothing to read or write: phase 2 does nothing */
+    if (!empty)
+        SBN_ACL_TRY(
+            sbn__acl_workspace_size(OP, sbn_backward_elemt_workspace_size, input, 0, &bytes));
+    const sbn__acl_exec_spec spec = {
+        .run = empty ? sbn__acl_run_nothing : run_elemt_backward, .workspace_size = bytes,
+        .tensors = t, .count = NT, .first_output = T_GRAD_INPUT};
+    return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormElemtBackward(void *workspace,
@@ -213,6 +180,5 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormElemtBackward(void *workspace,
                                                             aclOpExecutor *executor,
                                                             const aclrtStream stream)
 {
-    sbn__acl_clear_error();
-    return sbn__acl_exec_run(OP, workspace, workspaceSize, executor, stream);
+    return sbn__acl_phase2(OP, workspace, workspaceSize, executor, stream);
 }

@@ -27,70 +27,41 @@
  */
 #include "aclnnop/aclnn_batch_norm_gather_stats_with_counts.h"
 
-#include <string.h>
-
 #include "aclnn/aclnn_internal.h"
 
 #define OP "aclnnBatchNormGatherStatsWithCounts"
 
-#define TRY(expr)                                             \
-    do {                                                      \
-        aclnnStatus try_status_ = (expr);                     \
-        if (try_status_ != ACLNN_SUCCESS) return try_status_; \
-    } while (0)
+/* The tensor arguments in signature order. */
+enum { T_INPUT, T_MEAN, T_INVSTD, T_RMEAN, T_RVAR, T_COUNTS, T_MEAN_ALL, T_INVSTD_ALL, NT };
 
-/* The native view of the tensor in a slot of executor e (NULL for an absent one). */
-#define VIEW(slot) sbn__acl_exec_view(e, (int)e->ints[slot])
+static const char *const k_names[NT] = {"input",  "mean",    "invstd",   "runningMean",
+                                        "runningVar", "counts", "meanAll", "invstdAll"};
 
-/* executor->ints[]: the slots, in signature order */
-enum { SLOT_INPUT, SLOT_MEAN, SLOT_INVSTD, SLOT_RMEAN, SLOT_RVAR, SLOT_COUNTS, SLOT_MEAN_ALL,
-       SLOT_INVSTD_ALL, SLOT_COUNT };
 enum { SCALAR_MOMENTUM, SCALAR_EPS }; /* executor->scalars[] */
 
 static aclnnStatus run_gather(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
 {
     sbn_status s = sbn_gather_stats_with_counts(
-        VIEW(SLOT_MEAN), VIEW(SLOT_INVSTD), VIEW(SLOT_COUNTS), e->scalars[SCALAR_MOMENTUM],
-        e->scalars[SCALAR_EPS], VIEW(SLOT_RMEAN), VIEW(SLOT_RVAR), VIEW(SLOT_MEAN_ALL),
-        VIEW(SLOT_INVSTD_ALL), workspace, (size_t)workspace_size, NULL);
+        sbn__acl_arg(e, T_MEAN), sbn__acl_arg(e, T_INVSTD), sbn__acl_arg(e, T_COUNTS),
+        e->scalars[SCALAR_MOMENTUM], e->scalars[SCALAR_EPS], sbn__acl_arg(e, T_RMEAN),
+        sbn__acl_arg(e, T_RVAR), sbn__acl_arg(e, T_MEAN_ALL), sbn__acl_arg(e, T_INVSTD_ALL),
+        workspace, (size_t)workspace_size, NULL);
     return sbn__acl_from_native(s, OP);
 }
 
-/* C == 0: every output is empty, there is nothing to compute. */
-static aclnnStatus run_nothing(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
+static aclnnStatus check_shapes(const aclTensor *const *t)
 {
-    (void)e;
-    (void)workspace;
-    (void)workspace_size;
-    return ACLNN_SUCCESS;
-}
-
-/*
- * x for a *_workspace_size call: the size depends on the shape only, but the native
- * checks want data when there are elements, and a tensor's memory may be set only
- * before phase 2 (aclSet*TensorAddr). A NULL data pointer is replaced by a dummy
- * one that is never read.
- */
-static sbn_tensor sized_view(sbn_tensor v)
-{
-    static double dummy;
-    if (v.data == NULL) v.data = &dummy;
-    return v;
-}
-
-static aclnnStatus check_shapes(const aclTensor *input, const aclTensor *mean,
-                                const aclTensor *invstd, const aclTensor *runningMean,
-                                const aclTensor *runningVar, const aclTensor *counts,
-                                const aclTensor *meanAll, const aclTensor *invstdAll)
-{
+    const aclTensor *input = t[T_INPUT], *mean = t[T_MEAN], *invstd = t[T_INVSTD],
+                    *counts = t[T_COUNTS];
     char a[160], b[160], d[160];
     int64_t c;
-    TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
-    TRY(sbn__acl_check_rank(OP, mean, "mean", 2, 2));
-    TRY(sbn__acl_check_rank(OP, invstd, "invstd", 2, 2));
+    int k;
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, mean, "mean", 2, 2));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, invstd, "invstd", 2, 2));
     /* CANN compares counts' dim 0 before it checks that counts is 1-D; a 0-D counts
      * has no dim 0, so its rank is checked first here. */
-    TRY(sbn__acl_check_rank(OP, counts, "counts", 1, 1));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, counts, "counts", 1, 1));
     if (mean->dims[0] != invstd->dims[0] || counts->dims[0] != mean->dims[0])
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
                              "dim 0 (W) of mean %s, invstd %s and counts %s must be equal",
@@ -105,41 +76,21 @@ static aclnnStatus check_shapes(const aclTensor *input, const aclTensor *mean,
                              sbn__acl_shape_str(mean, a, sizeof a),
                              sbn__acl_shape_str(invstd, b, sizeof b), (long long)c,
                              sbn__acl_shape_str(input, d, sizeof d));
-    if (runningMean) TRY(sbn__acl_check_vector(OP, runningMean, "runningMean", c));
-    if (runningVar) TRY(sbn__acl_check_vector(OP, runningVar, "runningVar", c));
-    TRY(sbn__acl_check_vector(OP, meanAll, "meanAll", c));
-    TRY(sbn__acl_check_vector(OP, invstdAll, "invstdAll", c));
+    for (k = T_RMEAN; k < NT; k++)
+        if (t[k] && k != T_COUNTS) SBN_ACL_TRY(sbn__acl_check_vector(OP, t[k], k_names[k], c));
     return ACLNN_SUCCESS;
 }
 
-static aclnnStatus check_args(const aclTensor *input, const aclTensor *mean,
-                              const aclTensor *invstd, const aclTensor *runningMean,
-                              const aclTensor *runningVar, const aclTensor *counts,
-                              const aclTensor *meanAll, const aclTensor *invstdAll,
-                              uint64_t *workspaceSize, aclOpExecutor **executor)
+static aclnnStatus check_args(const aclTensor *const *t)
 {
-    const aclTensor *const all[] = {input, mean, invstd, runningMean, runningVar, counts,
-                                    meanAll, invstdAll};
-    static const char *const names[] = {"input", "mean", "invstd", "runningMean", "runningVar",
-                                        "counts", "meanAll", "invstdAll"};
-    int i;
-    TRY(sbn__acl_check_null(OP, workspaceSize, "workspaceSize"));
-    TRY(sbn__acl_check_null(OP, executor, "executor"));
-    for (i = 0; i < 8; i++)
-        if (i != SLOT_RMEAN && i != SLOT_RVAR) TRY(sbn__acl_check_null(OP, all[i], names[i]));
-    for (i = 0; i < 8; i++)
-        if (all[i]) TRY(sbn__acl_check_dtype(OP, all[i], names[i], &SBN_ACL_FLOATS));
-    for (i = 0; i < 8; i++)
-        if (all[i]) TRY(sbn__acl_check_format(OP, all[i], names[i]));
-    return check_shapes(input, mean, invstd, runningMean, runningVar, counts, meanAll, invstdAll);
-}
-
-static sbn_tensor view_or_none(const aclTensor *t)
-{
-    sbn_tensor v;
-    if (t) return sbn__acl_view(t, 0);
-    memset(&v, 0, sizeof v);
-    return v;
+    int k;
+    for (k = 0; k < NT; k++)
+        if (k != T_RMEAN && k != T_RVAR) SBN_ACL_TRY(sbn__acl_check_null(OP, t[k], k_names[k]));
+    for (k = 0; k < NT; k++)
+        if (t[k]) SBN_ACL_TRY(sbn__acl_check_dtype(OP, t[k], k_names[k], &SBN_ACL_FLOATS));
+    for (k = 0; k < NT; k++)
+        if (t[k]) SBN_ACL_TRY(sbn__acl_check_format(OP, t[k], k_names[k]));
+    return check_shapes(t);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
@@ -147,41 +98,27 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceS
     aclTensor *runningVar, double momentum, double eps, const aclTensor *counts,
     aclTensor *meanAll, aclTensor *invstdAll, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    const aclTensor *const all[] = {input, mean, invstd, runningMean, runningVar, counts,
-                                    meanAll, invstdAll};
+    const aclTensor *const t[NT] = {input,      mean,   invstd,  runningMean,
+                                    runningVar, counts, meanAll, invstdAll};
     double momentum_f = (double)(float)momentum, eps_f = (double)(float)eps; /* as CANN */
-    sbn_tensor sized;
-    size_t bytes = 0;
-    sbn_status s;
-    aclOpExecutor *e;
-    int i, empty_channels;
+    uint64_t bytes = 0;
+    int empty_channels;
 
     sbn__acl_clear_error();
-    TRY(check_args(input, mean, invstd, runningMean, runningVar, counts, meanAll, invstdAll,
-                   workspaceSize, executor));
-    if ((s = sbn__check_momentum(momentum_f)) != SBN_OK) return sbn__acl_from_native(s, OP);
-    if ((s = sbn__check_eps(eps_f)) != SBN_OK) return sbn__acl_from_native(s, OP);
+    SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
+    SBN_ACL_TRY(check_args(t));
+    SBN_ACL_TRY(sbn__acl_check_momentum(OP, momentum_f));
+    SBN_ACL_TRY(sbn__acl_check_eps(OP, eps_f));
 
-    empty_channels = input->dims[1] == 0;
-    sized = sized_view(sbn__acl_view(mean, 0));
-    if (!empty_channels &&
-        (s = sbn_gather_stats_with_counts_workspace_size(&sized, &bytes)) != SBN_OK)
-        return sbn__acl_from_native(s, OP);
-    e = sbn__acl_exec_create(OP, empty_channels ? run_nothing : run_gather, (uint64_t)bytes);
-    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    for (i = 0; i < SLOT_COUNT; i++) {
-        int is_output = i == SLOT_MEAN_ALL || i == SLOT_INVSTD_ALL;
-        e->ints[i] = sbn__acl_exec_add(e, all[i], view_or_none(all[i]), is_output);
-        if (all[i] && e->ints[i] < 0) {
-            sbn__acl_exec_discard(e);
-            return sbn__acl_fail(ACLNN_ERR_INNER, OP, "the executor has no room for the tensors");
-        }
-    }
-    e->scalars[SCALAR_MOMENTUM] = momentum_f;
-    e->scalars[SCALAR_EPS] = eps_f;
-    *workspaceSize = (uint64_t)bytes;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    empty_channels = input->dims[1] == 0; /* every output is empty: phase 2 does nothing */
+    if (!empty_channels)
+        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_gather_stats_with_counts_workspace_size, mean,
+                                            0, &bytes));
+    const sbn__acl_exec_spec spec = {
+        .run = empty_channels ? sbn__acl_run_nothing : run_gather, .workspace_size = bytes,
+        .tensors = t, .count = NT, .first_output = T_MEAN_ALL,
+        .scalars = {[SCALAR_MOMENTUM] = momentum_f, [SCALAR_EPS] = eps_f}};
+    return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGatherStatsWithCounts(void *workspace,
@@ -189,6 +126,5 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGatherStatsWithCounts(void *worksp
                                                                     aclOpExecutor *executor,
                                                                     const aclrtStream stream)
 {
-    sbn__acl_clear_error();
-    return sbn__acl_exec_run(OP, workspace, workspaceSize, executor, stream);
+    return sbn__acl_phase2(OP, workspace, workspaceSize, executor, stream);
 }

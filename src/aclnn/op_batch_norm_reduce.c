@@ -19,44 +19,14 @@
 
 #define OP "aclnnBatchNormReduce"
 
-#define TRY(expr)                                             \
-    do {                                                      \
-        aclnnStatus try_status_ = (expr);                     \
-        if (try_status_ != ACLNN_SUCCESS) return try_status_; \
-    } while (0)
-
-/* The native view of the tensor in a slot of executor e (NULL for an absent one). */
-#define VIEW(slot) sbn__acl_exec_view(e, (int)e->ints[slot])
-
-enum { SLOT_X, SLOT_SUM, SLOT_SQUARE_SUM, NSLOTS }; /* executor->ints[] */
+enum { T_X, T_SUM, T_SQUARE_SUM, NT }; /* the tensor arguments in signature order */
 
 static aclnnStatus run_reduce(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
 {
-    sbn_status s = sbn_reduce(VIEW(SLOT_X), VIEW(SLOT_SUM), VIEW(SLOT_SQUARE_SUM), workspace,
-                              (size_t)workspace_size, NULL);
+    sbn_status s = sbn_reduce(sbn__acl_arg(e, T_X), sbn__acl_arg(e, T_SUM),
+                              sbn__acl_arg(e, T_SQUARE_SUM), workspace, (size_t)workspace_size,
+                              NULL);
     return sbn__acl_from_native(s, OP);
-}
-
-/* C == 0: sum and squareSum are empty, there is nothing to compute. */
-static aclnnStatus run_nothing(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
-{
-    (void)e;
-    (void)workspace;
-    (void)workspace_size;
-    return ACLNN_SUCCESS;
-}
-
-/*
- * x for a *_workspace_size call: the size depends on the shape only, but the native
- * checks want data when there are elements, and a tensor's memory may be set only
- * before phase 2 (aclSet*TensorAddr). A NULL data pointer is replaced by a dummy
- * one that is never read.
- */
-static sbn_tensor sized_view(sbn_tensor v)
-{
-    static double dummy;
-    if (v.data == NULL) v.data = &dummy;
-    return v;
 }
 
 static aclnnStatus check_output_format(const aclTensor *t, const char *name)
@@ -69,27 +39,28 @@ static aclnnStatus check_output_format(const aclTensor *t, const char *name)
 static aclnnStatus check_args(const aclTensor *x, const aclTensor *sum,
                               const aclTensor *squareSum)
 {
-    TRY(sbn__acl_check_null(OP, x, "x"));
-    TRY(sbn__acl_check_null(OP, sum, "sum"));
-    TRY(sbn__acl_check_null(OP, squareSum, "squareSum"));
+    int64_t c;
+    SBN_ACL_TRY(sbn__acl_check_null(OP, x, "x"));
+    SBN_ACL_TRY(sbn__acl_check_null(OP, sum, "sum"));
+    SBN_ACL_TRY(sbn__acl_check_null(OP, squareSum, "squareSum"));
 
-    TRY(sbn__acl_check_dtype(OP, x, "x", &SBN_ACL_FLOATS));
-    TRY(sbn__acl_check_dtype(OP, sum, "sum", &SBN_ACL_FLOAT_ONLY));
-    TRY(sbn__acl_check_dtype(OP, squareSum, "squareSum", &SBN_ACL_FLOAT_ONLY));
+    SBN_ACL_TRY(sbn__acl_check_dtype(OP, x, "x", &SBN_ACL_FLOATS));
+    SBN_ACL_TRY(sbn__acl_check_dtype(OP, sum, "sum", &SBN_ACL_FLOAT_ONLY));
+    SBN_ACL_TRY(sbn__acl_check_dtype(OP, squareSum, "squareSum", &SBN_ACL_FLOAT_ONLY));
 
     if (x->format != ACL_FORMAT_NCHW && x->format != ACL_FORMAT_NHWC)
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
                              "x has format %s; only NCHW and NHWC are supported",
                              sbn__acl_format_name(x->format));
-    TRY(check_output_format(sum, "sum"));
-    TRY(check_output_format(squareSum, "squareSum"));
+    SBN_ACL_TRY(check_output_format(sum, "sum"));
+    SBN_ACL_TRY(check_output_format(squareSum, "squareSum"));
 
-    TRY(sbn__acl_check_rank(OP, x, "x", 4, 4));
-    TRY(sbn__acl_check_rank(OP, sum, "sum", 1, 1));
-    TRY(sbn__acl_check_rank(OP, squareSum, "squareSum", 1, 1));
-    TRY(sbn__acl_check_vector(OP, sum, "sum", x->dims[x->format == ACL_FORMAT_NHWC ? 3 : 1]));
-    TRY(sbn__acl_check_vector(OP, squareSum, "squareSum",
-                              x->dims[x->format == ACL_FORMAT_NHWC ? 3 : 1]));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, x, "x", 4, 4));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, sum, "sum", 1, 1));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, squareSum, "squareSum", 1, 1));
+    c = x->dims[x->format == ACL_FORMAT_NHWC ? 3 : 1];
+    SBN_ACL_TRY(sbn__acl_check_vector(OP, sum, "sum", c));
+    SBN_ACL_TRY(sbn__acl_check_vector(OP, squareSum, "squareSum", c));
     return ACLNN_SUCCESS;
 }
 
@@ -99,40 +70,27 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTe
                                                                      uint64_t *workspaceSize,
                                                                      aclOpExecutor **executor)
 {
-    sbn_tensor xv, sized;
-    size_t bytes = 0;
-    sbn_status s;
-    aclOpExecutor *e;
-    int empty_channels;
+    const aclTensor *const t[NT] = {x, sum, squareSum};
+    uint64_t bytes = 0;
+    int nhwc, empty_channels;
 
     sbn__acl_clear_error();
-    TRY(check_args(x, sum, squareSum));
-    /* Not checked by CANN (which would crash); never dereferenced here. */
-    TRY(sbn__acl_check_null(OP, workspaceSize, "workspaceSize"));
-    TRY(sbn__acl_check_null(OP, executor, "executor"));
+    SBN_ACL_TRY(check_args(x, sum, squareSum));
+    SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
 
-    xv = sbn__acl_view(x, x->format == ACL_FORMAT_NHWC); /* NHWC: C moves to dim 1 */
-    empty_channels = xv.shape[1] == 0;
-    sized = sized_view(xv);
-    if (!empty_channels && (s = sbn_reduce_workspace_size(&sized, &bytes)) != SBN_OK)
-        return sbn__acl_from_native(s, OP);
-    e = sbn__acl_exec_create(OP, empty_channels ? run_nothing : run_reduce, (uint64_t)bytes);
-    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    e->ints[SLOT_X] = sbn__acl_exec_add(e, x, xv, 0);
-    e->ints[SLOT_SUM] = sbn__acl_exec_add(e, sum, sbn__acl_view(sum, 0), 1);
-    e->ints[SLOT_SQUARE_SUM] = sbn__acl_exec_add(e, squareSum, sbn__acl_view(squareSum, 0), 1);
-    if (e->ints[SLOT_X] < 0 || e->ints[SLOT_SUM] < 0 || e->ints[SLOT_SQUARE_SUM] < 0) {
-        sbn__acl_exec_discard(e);
-        return sbn__acl_fail(ACLNN_ERR_INNER, OP, "the executor has no room for the tensors");
-    }
-    *workspaceSize = (uint64_t)bytes;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    nhwc = x->format == ACL_FORMAT_NHWC; /* C moves to dim 1 of x's view */
+    empty_channels = x->dims[nhwc ? 3 : 1] == 0; /* sum and squareSum are empty */
+    if (!empty_channels)
+        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_reduce_workspace_size, x, nhwc, &bytes));
+    const sbn__acl_exec_spec spec = {
+        .run = empty_channels ? sbn__acl_run_nothing : run_reduce, .workspace_size = bytes,
+        .tensors = t, .count = NT, .first_output = T_SUM,
+        .channels_last = nhwc ? 1u << T_X : 0u};
+    return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduce(void *workspace, uint64_t workspaceSize,
                                                      aclOpExecutor *executor, aclrtStream stream)
 {
-    sbn__acl_clear_error();
-    return sbn__acl_exec_run(OP, workspace, workspaceSize, executor, stream);
+    return sbn__acl_phase2(OP, workspace, workspaceSize, executor, stream);
 }

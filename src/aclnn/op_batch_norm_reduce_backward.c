@@ -26,12 +26,6 @@
 
 #define OP "aclnnBatchNormReduceBackward"
 
-#define TRY(expr)                                             \
-    do {                                                      \
-        aclnnStatus try_status_ = (expr);                     \
-        if (try_status_ != ACLNN_SUCCESS) return try_status_; \
-    } while (0)
-
 /* The tensor arguments in signature order. */
 enum { T_GRAD_OUT, T_INPUT, T_MEAN, T_INVSTD, T_WEIGHT, T_SUM_DY, T_SUM_DY_XMU, T_GRAD_WEIGHT,
        T_GRAD_BIAS, NT };
@@ -39,20 +33,13 @@ enum { T_GRAD_OUT, T_INPUT, T_MEAN, T_INVSTD, T_WEIGHT, T_SUM_DY, T_SUM_DY_XMU, 
 static const char *const k_names[NT] = {"gradOut", "input", "mean", "invstd", "weight",
                                         "sumDy", "sumDyXmu", "gradWeight", "gradBias"};
 
-/* executor->ints[0] packs slot + 1 of tensor k in bits 5k..5k+4 (0: absent or disabled). */
-#define SLOT_BITS 5
-
-static sbn_tensor *arg(aclOpExecutor *e, int k)
-{
-    return sbn__acl_exec_view(e, (int)((e->ints[0] >> (SLOT_BITS * k)) & 31) - 1);
-}
-
 static aclnnStatus run_reduce_backward(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
 {
-    sbn_status s = sbn_backward_reduce(arg(e, T_GRAD_OUT), arg(e, T_INPUT), arg(e, T_MEAN),
-                                       arg(e, T_INVSTD), arg(e, T_SUM_DY), arg(e, T_SUM_DY_XMU),
-                                       arg(e, T_GRAD_WEIGHT), arg(e, T_GRAD_BIAS), workspace,
-                                       (size_t)workspace_size, NULL);
+    sbn_status s = sbn_backward_reduce(
+        sbn__acl_arg(e, T_GRAD_OUT), sbn__acl_arg(e, T_INPUT), sbn__acl_arg(e, T_MEAN),
+        sbn__acl_arg(e, T_INVSTD), sbn__acl_arg(e, T_SUM_DY), sbn__acl_arg(e, T_SUM_DY_XMU),
+        sbn__acl_arg(e, T_GRAD_WEIGHT), sbn__acl_arg(e, T_GRAD_BIAS), workspace,
+        (size_t)workspace_size, NULL);
     return sbn__acl_from_native(s, OP);
 }
 
@@ -60,39 +47,28 @@ static aclnnStatus run_reduce_backward(aclOpExecutor *e, void *workspace, uint64
 static aclnnStatus check_args(const aclTensor *const *t, const int *on)
 {
     const aclTensor *grad_out = t[T_GRAD_OUT], *input = t[T_INPUT];
-    char a[160];
+    int64_t c;
     int k;
 
     for (k = 0; k < NT; k++)
-        if (on[k]) TRY(sbn__acl_check_null(OP, t[k], k_names[k]));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_null(OP, t[k], k_names[k]));
 
     for (k = T_GRAD_OUT; k <= T_INVSTD; k++)
-        TRY(sbn__acl_check_dtype(OP, t[k], k_names[k], &SBN_ACL_FLOATS));
-    if (grad_out->dtype != input->dtype)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
-                             "gradOut has dtype %s but input has dtype %s; they must be equal",
-                             sbn__acl_dtype_name(grad_out->dtype),
-                             sbn__acl_dtype_name(input->dtype));
+        SBN_ACL_TRY(sbn__acl_check_dtype(OP, t[k], k_names[k], &SBN_ACL_FLOATS));
+    SBN_ACL_TRY(sbn__acl_check_same_dtype(OP, grad_out, "gradOut", input, "input"));
     for (k = T_WEIGHT; k < NT; k++)
-        if (on[k]) TRY(sbn__acl_check_dtype(OP, t[k], k_names[k], &SBN_ACL_FLOATS));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_dtype(OP, t[k], k_names[k], &SBN_ACL_FLOATS));
 
-    if (grad_out->format != input->format)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
-                             "gradOut has format %s but input has format %s; they must be equal",
-                             sbn__acl_format_name(grad_out->format),
-                             sbn__acl_format_name(input->format));
+    SBN_ACL_TRY(sbn__acl_check_same_format(OP, grad_out, "gradOut", input, "input"));
     for (k = 0; k < NT; k++)
-        if (on[k]) TRY(sbn__acl_check_format(OP, t[k], k_names[k]));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_format(OP, t[k], k_names[k]));
 
-    TRY(sbn__acl_check_rank(OP, grad_out, "gradOut", 2, 8));
-    TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
-    if (input->dims[1] == 0)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
-                             "input has shape %s: the channel dim (1) is 0",
-                             sbn__acl_shape_str(input, a, sizeof a));
-    TRY(sbn__acl_check_same_shape(OP, grad_out, "gradOut", input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, grad_out, "gradOut", 2, 8));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
+    SBN_ACL_TRY(sbn__acl_check_channels(OP, input, "input", 0, &c));
+    SBN_ACL_TRY(sbn__acl_check_same_shape(OP, grad_out, "gradOut", input, "input"));
     for (k = T_MEAN; k < NT; k++)
-        if (on[k]) TRY(sbn__acl_check_vector(OP, t[k], k_names[k], input->dims[1]));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_vector(OP, t[k], k_names[k], c));
     return ACLNN_SUCCESS;
 }
 
@@ -104,37 +80,19 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduceBackwardGetWorkspaceSize(
 {
     const aclTensor *const t[NT] = {gradOut, input, mean, invstd, weight,
                                     sumDy, sumDyXmu, gradWeight, gradBias};
+    /* a disabled output is not an argument */
     const int on[NT] = {1, 1, 1, 1, weight != NULL, inputG, inputG, weightG, biasG};
-    sbn_tensor x;
-    size_t bytes = 0;
-    sbn_status s;
-    aclOpExecutor *e;
-    int k;
+    uint64_t bytes = 0;
 
     sbn__acl_clear_error();
-    TRY(sbn__acl_check_null(OP, workspaceSize, "workspaceSize"));
-    TRY(sbn__acl_check_null(OP, executor, "executor"));
-    TRY(check_args(t, on));
+    SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
+    SBN_ACL_TRY(check_args(t, on));
 
-    x = sbn__acl_view(input, 0);
-    if (x.data == NULL) x.data = &x; /* the size depends on the shape only; data may come later */
-    if ((s = sbn_backward_reduce_workspace_size(&x, &bytes)) != SBN_OK)
-        return sbn__acl_from_native(s, OP);
-    e = sbn__acl_exec_create(OP, run_reduce_backward, (uint64_t)bytes);
-    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    e->ints[0] = 0;
-    for (k = 0; k < NT; k++) {
-        const aclTensor *tk = on[k] ? t[k] : NULL; /* a disabled output is not an argument */
-        int slot = sbn__acl_exec_add(e, tk, sbn__acl_view(tk, 0), k >= T_SUM_DY);
-        if (tk && slot < 0) {
-            sbn__acl_exec_discard(e);
-            return sbn__acl_fail(ACLNN_ERR_INNER, OP, "the executor has no room for the tensors");
-        }
-        e->ints[0] |= (int64_t)(slot + 1) << (SLOT_BITS * k);
-    }
-    *workspaceSize = (uint64_t)bytes;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_backward_reduce_workspace_size, input, 0, &bytes));
+    const sbn__acl_exec_spec spec = {.run = run_reduce_backward, .workspace_size = bytes,
+                                     .tensors = t, .on = on, .count = NT,
+                                     .first_output = T_SUM_DY};
+    return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduceBackward(void *workspace,
@@ -142,6 +100,5 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduceBackward(void *workspace,
                                                              aclOpExecutor *executor,
                                                              const aclrtStream stream)
 {
-    sbn__acl_clear_error();
-    return sbn__acl_exec_run(OP, workspace, workspaceSize, executor, stream);
+    return sbn__acl_phase2(OP, workspace, workspaceSize, executor, stream);
 }

@@ -20,69 +20,39 @@
 
 #define OP "aclnnBatchNormStats"
 
-#define TRY(expr)                                             \
-    do {                                                      \
-        aclnnStatus try_status_ = (expr);                     \
-        if (try_status_ != ACLNN_SUCCESS) return try_status_; \
-    } while (0)
-
-/* The native view of the tensor in a slot of executor e (NULL for an absent one). */
-#define VIEW(slot) sbn__acl_exec_view(e, (int)e->ints[slot])
-
-enum { SLOT_INPUT, SLOT_MEAN, SLOT_INVSTD }; /* executor->ints[] */
-enum { SCALAR_EPS };                         /* executor->scalars[] */
+enum { T_INPUT, T_MEAN, T_INVSTD, NT }; /* the tensor arguments in signature order */
+enum { SCALAR_EPS };                    /* executor->scalars[] */
 
 static aclnnStatus run_stats(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
 {
-    sbn_status s = sbn_stats(VIEW(SLOT_INPUT), e->scalars[SCALAR_EPS], VIEW(SLOT_MEAN),
-                             VIEW(SLOT_INVSTD), workspace, (size_t)workspace_size, NULL);
+    sbn_status s = sbn_stats(sbn__acl_arg(e, T_INPUT), e->scalars[SCALAR_EPS],
+                             sbn__acl_arg(e, T_MEAN), sbn__acl_arg(e, T_INVSTD), workspace,
+                             (size_t)workspace_size, NULL);
     return sbn__acl_from_native(s, OP);
 }
 
-/*
- * x for a *_workspace_size call: the size depends on the shape only, but the native
- * checks want data when there are elements, and a tensor's memory may be set only
- * before phase 2 (aclSet*TensorAddr). A NULL data pointer is replaced by a dummy
- * one that is never read.
- */
-static sbn_tensor sized_view(sbn_tensor v)
-{
-    static double dummy;
-    if (v.data == NULL) v.data = &dummy;
-    return v;
-}
-
 static aclnnStatus check_args(const aclTensor *input, const aclTensor *mean,
-                              const aclTensor *invstd, uint64_t *workspaceSize,
-                              aclOpExecutor **executor)
+                              const aclTensor *invstd)
 {
     int64_t c;
-    TRY(sbn__acl_check_null(OP, workspaceSize, "workspaceSize"));
-    TRY(sbn__acl_check_null(OP, executor, "executor"));
-    TRY(sbn__acl_check_null(OP, input, "input"));
-    TRY(sbn__acl_check_null(OP, mean, "mean"));
-    TRY(sbn__acl_check_null(OP, invstd, "invstd"));
+    SBN_ACL_TRY(sbn__acl_check_null(OP, input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_null(OP, mean, "mean"));
+    SBN_ACL_TRY(sbn__acl_check_null(OP, invstd, "invstd"));
 
-    TRY(sbn__acl_check_dtype(OP, input, "input", &SBN_ACL_FLOATS));
-    TRY(sbn__acl_check_dtype(OP, mean, "mean", &SBN_ACL_FLOAT_ONLY));
-    TRY(sbn__acl_check_dtype(OP, invstd, "invstd", &SBN_ACL_FLOAT_ONLY));
+    SBN_ACL_TRY(sbn__acl_check_dtype(OP, input, "input", &SBN_ACL_FLOATS));
+    SBN_ACL_TRY(sbn__acl_check_dtype(OP, mean, "mean", &SBN_ACL_FLOAT_ONLY));
+    SBN_ACL_TRY(sbn__acl_check_dtype(OP, invstd, "invstd", &SBN_ACL_FLOAT_ONLY));
 
-    TRY(sbn__acl_check_format(OP, input, "input"));
-    TRY(sbn__acl_check_format(OP, mean, "mean"));
-    TRY(sbn__acl_check_format(OP, invstd, "invstd"));
+    SBN_ACL_TRY(sbn__acl_check_format(OP, input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_format(OP, mean, "mean"));
+    SBN_ACL_TRY(sbn__acl_check_format(OP, invstd, "invstd"));
 
-    TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
-    TRY(sbn__acl_check_rank(OP, mean, "mean", 1, 1));
-    TRY(sbn__acl_check_rank(OP, invstd, "invstd", 1, 1));
-    c = input->dims[1];
-    if (c == 0) {
-        char shape[160];
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
-                             "input has shape %s: the channel dim (1) is 0",
-                             sbn__acl_shape_str(input, shape, sizeof shape));
-    }
-    TRY(sbn__acl_check_vector(OP, mean, "mean", c));
-    TRY(sbn__acl_check_vector(OP, invstd, "invstd", c));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, mean, "mean", 1, 1));
+    SBN_ACL_TRY(sbn__acl_check_rank(OP, invstd, "invstd", 1, 1));
+    SBN_ACL_TRY(sbn__acl_check_channels(OP, input, "input", 0, &c));
+    SBN_ACL_TRY(sbn__acl_check_vector(OP, mean, "mean", c));
+    SBN_ACL_TRY(sbn__acl_check_vector(OP, invstd, "invstd", c));
     return ACLNN_SUCCESS;
 }
 
@@ -92,39 +62,25 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTen
                                                                     uint64_t *workspaceSize,
                                                                     aclOpExecutor **executor)
 {
+    const aclTensor *const t[NT] = {input, mean, invstd};
     double eps_f = (double)(float)eps; /* CANN narrows eps to float */
-    sbn_tensor x, sized;
-    size_t bytes = 0;
-    sbn_status s;
-    aclOpExecutor *e;
+    uint64_t bytes = 0;
 
     sbn__acl_clear_error();
-    TRY(check_args(input, mean, invstd, workspaceSize, executor));
-    if ((s = sbn__check_eps(eps_f)) != SBN_OK) return sbn__acl_from_native(s, OP);
+    SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
+    SBN_ACL_TRY(check_args(input, mean, invstd));
+    SBN_ACL_TRY(sbn__acl_check_eps(OP, eps_f));
 
-    x = sbn__acl_view(input, 0);
-    sized = sized_view(x);
-    if ((s = sbn_stats_workspace_size(&sized, &bytes)) != SBN_OK)
-        return sbn__acl_from_native(s, OP);
-    e = sbn__acl_exec_create(OP, run_stats, (uint64_t)bytes);
-    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    e->ints[SLOT_INPUT] = sbn__acl_exec_add(e, input, x, 0);
-    e->ints[SLOT_MEAN] = sbn__acl_exec_add(e, mean, sbn__acl_view(mean, 0), 1);
-    e->ints[SLOT_INVSTD] = sbn__acl_exec_add(e, invstd, sbn__acl_view(invstd, 0), 1);
-    if (e->ints[SLOT_INPUT] < 0 || e->ints[SLOT_MEAN] < 0 || e->ints[SLOT_INVSTD] < 0) {
-        sbn__acl_exec_discard(e);
-        return sbn__acl_fail(ACLNN_ERR_INNER, OP, "the executor has no room for the tensors");
-    }
-    e->scalars[SCALAR_EPS] = eps_f;
-    *workspaceSize = (uint64_t)bytes;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_stats_workspace_size, input, 0, &bytes));
+    const sbn__acl_exec_spec spec = {.run = run_stats, .workspace_size = bytes, .tensors = t,
+                                     .count = NT, .first_output = T_MEAN,
+                                     .scalars = {[SCALAR_EPS] = eps_f}};
+    return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormStats(void *workspace, uint64_t workspaceSize,
                                                     aclOpExecutor *executor,
                                                     const aclrtStream stream)
 {
-    sbn__acl_clear_error();
-    return sbn__acl_exec_run(OP, workspace, workspaceSize, executor, stream);
+    return sbn__acl_phase2(OP, workspace, workspaceSize, executor, stream);
 }

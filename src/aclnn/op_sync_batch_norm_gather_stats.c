@@ -28,22 +28,12 @@
 
 #define OP "aclnnSyncBatchNormGatherStats"
 
-#define TRY(expr)                                             \
-    do {                                                      \
-        aclnnStatus try_status_ = (expr);                     \
-        if (try_status_ != ACLNN_SUCCESS) return try_status_; \
-    } while (0)
-
-/* The native view of the tensor in a slot of executor e (NULL for an absent one). */
-#define VIEW(slot) sbn__acl_exec_view(e, (int)e->ints[slot])
-
-/* executor->ints[]: the slots, in signature order */
-enum { SLOT_SUM, SLOT_SQUARES, SLOT_COUNT, SLOT_MEAN, SLOT_VAR, SLOT_BMEAN, SLOT_BINVSTD,
-       NSLOTS };
+/* The tensor arguments in signature order. */
+enum { T_SUM, T_SQUARES, T_COUNT, T_MEAN, T_VAR, T_BMEAN, T_BINVSTD, NT };
 enum { SCALAR_MOMENTUM, SCALAR_EPS }; /* executor->scalars[] */
 
-static const char *const k_names[NSLOTS] = {"totalSum", "totalSquareSum", "sampleCount", "mean",
-                                            "variance", "batchMean", "batchInvstd"};
+static const char *const k_names[NT] = {"totalSum", "totalSquareSum", "sampleCount", "mean",
+                                        "variance", "batchMean", "batchInvstd"};
 
 static const aclDataType k_count_list[] = {ACL_FLOAT, ACL_FLOAT16, ACL_INT32, ACL_BF16};
 static const sbn__acl_dtypes k_count_dtypes = {k_count_list, 4};
@@ -53,20 +43,12 @@ static aclnnStatus run_gather(aclOpExecutor *e, void *workspace, uint64_t worksp
     sbn_status s;
     (void)workspace;
     (void)workspace_size;
-    s = sbn_gather_stats_from_sums(VIEW(SLOT_SUM), VIEW(SLOT_SQUARES), VIEW(SLOT_COUNT),
-                                   e->scalars[SCALAR_MOMENTUM], e->scalars[SCALAR_EPS],
-                                   VIEW(SLOT_MEAN), VIEW(SLOT_VAR), VIEW(SLOT_BMEAN),
-                                   VIEW(SLOT_BINVSTD));
+    s = sbn_gather_stats_from_sums(sbn__acl_arg(e, T_SUM), sbn__acl_arg(e, T_SQUARES),
+                                   sbn__acl_arg(e, T_COUNT), e->scalars[SCALAR_MOMENTUM],
+                                   e->scalars[SCALAR_EPS], sbn__acl_arg(e, T_MEAN),
+                                   sbn__acl_arg(e, T_VAR), sbn__acl_arg(e, T_BMEAN),
+                                   sbn__acl_arg(e, T_BINVSTD));
     return sbn__acl_from_native(s, OP);
-}
-
-/* C == 0: every [C] tensor is empty, there is nothing to compute. */
-static aclnnStatus run_nothing(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
-{
-    (void)e;
-    (void)workspace;
-    (void)workspace_size;
-    return ACLNN_SUCCESS;
 }
 
 static aclnnStatus same_dtype(const aclTensor *const *t, int i, int ref)
@@ -89,34 +71,35 @@ static aclnnStatus dim_mismatch(const aclTensor *const *t, int i, int dim, int r
 
 static aclnnStatus check_args(const aclTensor *const *t)
 {
-    static const int rank[NSLOTS] = {2, 2, 1, 1, 1, 1, 1};
+    static const int rank[NT] = {2, 2, 1, 1, 1, 1, 1};
     int i;
-    for (i = 0; i < NSLOTS; i++) TRY(sbn__acl_check_null(OP, t[i], k_names[i]));
+    for (i = 0; i < NT; i++) SBN_ACL_TRY(sbn__acl_check_null(OP, t[i], k_names[i]));
 
-    for (i = 0; i < NSLOTS; i++)
-        TRY(sbn__acl_check_dtype(OP, t[i], k_names[i],
-                                 i == SLOT_COUNT ? &k_count_dtypes : &SBN_ACL_FLOATS));
-    TRY(same_dtype(t, SLOT_SQUARES, SLOT_SUM));
-    TRY(same_dtype(t, SLOT_MEAN, SLOT_SUM));
-    TRY(same_dtype(t, SLOT_VAR, SLOT_SUM));
-    TRY(same_dtype(t, SLOT_BINVSTD, SLOT_BMEAN));
+    for (i = 0; i < NT; i++)
+        SBN_ACL_TRY(sbn__acl_check_dtype(OP, t[i], k_names[i],
+                                         i == T_COUNT ? &k_count_dtypes : &SBN_ACL_FLOATS));
+    SBN_ACL_TRY(same_dtype(t, T_SQUARES, T_SUM));
+    SBN_ACL_TRY(same_dtype(t, T_MEAN, T_SUM));
+    SBN_ACL_TRY(same_dtype(t, T_VAR, T_SUM));
+    SBN_ACL_TRY(same_dtype(t, T_BINVSTD, T_BMEAN));
 
-    for (i = 0; i < NSLOTS; i++) TRY(sbn__acl_check_format(OP, t[i], k_names[i]));
+    for (i = 0; i < NT; i++) SBN_ACL_TRY(sbn__acl_check_format(OP, t[i], k_names[i]));
 
-    for (i = 0; i < NSLOTS; i++) TRY(sbn__acl_check_rank(OP, t[i], k_names[i], rank[i], rank[i]));
-    if (t[SLOT_SQUARES]->dims[0] != t[SLOT_SUM]->dims[0])
-        return dim_mismatch(t, SLOT_SQUARES, 0, SLOT_SUM, 0);
-    if (t[SLOT_SQUARES]->dims[1] != t[SLOT_SUM]->dims[1])
-        return dim_mismatch(t, SLOT_SQUARES, 1, SLOT_SUM, 1);
-    if (t[SLOT_COUNT]->dims[0] != t[SLOT_SUM]->dims[0])
-        return dim_mismatch(t, SLOT_COUNT, 0, SLOT_SUM, 0);
-    for (i = SLOT_MEAN; i < NSLOTS; i++)
-        if (t[i]->dims[0] != t[SLOT_SUM]->dims[1]) return dim_mismatch(t, i, 0, SLOT_SUM, 1);
-    if (t[SLOT_SUM]->dims[0] == 0) {
+    for (i = 0; i < NT; i++)
+        SBN_ACL_TRY(sbn__acl_check_rank(OP, t[i], k_names[i], rank[i], rank[i]));
+    if (t[T_SQUARES]->dims[0] != t[T_SUM]->dims[0])
+        return dim_mismatch(t, T_SQUARES, 0, T_SUM, 0);
+    if (t[T_SQUARES]->dims[1] != t[T_SUM]->dims[1])
+        return dim_mismatch(t, T_SQUARES, 1, T_SUM, 1);
+    if (t[T_COUNT]->dims[0] != t[T_SUM]->dims[0])
+        return dim_mismatch(t, T_COUNT, 0, T_SUM, 0);
+    for (i = T_MEAN; i < NT; i++)
+        if (t[i]->dims[0] != t[T_SUM]->dims[1]) return dim_mismatch(t, i, 0, T_SUM, 1);
+    if (t[T_SUM]->dims[0] == 0) {
         char a[160];
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
                              "totalSum has shape %s: W (dim 0) is 0; at least one rank is needed",
-                             sbn__acl_shape_str(t[SLOT_SUM], a, sizeof a));
+                             sbn__acl_shape_str(t[T_SUM], a, sizeof a));
     }
     return ACLNN_SUCCESS;
 }
@@ -126,35 +109,21 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnSyncBatchNormGatherStatsGetWorkspaceSize(
     aclTensor *mean, aclTensor *variance, float momentum, float eps, aclTensor *batchMean,
     aclTensor *batchInvstd, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    const aclTensor *const t[NSLOTS] = {totalSum, totalSquareSum, sampleCount, mean,
-                                        variance, batchMean, batchInvstd};
-    sbn_status s;
-    aclOpExecutor *e;
-    int i;
+    const aclTensor *const t[NT] = {totalSum, totalSquareSum, sampleCount, mean,
+                                    variance, batchMean,      batchInvstd};
 
     sbn__acl_clear_error();
-    TRY(check_args(t));
-    if ((s = sbn__check_momentum((double)momentum)) != SBN_OK) return sbn__acl_from_native(s, OP);
-    if ((s = sbn__check_eps((double)eps)) != SBN_OK) return sbn__acl_from_native(s, OP);
-    /* Not checked by CANN (which would crash); never dereferenced here. */
-    TRY(sbn__acl_check_null(OP, workspaceSize, "workspaceSize"));
-    TRY(sbn__acl_check_null(OP, executor, "executor"));
+    SBN_ACL_TRY(check_args(t));
+    SBN_ACL_TRY(sbn__acl_check_momentum(OP, (double)momentum));
+    SBN_ACL_TRY(sbn__acl_check_eps(OP, (double)eps));
+    SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
 
-    /* The native op needs no workspace. */
-    e = sbn__acl_exec_create(OP, totalSum->dims[1] == 0 ? run_nothing : run_gather, 0);
-    if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    for (i = 0; i < NSLOTS; i++) {
-        e->ints[i] = sbn__acl_exec_add(e, t[i], sbn__acl_view(t[i], 0), i >= SLOT_BMEAN);
-        if (e->ints[i] < 0) {
-            sbn__acl_exec_discard(e);
-            return sbn__acl_fail(ACLNN_ERR_INNER, OP, "the executor has no room for the tensors");
-        }
-    }
-    e->scalars[SCALAR_MOMENTUM] = (double)momentum;
-    e->scalars[SCALAR_EPS] = (double)eps;
-    *workspaceSize = 0;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    /* The native op needs no workspace; C == 0: every [C] tensor is empty, nothing to do. */
+    const sbn__acl_exec_spec spec = {
+        .run = totalSum->dims[1] == 0 ? sbn__acl_run_nothing : run_gather, .tensors = t,
+        .count = NT, .first_output = T_BMEAN,
+        .scalars = {[SCALAR_MOMENTUM] = (double)momentum, [SCALAR_EPS] = (double)eps}};
+    return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnSyncBatchNormGatherStats(void *workspace,
@@ -162,6 +131,5 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnSyncBatchNormGatherStats(void *workspace,
                                                               aclOpExecutor *executor,
                                                               aclrtStream stream)
 {
-    sbn__acl_clear_error();
-    return sbn__acl_exec_run(OP, workspace, workspaceSize, executor, stream);
+    return sbn__acl_phase2(OP, workspace, workspaceSize, executor, stream);
 }

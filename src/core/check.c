@@ -131,7 +131,9 @@ sbn_status sbn__check_vector(const sbn_tensor *t, const char *name, int64_t c, i
     return SBN_OK;
 }
 
-sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows, int64_t cols)
+/* A [rows, cols] float matrix; its data pointer only when need_data. */
+static sbn_status check_matrix(const sbn_tensor *t, const char *name, int64_t rows, int64_t cols,
+                               int need_data)
 {
     char shape[160];
     sbn_status s = sbn__check_present(t, name);
@@ -140,7 +142,7 @@ sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows
     if (t->rank != 2)
         return sbn__error(SBN_ERR_BAD_RANK, "%s has rank %d; expected a 2-D tensor [W, C]", name,
                           t->rank);
-    if ((s = check_dims(t, name, 1)) != SBN_OK) return s;
+    if ((s = check_dims(t, name, need_data)) != SBN_OK) return s;
     if ((rows >= 0 && t->shape[0] != rows) || (cols >= 0 && t->shape[1] != cols))
         return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s; expected [%lld, %lld] (W, C)", name,
                           sbn__shape_str(t, shape, sizeof shape),
@@ -150,6 +152,17 @@ sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows
         return sbn__error(SBN_ERR_BAD_SHAPE, "%s has shape %s: C is 0", name,
                           sbn__shape_str(t, shape, sizeof shape));
     return SBN_OK;
+}
+
+sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows, int64_t cols)
+{
+    return check_matrix(t, name, rows, cols, 1);
+}
+
+sbn_status sbn__check_matrix_shape(const sbn_tensor *t, const char *name, int64_t rows,
+                                   int64_t cols)
+{
+    return check_matrix(t, name, rows, cols, 0);
 }
 
 sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n)

@@ -66,6 +66,9 @@ sbn_status sbn__check_like(const sbn_tensor *t, const char *name, const sbn_tens
 sbn_status sbn__check_vector(const sbn_tensor *t, const char *name, int64_t c, int required);
 /* A 2-D float tensor [rows, cols] with cols > 0; a negative rows or cols means "any". */
 sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows, int64_t cols);
+/* check_matrix without the data pointer (for workspace sizes). */
+sbn_status sbn__check_matrix_shape(const sbn_tensor *t, const char *name, int64_t rows,
+                                   int64_t cols);
 /* A 1-D tensor of length n, any dtype; every value finite and >= 0. */
 sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n);
 sbn_status sbn__check_eps(double eps);

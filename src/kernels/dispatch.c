@@ -5,6 +5,9 @@
  * choice changes speed only.
  */
 #include <pthread.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +32,17 @@ static const sbn_kernels g_tables[] = {
 #include "kernels/kernels.inc"
 #undef SBN_KERNEL_ISA
 };
+
+/* F16C (CPUID.1:ECX bit 29), which not every compiler's __builtin_cpu_supports knows. */
+__attribute__((unused)) static int cpu_has_f16c(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+#else
+    return 0;
+#endif
+}
 
 static int supported(const char *isa)
 {

@@ -25,9 +25,7 @@ SBN_API sbn_status sbn_gather_stats_with_counts_workspace_size(const sbn_tensor 
     sbn_status s;
     sbn__clear_error();
     if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
-    if ((s = sbn__check_present(mean_all, "mean_all")) != SBN_OK) return s;
-    if ((s = sbn__check_matrix(mean_all, "mean_all", -1, -1)) != SBN_OK)
-        return s;
+    if ((s = sbn__check_matrix_shape(mean_all, "mean_all", -1, -1)) != SBN_OK) return s;
     *bytes = 0;
     return SBN_OK;
 }
