@@ -134,6 +134,18 @@ typedef void (*sbn__run_fn)(void *ctx, char *const *ptr, const int64_t *stride, 
                             int64_t len);
 void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__run_fn fn,
                     void *ctx);
+/*
+ * Rows: when every tensor has channel stride 1 and the non-channel dims merge into
+ * one (channels-last and (N, C) tensors), a "row" r holds channels 0..C-1 side by
+ * side. The row path gathers a block of up to SBN_ROW_BLOCK channels for a range of
+ * rows with one pass over contiguous memory, instead of one strided pass per channel.
+ */
+#define SBN_ROW_BLOCK 8
+int sbn__walk_is_rows(const sbn__walk *w);
+/* Channels [c0, c0 + cn) of rows [r0, r0 + n) of tensor i: channel c0 + j lands in
+ * dst[j * SBN_CHUNK + 0 .. n). */
+void sbn__walk_gather_rows(const sbn__walk *w, int i, int64_t c0, int64_t cn, int64_t r0,
+                           int64_t n, double *dst);
 /* Reads elements [r0, r0 + n) of channel c of tensor i as doubles. */
 void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst);
 /* Writes elements [r0, r0 + n) of channel c of tensor i. */

@@ -7,7 +7,8 @@
  *   BACKWARD:  gi = (dy - k0 - (x - k1) * k2) * k3        k = (sum_dy/N, mean,
  *                                                              invstd^2*sum_dy_xmu/N, invstd*w)
  * When every tensor is fp32 with unit inner strides, the f32 kernels map each run
- * directly; they compute the same double expression, so the bits are the same.
+ * directly; channels-last and (N, C) tensors go row by row over blocks of channels.
+ * Every path computes the same double expression, so the bits are the same.
  * Reading each element before writing it makes an in-place call (output = the
  * identical input view) safe on both paths.
  */
@@ -18,6 +19,7 @@ typedef struct map_job {
     sbn__map_kind kind;
     sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
     const double *coef;
+    int all_f32;    /* every tensor fp32 */
     int direct;     /* all fp32 with unit inner strides: the f32 kernels work in place */
 } map_job;
 
@@ -70,12 +72,62 @@ static void map_chunks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* 1 when every tensor is fp32 and steps by one element along the innermost walk dim. */
-static int all_f32_unit_stride(const sbn__walk *w)
+/* The row path (channels-last and (N, C)): task t maps chunk t / blocks of rows for a
+ * block of SBN_ROW_BLOCK channels, row by row over contiguous memory, with the same
+ * double expression per element as the other paths. */
+static void map_row_blocks(void *ctx, int64_t begin, int64_t end)
+{
+    map_job *job = ctx;
+    const sbn__walk *w = &job->walk;
+    int64_t blocks = (w->channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK, t, r, j;
+    int out = job->kind == SBN_MAP_NORMALIZE ? 1 : 2, i;
+    for (t = begin; t < end; t++) {
+        int64_t k = t / blocks, c0 = (t % blocks) * SBN_ROW_BLOCK, n = sbn__walk_chunk_len(w, k);
+        int64_t cn = w->channels - c0 < SBN_ROW_BLOCK ? w->channels - c0 : SBN_ROW_BLOCK;
+        const double *q = job->coef + 4 * c0;
+        char *row[SBN_WALK_MAX_TENSORS];
+        for (i = 0; i < w->ntensors; i++)
+            row[i] = w->data[i] +
+                     (k * SBN_CHUNK * w->stride[i][0] + c0) * (int64_t)sbn_dtype_size(w->dtype[i]);
+        if (job->all_f32) { /* the same expression on floats, no conversion calls */
+            int64_t s0 = w->stride[0][0], s1 = w->stride[1][0], s2 = w->stride[out][0];
+            const float *x0 = (const float *)row[0], *x1 = (const float *)row[1];
+            float *y = (float *)row[out];
+            for (r = 0; r < n; r++, x0 += s0, x1 += s1, y += s2) {
+                if (job->kind == SBN_MAP_NORMALIZE)
+                    for (j = 0; j < cn; j++)
+                        y[j] = (float)(((double)x0[j] - q[4 * j]) * q[4 * j + 1] + q[4 * j + 2]);
+                else
+                    for (j = 0; j < cn; j++)
+                        y[j] = (float)((((double)x0[j] - q[4 * j]) -
+                                        ((double)x1[j] - q[4 * j + 1]) * q[4 * j + 2]) *
+                                       q[4 * j + 3]);
+            }
+            continue;
+        }
+        for (r = 0; r < n; r++) {
+            double a[SBN_ROW_BLOCK], b[SBN_ROW_BLOCK];
+            sbn__load_run(row[0], w->dtype[0], 1, cn, a);
+            if (job->kind == SBN_MAP_NORMALIZE) {
+                for (j = 0; j < cn; j++) a[j] = (a[j] - q[4 * j]) * q[4 * j + 1] + q[4 * j + 2];
+            } else {
+                sbn__load_run(row[1], w->dtype[1], 1, cn, b);
+                for (j = 0; j < cn; j++)
+                    a[j] = ((a[j] - q[4 * j]) - (b[j] - q[4 * j + 1]) * q[4 * j + 2]) * q[4 * j + 3];
+            }
+            sbn__store_run(row[out], w->dtype[out], 1, cn, a);
+            for (i = 0; i < w->ntensors; i++)
+                row[i] += w->stride[i][0] * (int64_t)sbn_dtype_size(w->dtype[i]);
+        }
+    }
+}
+
+/* 1 when every tensor is fp32 (and, with unit, steps by one element along the innermost walk dim). */
+static int all_f32(const sbn__walk *w, int unit)
 {
     int i;
     for (i = 0; i < w->ntensors; i++)
-        if (w->dtype[i] != SBN_F32 || w->stride[i][w->ndims - 1] != 1) return 0;
+        if (w->dtype[i] != SBN_F32 || (unit && w->stride[i][w->ndims - 1] != 1)) return 0;
     return 1;
 }
 
@@ -91,6 +143,12 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kind = kind;
     job.coef = coef;
     sbn__walk_init(&job.walk, tensors, n);
-    job.direct = all_f32_unit_stride(&job.walk);
-    sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, map_chunks, &job);
+    job.all_f32 = all_f32(&job.walk, 0);
+    job.direct = all_f32(&job.walk, 1);
+    if (sbn__walk_is_rows(&job.walk))
+        sbn__parallel_for(pool,
+                          job.walk.chunks * ((job.walk.channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK),
+                          map_row_blocks, &job);
+    else
+        sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, map_chunks, &job);
 }

@@ -9,8 +9,10 @@
  *             chunks merged with Chan's formula.
  *   SUMS:     sum(x), sum(x^2), added chunk by chunk.
  *   BACKWARD: sum(dy), sum(dy * (x - center)), added chunk by chunk.
- * Tasks are numbered chunk-major (all channels of chunk 0, then chunk 1, ...) so
- * that channels-last data is reused from cache across neighbouring channels.
+ * Tasks are numbered chunk-major (all channels of chunk 0, then chunk 1, ...).
+ * Channels-last and (N, C) tensors take the row path: a task gathers a block of
+ * SBN_ROW_BLOCK channels row by row (contiguous memory) and hands each channel's
+ * buffer to the same kernel, so the bits are those of the per-channel path.
  */
 #include "core/internal.h"
 #include "kernels/kernels.h"
@@ -42,6 +44,37 @@ static void reduce_chunks(void *ctx, int64_t begin, int64_t end)
             sbn__walk_gather(w, 1, c, k * SBN_CHUNK, n, b);
             kern->backward_sums(a, b, (size_t)n, sbn__load1(job->center, c), &part[0], &part[1]);
             break;
+        }
+    }
+}
+
+/* The row path: task t covers chunk t / blocks for a block of SBN_ROW_BLOCK channels,
+ * gathered row by row; each channel's buffer then goes through the same kernel. */
+static void reduce_row_blocks(void *ctx, int64_t begin, int64_t end)
+{
+    reduce_job *job = ctx;
+    const sbn__walk *w = &job->walk;
+    const sbn_kernels *kern = sbn__kernels();
+    int64_t blocks = (w->channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK, t, j;
+    static _Thread_local _Alignas(64) double a[SBN_ROW_BLOCK * SBN_CHUNK];
+    static _Thread_local _Alignas(64) double b[SBN_ROW_BLOCK * SBN_CHUNK];
+    for (t = begin; t < end; t++) {
+        int64_t k = t / blocks, c0 = (t % blocks) * SBN_ROW_BLOCK, n = sbn__walk_chunk_len(w, k);
+        int64_t cn = w->channels - c0 < SBN_ROW_BLOCK ? w->channels - c0 : SBN_ROW_BLOCK;
+        sbn__walk_gather_rows(w, 0, c0, cn, k * SBN_CHUNK, n, a);
+        if (job->kind == SBN_REDUCE_BACKWARD)
+            sbn__walk_gather_rows(w, 1, c0, cn, k * SBN_CHUNK, n, b);
+        for (j = 0; j < cn; j++) {
+            double *part = job->partial + 2 * ((c0 + j) * w->chunks + k);
+            const double *xa = a + j * SBN_CHUNK, *xb = b + j * SBN_CHUNK;
+            switch (job->kind) {
+            case SBN_REDUCE_MOMENTS: kern->moments(xa, (size_t)n, &part[0], &part[1]); break;
+            case SBN_REDUCE_SUMS: kern->sums(xa, (size_t)n, &part[0], &part[1]); break;
+            case SBN_REDUCE_BACKWARD:
+                kern->backward_sums(xa, xb, (size_t)n, sbn__load1(job->center, c0 + j),
+                                    &part[0], &part[1]);
+                break;
+            }
         }
     }
 }
@@ -92,7 +125,12 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     job.partial = scratch;
     job.out = out;
     sbn__walk_init(&job.walk, tensors, kind == SBN_REDUCE_BACKWARD ? 2 : 1);
-    sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, reduce_chunks, &job);
+    if (sbn__walk_is_rows(&job.walk))
+        sbn__parallel_for(pool,
+                          job.walk.chunks * ((job.walk.channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK),
+                          reduce_row_blocks, &job);
+    else
+        sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, reduce_chunks, &job);
     if (job.walk.chunks == 0) {
         int64_t c;
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;
