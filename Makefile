@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all demo check deps release asan test test-asan fuzz install clean
+.PHONY: all demo check deps release asan test test-asan fuzz install clean bench
 
 PREFIX ?= /usr/local
 
@@ -47,6 +47,15 @@ fuzz: $(BUILD)/fuzz/Makefile
 	mkdir -p $(BUILD)/fuzz/corpus
 	./$(BUILD)/fuzz/fuzz_aclnn_phase1 -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  $(BUILD)/fuzz/corpus > $(BUILD)/fuzz/last.log 2>&1; rc=$$?; tail -20 $(BUILD)/fuzz/last.log; exit $$rc
+
+# The side-by-side benchmark (bench/run_bench.py): this project, the plain reference
+# kernels, oneDNN and PyTorch on the same shapes, plus the SyncBN layer (threads, and
+# mpirun -np 2 when mpirun exists). BENCH_SHAPES picks the shape files, e.g.
+# make bench BENCH_SHAPES="bench/shapes/resnet50.txt bench/shapes/extra.txt"
+BENCH_SHAPES ?= bench/shapes/quick.txt
+BENCH_ARGS ?=
+bench: release
+	python3 bench/run_bench.py --build $(BUILD)/release --shapes $(BENCH_SHAPES) $(BENCH_ARGS)
 
 check: deps
 	$(MAKE) test

@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""Driver of the side-by-side batch-norm benchmark (standard library only).
+
+Runs, one after the other (never concurrently):
+  1. build/release/bench_ops --shapes ... --syncbn
+       this project, the plain reference kernels and oneDNN on the same buffers,
+       and the SyncBN layer over 2 in-process ranks
+  2. /usr/bin/python3 bench/peers/torch_bn.py --shapes ...   (PyTorch CPU), with
+       GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:
+       glibc.malloc.trim_threshold=4294967296
+  3. mpirun -np 2 bench_ops --syncbn-mpi   (when mpirun exists)
+then merges the rows by (shape, dtype, threads, layout, mode), prints the table and
+writes build/bench/results.csv (merged) and build/bench/raw.csv (every row).
+
+Columns: ours ms (min/median); GB/s = byte floor / median (fwd-train 3E, bwd 5E,
+eval 2E, E = numel * element size); % of ref = ref median / ours median;
+x torch, x oneDNN = peer median / ours median (above 1: ours is faster).
+A peer that is not installed is printed as "missing"; a case a peer has no
+implementation for as "unsup"; a failed case as "error".
+"""
+import argparse
+import csv
+import io
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TUNABLES = ("glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:"
+            "glibc.malloc.trim_threshold=4294967296")
+FIELDS = ["impl", "shape", "dtype", "threads", "layout", "mode", "min_ms", "med_ms", "reps",
+          "floor_bytes", "gbps", "status", "note"]
+MODE_ORDER = {"fwd-train": 0, "bwd": 1, "eval": 2}
+
+
+def log(msg=""):
+    print(msg)
+    sys.stdout.flush()
+
+
+def load_avg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def read_shape_files(paths):
+    """[(shape text, count)] in file order; count defaults to 1."""
+    out = []
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                tok = line.split("#", 1)[0].split()
+                if not tok:
+                    continue
+                count = int(tok[1]) if len(tok) > 1 else 1
+                out.append((tok[0].lower(), count))
+    return out
+
+
+def run(cmd, env=None, timeout=None, label=""):
+    """Runs cmd, shows it, returns (rc, stdout text, seconds). stderr passes through."""
+    log("$ " + " ".join(shlex.quote(c) for c in cmd))
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, timeout=timeout, cwd=ROOT,
+                           universal_newlines=True)
+        rc, out = p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc = "timeout"
+    except OSError as e:
+        out, rc = "", "cannot run: %s" % e
+    dt = time.time() - t0
+    log("  -> %s: exit %s after %.1f s" % (label, rc, dt))
+    return rc, out, dt
+
+
+def parse_rows(text):
+    """CSV rows and '#' notes from a bench_ops / torch_bn.py output."""
+    rows, notes = [], []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            notes.append(line)
+            continue
+        if line.startswith("impl,"):
+            continue
+        rec = next(csv.reader(io.StringIO(line)))
+        if len(rec) != len(FIELDS):
+            notes.append("# unparsed: " + line)
+            continue
+        rows.append(dict(zip(FIELDS, rec)))
+    return rows, notes
+
+
+def fnum(v):
+    try:
+        x = float(v)
+        return x if math.isfinite(x) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def peer_cell(peer, ours_med, why_missing):
+    if peer is None:
+        return "missing" if why_missing else "-"
+    if peer["status"] == "unsupported":
+        return "unsup"
+    if peer["status"] != "ok":
+        return peer["status"]
+    med = fnum(peer["med_ms"])
+    if med is None or ours_med is None:
+        return "-"
+    return "%.2fx" % (med / ours_med)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="side-by-side CPU batch-norm benchmark")
+    ap.add_argument("--shapes", nargs="+", help="shape files (default bench/shapes/quick.txt)")
+    ap.add_argument("--quick", action="store_true", help="bench/shapes/quick.txt")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"),
+                    help="build directory holding bench_ops")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "results.csv"))
+    ap.add_argument("--torch-python", default="/usr/bin/python3")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-mpi", action="store_true")
+    ap.add_argument("--no-syncbn", action="store_true", help="skip the SyncBN layer rows")
+    ap.add_argument("--dtypes", default="f32,bf16")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--layouts", default="cf,cl")
+    ap.add_argument("--modes", default="fwd-train,bwd,eval")
+    ap.add_argument("--min-reps", default="20")
+    ap.add_argument("--min-time", default="0.3")
+    ap.add_argument("--max-time", default="1.0")
+    ap.add_argument("--timeout", type=float, default=1500, help="seconds per program")
+    ap.add_argument("--omp-passive", action="store_true",
+                    help="OMP_WAIT_POLICY=passive for the OpenMP peers (oneDNN, torch): on a "
+                         "busy machine their spinning barriers can cost 10-40x at 2 threads")
+    a = ap.parse_args()
+    shape_files = list(a.shapes or [])
+    if a.quick or not shape_files:
+        shape_files.append(os.path.join(ROOT, "bench", "shapes", "quick.txt"))
+    shape_files = [os.path.abspath(p) for p in shape_files]
+    shapes = read_shape_files(shape_files)
+    counts = {}
+    for s, c in shapes:
+        counts[s] = counts.get(s, 0) + c
+    matrix = ["--dtypes", a.dtypes, "--threads", a.threads, "--layouts", a.layouts,
+              "--modes", a.modes, "--min-reps", a.min_reps, "--min-time", a.min_time,
+              "--max-time", a.max_time]
+    shape_args = []
+    for p in shape_files:
+        shape_args += ["--shapes", p]
+
+    log("# run_bench.py %s; load average before: %s; %d shapes from %s" % (
+        time.strftime("%Y-%m-%d %H:%M:%S"), load_avg(), len(shapes),
+        ", ".join(os.path.relpath(p, ROOT) for p in shape_files)))
+    rows, notes, missing = [], [], {}
+    base_env = dict(os.environ)
+    if a.omp_passive:
+        base_env["OMP_WAIT_POLICY"] = "passive"
+        log("# OMP_WAIT_POLICY=passive for bench_ops (oneDNN) and torch (--omp-passive)")
+    busy = fnum(load_avg().split()[0]) or 0.0
+    if busy > 1.5:
+        notes.append("# WARNING: the machine was busy before the run (1-min load %.2f on %s "
+                     "cpus): 2-thread OpenMP peers (oneDNN, torch) spin at barriers and can be "
+                     "10-40x slower than on a quiet machine; see --omp-passive" % (
+                         busy, os.cpu_count()))
+    exe = os.path.join(a.build, "bench_ops")
+    if not os.access(exe, os.X_OK):
+        log("error: %s not built (make release)" % exe)
+        return 1
+
+    # 1. this project, ref, oneDNN, SyncBN layer over threads
+    cmd = [exe] + shape_args + matrix + ([] if a.no_syncbn else ["--syncbn"])
+    rc, out, _ = run(cmd, env=base_env, timeout=a.timeout, label="bench_ops")
+    r, n = parse_rows(out)
+    rows += r
+    notes += n
+    if rc != 0:
+        notes.append("# bench_ops exit status %s (rows so far kept)" % rc)
+    if not any(x["impl"] == "onednn" and x["status"] != "missing" for x in r):
+        missing["onednn"] = next((x["note"] for x in r if x["impl"] == "onednn"), "no rows")
+
+    # 2. PyTorch
+    if a.no_torch:
+        missing["torch"] = "--no-torch"
+    elif not os.access(a.torch_python, os.X_OK):
+        missing["torch"] = "%s not found" % a.torch_python
+    else:
+        env = dict(base_env, GLIBC_TUNABLES=TUNABLES)
+        log("# torch runs with GLIBC_TUNABLES=%s" % TUNABLES)
+        cmd = [a.torch_python, os.path.join(ROOT, "bench", "peers", "torch_bn.py"),
+               "--shapes"] + shape_files + matrix
+        rc, out, _ = run(cmd, env=env, timeout=a.timeout, label="torch_bn.py")
+        r, n = parse_rows(out)
+        rows += r
+        notes += n
+        if rc != 0:
+            notes.append("# torch_bn.py exit status %s" % rc)
+        if not any(x["status"] == "ok" for x in r):
+            missing["torch"] = next((x["note"] for x in r), "no rows (exit %s)" % rc)
+
+    # 3. SyncBN layer over MPI
+    mpirun = shutil.which("mpirun")
+    if a.no_syncbn or a.no_mpi:
+        pass
+    elif mpirun is None:
+        rows.append(dict(zip(FIELDS, ["syncbn-mpi", "-", "f32", "W2", "cf", "fwd+bwd", "", "",
+                                      "0", "0", "", "missing", "mpirun not found"])))
+    else:
+        # performance-baseline.md section 5: root needs --allow-run-as-root; the
+        # single-copy mechanism "none" is faster at np=2
+        env = dict(base_env, OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        cmd = [mpirun, "--allow-run-as-root", "-np", "2", exe, "--syncbn-mpi",
+               "--min-reps", a.min_reps, "--min-time", a.min_time, "--max-time", a.max_time]
+        log("# mpirun env: OMPI_MCA_btl_vader_single_copy_mechanism=none")
+        rc, out, _ = run(cmd, env=env, timeout=300, label="mpirun bench_ops --syncbn-mpi")
+        r, n = parse_rows(out)
+        rows += r
+        notes += n
+        if not r:
+            rows.append(dict(zip(FIELDS, ["syncbn-mpi", "-", "f32", "W2", "cf", "fwd+bwd", "",
+                                          "", "0", "0", "", "error",
+                                          "mpirun exit %s and no row" % rc])))
+    log("# load average after: %s" % load_avg())
+    return report(rows, notes, missing, counts, a.out)
+
+
+def report(rows, notes, missing, counts, out_path):
+    by_key, order = {}, []
+    for r in rows:
+        if r["impl"].startswith("syncbn-"):
+            continue
+        key = (r["shape"], r["dtype"], r["threads"], r["layout"], r["mode"])
+        if key not in by_key:
+            by_key[key] = {}
+            order.append(key)
+        by_key[key][r["impl"]] = r
+    # bench_ops' order (shape file order, dtype, layout, threads, mode); torch-only keys last
+    log()
+    for n in notes:
+        log(n)
+    for peer, why in sorted(missing.items()):
+        log("# %s: missing (%s)" % (peer, why))
+    log()
+    head = ["shape", "dtype", "T", "layout", "mode", "ours ms (min/med)", "GB/s", "% of ref",
+            "x torch", "x oneDNN"]
+    table, merged = [], []
+    for key in order:
+        impls = by_key[key]
+        ours, ref = impls.get("syncbn"), impls.get("ref")
+        torch, dnnl = impls.get("torch"), impls.get("onednn")
+        o_med = fnum(ours["med_ms"]) if ours and ours["status"] == "ok" else None
+        r_med = fnum(ref["med_ms"]) if ref and ref["status"] == "ok" else None
+        if ours is None:
+            o_cell, gbps = "missing", ""
+        elif o_med is None:
+            o_cell, gbps = ours["status"], ""
+        else:
+            o_cell, gbps = "%.3f/%.3f" % (fnum(ours["min_ms"]), o_med), "%.1f" % fnum(ours["gbps"])
+        pct = "%.0f%%" % (100.0 * r_med / o_med) if o_med and r_med else "-"
+        table.append(list(key) + [o_cell, gbps, pct,
+                                  peer_cell(torch, o_med, "torch" in missing or torch is None),
+                                  peer_cell(dnnl, o_med, "onednn" in missing or dnnl is None)])
+        rec = {"shape": key[0], "count": counts.get(key[0], ""), "dtype": key[1],
+               "threads": key[2], "layout": key[3], "mode": key[4],
+               "floor_bytes": (ours or ref or torch or dnnl or {}).get("floor_bytes", "")}
+        for name, r in (("ours", ours), ("ref", ref), ("torch", torch), ("onednn", dnnl)):
+            rec[name + "_status"] = r["status"] if r else "missing"
+            for f in ("min_ms", "med_ms", "reps", "gbps"):
+                rec["%s_%s" % (name, f)] = r[f] if r else ""
+            rec[name + "_note"] = r["note"] if r else missing.get(name, "")
+        rec["pct_of_ref"] = "%.1f" % (100.0 * r_med / o_med) if o_med and r_med else ""
+        for name, r in (("torch", torch), ("onednn", dnnl)):
+            p_med = fnum(r["med_ms"]) if r and r["status"] == "ok" else None
+            rec["x_" + name] = "%.3f" % (p_med / o_med) if p_med and o_med else ""
+        merged.append(rec)
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *table)] if table else []
+    log(" | ".join(h.ljust(w) for h, w in zip(head, widths)))
+    log("-+-".join("-" * w for w in widths))
+    for line in table:
+        log(" | ".join(str(x).ljust(w) for x, w in zip(line, widths)))
+    log("(cf = channels-first NCHW, cl = channels-last NHWC; a 2-D NxC tensor is listed as cf; "
+        "x peer = peer median / ours median, above 1 = ours faster)")
+
+    summarize(merged, counts)
+    syncbn_table(rows, by_key)
+
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    if merged:
+        with open(out_path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(merged[0].keys()))
+            w.writeheader()
+            w.writerows(merged)
+    raw = os.path.join(os.path.dirname(out_path), "raw.csv")
+    with open(raw, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    log()
+    log("wrote %s (merged, %d rows) and %s (every row, %d)" % (
+        os.path.relpath(out_path, ROOT), len(merged), os.path.relpath(raw, ROOT), len(rows)))
+    return 0
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summarize(merged, counts):
+    """Geometric means per mode, and count-weighted totals when the shape files have counts."""
+    log()
+    log("geometric means over the rows above (n = rows with both numbers):")
+    for mode in ("fwd-train", "bwd", "eval"):
+        sel = [m for m in merged if m["mode"] == mode]
+        if not sel:
+            continue
+        parts = []
+        for label, col in (("% of ref", "pct_of_ref"), ("x torch", "x_torch"),
+                           ("x oneDNN", "x_onednn")):
+            vals = [fnum(m[col]) for m in sel if fnum(m[col])]
+            g = geomean(vals)
+            text = "-" if not g else ("%.0f%%" % g) if col == "pct_of_ref" else ("%.2fx" % g)
+            parts.append("%s %s (n=%d)" % (label, text, len(vals)))
+        log("  %-9s  %s" % (mode, "; ".join(parts)))
+    if not any(c > 1 for c in counts.values()):
+        return
+    log()
+    log("count-weighted totals (sum over shapes of count x median ms; a network's BN layers):")
+    groups = {}
+    for m in merged:
+        groups.setdefault((m["dtype"], m["threads"], m["layout"], m["mode"]), []).append(m)
+    log("  dtype | T | layout | mode      | ours ms | ref ms  | torch ms | oneDNN ms")
+    for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], MODE_ORDER.get(k[3], 9))):
+        cells = []
+        for name in ("ours", "ref", "torch", "onednn"):
+            tot, ok = 0.0, True
+            for m in groups[key]:
+                v = fnum(m[name + "_med_ms"])
+                if v is None:
+                    ok = False
+                    break
+                tot += v * int(m["count"] or 1)
+            cells.append("%.2f" % tot if ok else "-")
+        log("  %-5s | %s | %-6s | %-9s | %7s | %7s | %8s | %9s" % (key + tuple(cells)))
+
+
+def syncbn_table(rows, by_key):
+    layer, seen = [], set()
+    for r in rows:
+        if r["impl"].startswith("syncbn-") and r["impl"] not in seen:
+            seen.add(r["impl"])
+            layer.append(r)
+    if not layer:
+        return
+    log()
+    log("SyncBN layer, training step = sbn_syncbn_forward + sbn_syncbn_backward, f32 cf, "
+        "global batch split over W ranks, each rank compute-serial:")
+    for r in layer:
+        if r["status"] != "ok":
+            log("  %-15s %s: %s" % (r["impl"], r["status"], r["note"]))
+            continue
+        ops = []
+        for mode in ("fwd-train", "bwd"):
+            o = by_key.get((r["shape"], "f32", "2", "cf", mode), {}).get("syncbn")
+            ops.append(fnum(o["med_ms"]) if o and o["status"] == "ok" else None)
+        cmp = ""
+        if None not in ops:
+            cmp = "; ops fwd-train+bwd with a pool of 2 on the whole batch: %.3f ms" % sum(ops)
+        log("  %-15s %s %s: step %.3f/%.3f ms (min/med, %s reps), %.1f GB/s of the 8E floor%s" % (
+            r["impl"], r["shape"], r["threads"], fnum(r["min_ms"]), fnum(r["med_ms"]), r["reps"],
+            fnum(r["gbps"]), cmp))
+        log("  %-15s %s" % ("", r["note"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
