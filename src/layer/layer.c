@@ -111,6 +111,19 @@ static sbn_status check_config(const sbn_syncbn_config *config)
     return SBN_OK;
 }
 
+/* The layer's workspace: its arrays for this world plus the largest op workspace. */
+static sbn_status check_layer_workspace(sbn_comm_t *comm, const sbn_tensor *x,
+                                        const void *workspace, size_t workspace_bytes)
+{
+    size_t need = sbn__ws_bytes(arrays_bytes(x->shape[1], sbn_comm_size(comm))) + ops_bytes(x);
+    if (workspace_bytes < need || workspace == NULL)
+        return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
+                          "workspace_bytes is %zu but the layer needs %zu bytes "
+                          "(sbn_syncbn_workspace_size)", workspace == NULL ? 0 : workspace_bytes,
+                          need);
+    return SBN_OK;
+}
+
 /* Every check of the forward call that can be made before the collective. */
 static sbn_status check_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
                                 const sbn_tensor *x, const sbn_tensor *weight,
@@ -128,7 +141,6 @@ static sbn_status check_forward(sbn_comm_t *comm, const sbn_syncbn_config *confi
                                {config->training ? NULL : running_var, "running_var"}};
     int tracking = running_mean != NULL || running_var != NULL;
     int syncing = config->training;
-    size_t need;
     sbn_status s;
     int64_t channels;
 
@@ -150,13 +162,7 @@ static sbn_status check_forward(sbn_comm_t *comm, const sbn_syncbn_config *confi
         return sbn__error(SBN_ERR_NULL_ARGUMENT,
                           "eval mode needs both running_mean and running_var (or neither)");
     if ((s = sbn__check_aliases(outputs, 5, inputs, 5, y, x)) != SBN_OK) return s;
-    need = sbn__ws_bytes(arrays_bytes(channels, sbn_comm_size(comm))) + ops_bytes(x);
-    if (workspace_bytes < need || workspace == NULL)
-        return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
-                          "workspace_bytes is %zu but the layer needs %zu bytes "
-                          "(sbn_syncbn_workspace_size)", workspace == NULL ? 0 : workspace_bytes,
-                          need);
-    return SBN_OK;
+    return check_layer_workspace(comm, x, workspace, workspace_bytes);
 }
 
 /* Eval, or training without a world to sync with: plain batch norm, no collective. */
@@ -270,7 +276,6 @@ static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *conf
                                {running_mean, "running_mean"}, {running_var, "running_var"},
                                {save_mean, "save_mean"}, {save_invstd, "save_invstd"}};
     int use_running = !config->training && running_mean != NULL && running_var != NULL;
-    size_t need;
     sbn_status s;
     int64_t channels, r;
 
@@ -294,13 +299,7 @@ static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *conf
                           "global_count is %lld but x holds %lld samples per channel",
                           (long long)global_count, (long long)r);
     if ((s = sbn__check_aliases(outputs, 3, inputs, 7, grad_input, dy)) != SBN_OK) return s;
-    need = sbn__ws_bytes(arrays_bytes(channels, sbn_comm_size(comm))) + ops_bytes(x);
-    if (workspace_bytes < need || workspace == NULL)
-        return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
-                          "workspace_bytes is %zu but the layer needs %zu bytes "
-                          "(sbn_syncbn_workspace_size)", workspace == NULL ? 0 : workspace_bytes,
-                          need);
-    return SBN_OK;
+    return check_layer_workspace(comm, x, workspace, workspace_bytes);
 }
 
 SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
