@@ -137,15 +137,11 @@ void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__r
 /*
  * Rows: when every tensor has channel stride 1 and the non-channel dims merge into
  * one (channels-last and (N, C) tensors), a "row" r holds channels 0..C-1 side by
- * side. The row path gathers a block of up to SBN_ROW_BLOCK channels for a range of
- * rows with one pass over contiguous memory, instead of one strided pass per channel.
+ * side. The row path reads a block of up to SBN_ROW_BLOCK channels for a range of
+ * rows over contiguous memory, instead of one strided pass per channel.
  */
 #define SBN_ROW_BLOCK 8
 int sbn__walk_is_rows(const sbn__walk *w);
-/* Channels [c0, c0 + cn) of rows [r0, r0 + n) of tensor i: channel c0 + j lands in
- * dst[j * SBN_CHUNK + 0 .. n). */
-void sbn__walk_gather_rows(const sbn__walk *w, int i, int64_t c0, int64_t cn, int64_t r0,
-                           int64_t n, double *dst);
 /* Reads elements [r0, r0 + n) of channel c of tensor i as doubles. */
 void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst);
 /* Writes elements [r0, r0 + n) of channel c of tensor i. */
@@ -168,6 +164,13 @@ typedef enum sbn__reduce_kind {
     SBN_REDUCE_BACKWARD      /* tensor 0 = dy, 1 = x: (sum dy, sum dy*(x - center[c])) */
 } sbn__reduce_kind;
 
+/*
+ * The row path of a reduction (row_reduce.c): chunk k of the rows for channels
+ * [c0, c0 + cn), cn <= SBN_ROW_BLOCK; out[2j], out[2j+1] as the kernels of kernels.h
+ * would give for channel c0 + j, bit for bit.
+ */
+void sbn__row_reduce_block(sbn__reduce_kind kind, const sbn__walk *w, const sbn_tensor *center,
+                           int64_t k, int64_t c0, int64_t cn, double *out);
 /* Workspace bytes that sbn__channel_reduce needs for x's shape. */
 size_t sbn__channel_reduce_bytes(const sbn_tensor *x);
 /*

@@ -138,22 +138,3 @@ int sbn__walk_is_rows(const sbn__walk *w)
         if (w->channel_stride[i] != 1) return 0;
     return 1;
 }
-
-void sbn__walk_gather_rows(const sbn__walk *w, int i, int64_t c0, int64_t cn, int64_t r0,
-                           int64_t n, double *dst)
-{
-    int64_t row_stride = w->stride[i][0], r, j;
-    size_t es = sbn_dtype_size(w->dtype[i]);
-    const char *base = w->data[i] + (r0 * row_stride + c0) * (int64_t)es;
-    if (w->dtype[i] == SBN_F32) {
-        const float *p = (const float *)base;
-        for (r = 0; r < n; r++, p += row_stride)
-            for (j = 0; j < cn; j++) dst[j * SBN_CHUNK + r] = p[j];
-        return;
-    }
-    for (r = 0; r < n; r++) {
-        double row[SBN_ROW_BLOCK];
-        sbn__load_run(base + r * row_stride * (int64_t)es, w->dtype[i], 1, cn, row);
-        for (j = 0; j < cn; j++) dst[j * SBN_CHUNK + r] = row[j];
-    }
-}

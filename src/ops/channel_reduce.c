@@ -10,9 +10,9 @@
  *   SUMS:     sum(x), sum(x^2), added chunk by chunk.
  *   BACKWARD: sum(dy), sum(dy * (x - center)), added chunk by chunk.
  * Tasks are numbered chunk-major (all channels of chunk 0, then chunk 1, ...).
- * Channels-last and (N, C) tensors take the row path: a task gathers a block of
- * SBN_ROW_BLOCK channels row by row (contiguous memory) and hands each channel's
- * buffer to the same kernel, so the bits are those of the per-channel path.
+ * Channels-last and (N, C) tensors take the row path (row_reduce.c): a task reads a
+ * block of SBN_ROW_BLOCK channels row by row (contiguous memory) in the same
+ * canonical order, so the bits are those of the per-channel path.
  */
 #include "core/internal.h"
 #include "kernels/kernels.h"
@@ -48,33 +48,22 @@ static void reduce_chunks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* The row path: task t covers chunk t / blocks for a block of SBN_ROW_BLOCK channels,
- * gathered row by row; each channel's buffer then goes through the same kernel. */
+/* The row path (row_reduce.c): task t covers chunk t / blocks of the rows for a block
+ * of SBN_ROW_BLOCK channels. */
 static void reduce_row_blocks(void *ctx, int64_t begin, int64_t end)
 {
     reduce_job *job = ctx;
     const sbn__walk *w = &job->walk;
-    const sbn_kernels *kern = sbn__kernels();
     int64_t blocks = (w->channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK, t, j;
-    static _Thread_local _Alignas(64) double a[SBN_ROW_BLOCK * SBN_CHUNK];
-    static _Thread_local _Alignas(64) double b[SBN_ROW_BLOCK * SBN_CHUNK];
     for (t = begin; t < end; t++) {
-        int64_t k = t / blocks, c0 = (t % blocks) * SBN_ROW_BLOCK, n = sbn__walk_chunk_len(w, k);
+        int64_t k = t / blocks, c0 = (t % blocks) * SBN_ROW_BLOCK;
         int64_t cn = w->channels - c0 < SBN_ROW_BLOCK ? w->channels - c0 : SBN_ROW_BLOCK;
-        sbn__walk_gather_rows(w, 0, c0, cn, k * SBN_CHUNK, n, a);
-        if (job->kind == SBN_REDUCE_BACKWARD)
-            sbn__walk_gather_rows(w, 1, c0, cn, k * SBN_CHUNK, n, b);
+        double out[2 * SBN_ROW_BLOCK];
+        sbn__row_reduce_block(job->kind, w, job->center, k, c0, cn, out);
         for (j = 0; j < cn; j++) {
             double *part = job->partial + 2 * ((c0 + j) * w->chunks + k);
-            const double *xa = a + j * SBN_CHUNK, *xb = b + j * SBN_CHUNK;
-            switch (job->kind) {
-            case SBN_REDUCE_MOMENTS: kern->moments(xa, (size_t)n, &part[0], &part[1]); break;
-            case SBN_REDUCE_SUMS: kern->sums(xa, (size_t)n, &part[0], &part[1]); break;
-            case SBN_REDUCE_BACKWARD:
-                kern->backward_sums(xa, xb, (size_t)n, sbn__load1(job->center, c0 + j),
-                                    &part[0], &part[1]);
-                break;
-            }
+            part[0] = out[2 * j];
+            part[1] = out[2 * j + 1];
         }
     }
 }
