@@ -196,6 +196,8 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
 /* ---- shared per-channel rules (src/ops/moments.c) ---- */
 /* Chan's merge of (count_b, mean_b, m2_b) into (a): the single merge formula of the library. */
 void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2_b);
+/* The status of several channels: SBN_NO_SAMPLES beats SBN_SINGLE_SAMPLE beats SBN_OK. */
+sbn_status sbn__combine_status(sbn_status acc, sbn_status channel);
 /* 1/sqrt(var + eps), or 0 when var + eps == 0 (PyTorch's convention). */
 double sbn__invstd(double var, double eps);
 /*

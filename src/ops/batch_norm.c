@@ -81,7 +81,7 @@ SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
             total.m2 = stats[2 * c + 1];
             channel = sbn__finish_channel(&total, c, momentum, eps, running_mean, running_var,
                                           save_mean, save_invstd);
-            if (channel != SBN_OK) result = channel;
+            result = sbn__combine_status(result, channel);
             coef[4 * c] = total.mean;
             coef[4 * c + 1] = r > 0 ? sbn__invstd(total.m2 / (double)r, eps) : 0.0;
         }

@@ -23,6 +23,18 @@ typedef struct map_job {
     int direct;     /* all fp32 with unit inner strides: the f32 kernels work in place */
 } map_job;
 
+/* The two maps on one element, in double, in the order every path (and every
+ * f32 kernel) uses; q points at the channel's four coefficients. */
+static inline double normalize_one(double x, const double *q)
+{
+    return (x - q[0]) * q[1] + q[2];
+}
+
+static inline double backward_one(double dy, double x, const double *q)
+{
+    return ((dy - q[0]) - (x - q[1]) * q[2]) * q[3];
+}
+
 /* One run of an all-fp32 map with unit strides: the kernel reads and writes in place. */
 typedef struct direct_ctx {
     const map_job *job;
@@ -62,11 +74,11 @@ static void map_chunks(void *ctx, int64_t begin, int64_t end)
         }
         sbn__walk_gather(w, 0, c, k * SBN_CHUNK, n, a);
         if (job->kind == SBN_MAP_NORMALIZE) {
-            for (i = 0; i < n; i++) a[i] = (a[i] - q[0]) * q[1] + q[2];
+            for (i = 0; i < n; i++) a[i] = normalize_one(a[i], q);
             sbn__walk_scatter(w, 1, c, k * SBN_CHUNK, n, a);
         } else {
             sbn__walk_gather(w, 1, c, k * SBN_CHUNK, n, b);
-            for (i = 0; i < n; i++) a[i] = ((a[i] - q[0]) - (b[i] - q[1]) * q[2]) * q[3];
+            for (i = 0; i < n; i++) a[i] = backward_one(a[i], b[i], q);
             sbn__walk_scatter(w, 2, c, k * SBN_CHUNK, n, a);
         }
     }
@@ -96,12 +108,10 @@ static void map_row_blocks(void *ctx, int64_t begin, int64_t end)
             for (r = 0; r < n; r++, x0 += s0, x1 += s1, y += s2) {
                 if (job->kind == SBN_MAP_NORMALIZE)
                     for (j = 0; j < cn; j++)
-                        y[j] = (float)(((double)x0[j] - q[4 * j]) * q[4 * j + 1] + q[4 * j + 2]);
+                        y[j] = (float)normalize_one(x0[j], q + 4 * j);
                 else
                     for (j = 0; j < cn; j++)
-                        y[j] = (float)((((double)x0[j] - q[4 * j]) -
-                                        ((double)x1[j] - q[4 * j + 1]) * q[4 * j + 2]) *
-                                       q[4 * j + 3]);
+                        y[j] = (float)backward_one(x0[j], x1[j], q + 4 * j);
             }
             continue;
         }
@@ -109,11 +119,11 @@ static void map_row_blocks(void *ctx, int64_t begin, int64_t end)
             double a[SBN_ROW_BLOCK], b[SBN_ROW_BLOCK];
             sbn__load_run(row[0], w->dtype[0], 1, cn, a);
             if (job->kind == SBN_MAP_NORMALIZE) {
-                for (j = 0; j < cn; j++) a[j] = (a[j] - q[4 * j]) * q[4 * j + 1] + q[4 * j + 2];
+                for (j = 0; j < cn; j++) a[j] = normalize_one(a[j], q + 4 * j);
             } else {
                 sbn__load_run(row[1], w->dtype[1], 1, cn, b);
                 for (j = 0; j < cn; j++)
-                    a[j] = ((a[j] - q[4 * j]) - (b[j] - q[4 * j + 1]) * q[4 * j + 2]) * q[4 * j + 3];
+                    a[j] = backward_one(a[j], b[j], q + 4 * j);
             }
             sbn__store_run(row[out], w->dtype[out], 1, cn, a);
             for (i = 0; i < w->ntensors; i++)

@@ -11,14 +11,6 @@
  */
 #include "core/internal.h"
 
-/* The combined status of the channels: NO_SAMPLES beats SINGLE_SAMPLE beats OK. */
-static sbn_status combine(sbn_status acc, sbn_status channel)
-{
-    if (acc == SBN_NO_SAMPLES || channel == SBN_NO_SAMPLES) return SBN_NO_SAMPLES;
-    if (acc == SBN_SINGLE_SAMPLE || channel == SBN_SINGLE_SAMPLE) return SBN_SINGLE_SAMPLE;
-    return SBN_OK;
-}
-
 SBN_API sbn_status sbn_gather_stats_with_counts_workspace_size(const sbn_tensor *mean_all,
                                                                size_t *bytes)
 {
@@ -40,7 +32,7 @@ SBN_API sbn_status sbn_gather_stats_with_counts(const sbn_tensor *mean_all,
 {
     const sbn__arg inputs[] = {{mean_all, "mean_all"}, {invstd_all, "invstd_all"},
                                {counts, "counts"}};
-    sbn_status s, result = SBN_OK;
+    sbn_status s, channel, result = SBN_OK;
     int64_t c, j, world, channels;
 
     (void)pool;
@@ -61,8 +53,9 @@ SBN_API sbn_status sbn_gather_stats_with_counts(const sbn_tensor *mean_all,
             if (var < 0) var = 0;
             sbn__moments_merge(&total, count, sbn__load2(mean_all, j, c), var * count);
         }
-        result = combine(result, sbn__finish_channel(&total, c, momentum, eps, running_mean,
-                                                     running_var, mean, invstd));
+        channel = sbn__finish_channel(&total, c, momentum, eps, running_mean, running_var,
+                                      mean, invstd);
+        result = sbn__combine_status(result, channel);
     }
     return result;
 }
@@ -76,7 +69,7 @@ SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, i
     sbn__arg outputs[] = {{running_mean, "running_mean"}, {running_var, "running_var"},
                           {mean, "mean"}, {invstd, "invstd"}, {NULL, "total"}};
     sbn__arg inputs[] = {{NULL, "parts"}};
-    sbn_status s, result = SBN_OK;
+    sbn_status s, channel, result = SBN_OK;
     int64_t c, j;
 
     sbn__clear_error();
@@ -109,8 +102,9 @@ SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, i
             sbn__moments_merge(&merged, p->count, p->mean, p->m2);
         }
         if (total) total[c] = merged;
-        result = combine(result, sbn__finish_channel(&merged, c, momentum, eps, running_mean,
-                                                     running_var, mean, invstd));
+        channel = sbn__finish_channel(&merged, c, momentum, eps, running_mean, running_var,
+                                      mean, invstd);
+        result = sbn__combine_status(result, channel);
     }
     return result;
 }

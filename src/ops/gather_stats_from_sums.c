@@ -47,7 +47,7 @@ SBN_API sbn_status sbn_gather_stats_from_sums(const sbn_tensor *total_sum,
         }
         channel = sbn__finish_channel(&total, c, momentum, eps, running_mean, running_var, mean,
                                       invstd);
-        if (channel != SBN_OK && result != SBN_NO_SAMPLES) result = channel;
+        result = sbn__combine_status(result, channel);
     }
     return result;
 }

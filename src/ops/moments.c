@@ -30,6 +30,13 @@ void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2
     a->count = n;
 }
 
+sbn_status sbn__combine_status(sbn_status acc, sbn_status channel)
+{
+    if (acc == SBN_NO_SAMPLES || channel == SBN_NO_SAMPLES) return SBN_NO_SAMPLES;
+    if (acc == SBN_SINGLE_SAMPLE || channel == SBN_SINGLE_SAMPLE) return SBN_SINGLE_SAMPLE;
+    return SBN_OK;
+}
+
 double sbn__invstd(double var, double eps)
 {
     double v = var + eps;
