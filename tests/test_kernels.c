@@ -559,14 +559,14 @@ static void test_maps_bitwise(void)
 
                     memset(g_yref, 0xA5, sizeof g_yref);
                     memset(g_ygot, 0xA5, sizeof g_ygot);
-                    r->f32_normalize(g_x + xo, n, coef, g_yref + PAD + yo);
-                    k->f32_normalize(g_x + xo, n, coef, g_ygot + PAD + yo);
+                    r->normalize[SBN_KD_F32](g_x + xo, n, coef, g_yref + PAD + yo);
+                    k->normalize[SBN_KD_F32](g_x + xo, n, coef, g_ygot + PAD + yo);
                     if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, coef, yo, kc, 0)) return;
 
                     memset(g_yref, 0xA5, sizeof g_yref);
                     memset(g_ygot, 0xA5, sizeof g_ygot);
-                    r->f32_backward(g_dy + dyo, g_x + xo, n, coef, g_yref + PAD + yo);
-                    k->f32_backward(g_dy + dyo, g_x + xo, n, coef, g_ygot + PAD + yo);
+                    r->backward[SBN_KD_F32](g_dy + dyo, g_x + xo, n, coef, g_yref + PAD + yo);
+                    k->backward[SBN_KD_F32](g_dy + dyo, g_x + xo, n, coef, g_ygot + PAD + yo);
                     if (!check_map_out(k->isa, "backward", n, g_x + xo, g_dy + dyo, coef, yo, kc, 0))
                         return;
 
@@ -575,16 +575,16 @@ static void test_maps_bitwise(void)
                     memset(g_ygot, 0xA5, sizeof g_ygot);
                     memcpy(g_yref + PAD + xo, g_x + xo, n * sizeof(float));
                     memcpy(g_ygot + PAD + xo, g_x + xo, n * sizeof(float));
-                    r->f32_normalize(g_yref + PAD + xo, n, coef, g_yref + PAD + xo);
-                    k->f32_normalize(g_ygot + PAD + xo, n, coef, g_ygot + PAD + xo);
+                    r->normalize[SBN_KD_F32](g_yref + PAD + xo, n, coef, g_yref + PAD + xo);
+                    k->normalize[SBN_KD_F32](g_ygot + PAD + xo, n, coef, g_ygot + PAD + xo);
                     if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, coef, xo, kc, 1)) return;
 
                     memset(g_yref, 0xA5, sizeof g_yref);
                     memset(g_ygot, 0xA5, sizeof g_ygot);
                     memcpy(g_yref + PAD + xo, g_dy + xo, n * sizeof(float));
                     memcpy(g_ygot + PAD + xo, g_dy + xo, n * sizeof(float));
-                    r->f32_backward(g_yref + PAD + xo, g_x + dyo, n, coef, g_yref + PAD + xo);
-                    k->f32_backward(g_ygot + PAD + xo, g_x + dyo, n, coef, g_ygot + PAD + xo);
+                    r->backward[SBN_KD_F32](g_yref + PAD + xo, g_x + dyo, n, coef, g_yref + PAD + xo);
+                    k->backward[SBN_KD_F32](g_ygot + PAD + xo, g_x + dyo, n, coef, g_ygot + PAD + xo);
                     if (!check_map_out(k->isa, "backward", n, g_x + dyo, g_dy + xo, coef, xo, kc, 1))
                         return;
                 }
@@ -644,8 +644,8 @@ static void test_maps_no_fma(void)
             }
             memset(g_yref, 0xA5, sizeof g_yref);
             memset(g_ygot, 0xA5, sizeof g_ygot);
-            ks[0]->f32_normalize(g_x + off, n, kn, g_yref + PAD + off);
-            ks[i]->f32_normalize(g_x + off, n, kn, g_ygot + PAD + off);
+            ks[0]->normalize[SBN_KD_F32](g_x + off, n, kn, g_yref + PAD + off);
+            ks[i]->normalize[SBN_KD_F32](g_x + off, n, kn, g_ygot + PAD + off);
             for (e = 0; e < n; e++) {
                 tried++;
                 sensitive += g_yref[PAD + off + e] != want_fused[e];
@@ -655,8 +655,8 @@ static void test_maps_no_fma(void)
                 return;
             memset(g_yref, 0xA5, sizeof g_yref);
             memset(g_ygot, 0xA5, sizeof g_ygot);
-            ks[0]->f32_backward(g_dy, g_x + off, n, kb, g_yref + PAD + off);
-            ks[i]->f32_backward(g_dy, g_x + off, n, kb, g_ygot + PAD + off);
+            ks[0]->backward[SBN_KD_F32](g_dy, g_x + off, n, kb, g_yref + PAD + off);
+            ks[i]->backward[SBN_KD_F32](g_dy, g_x + off, n, kb, g_ygot + PAD + off);
             if (!check_map_out(ks[i]->isa, "backward (FMA-sensitive)", n, g_x + off, g_dy, kb,
                                off, -1, 0))
                 return;

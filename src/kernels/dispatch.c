@@ -13,6 +13,11 @@
 
 #include "kernels/kernels.h"
 
+/* One streaming family in sbn_kdtype order. */
+#define SBN_FAMILY(kernel, isa)                                                              \
+    {sbn_f64_##kernel##_ukernel__##isa, sbn_f32_##kernel##_ukernel__##isa,                    \
+     sbn_f16_##kernel##_ukernel__##isa, sbn_bf16_##kernel##_ukernel__##isa}
+
 #define SBN_KERNEL_TABLE(isa)                                                                 \
     {#isa,                                                                                    \
      sbn_f64_moments_ukernel__##isa,                                                          \
@@ -24,8 +29,14 @@
      sbn_f32_store_ukernel__##isa,                                                            \
      sbn_f16_store_ukernel__##isa,                                                            \
      sbn_bf16_store_ukernel__##isa,                                                           \
-     sbn_f32_normalize_ukernel__##isa,                                                        \
-     sbn_f32_backward_ukernel__##isa},
+     SBN_FAMILY(accum, isa),                                                                  \
+     SBN_FAMILY(bwd_accum, isa),                                                              \
+     SBN_FAMILY(row_accum, isa),                                                              \
+     SBN_FAMILY(row_bwd_accum, isa),                                                          \
+     SBN_FAMILY(normalize, isa),                                                              \
+     SBN_FAMILY(backward, isa),                                                               \
+     SBN_FAMILY(row_normalize, isa),                                                          \
+     SBN_FAMILY(row_backward, isa)},
 
 static const sbn_kernels g_tables[] = {
 #define SBN_KERNEL_ISA(isa, supported) SBN_KERNEL_TABLE(isa)

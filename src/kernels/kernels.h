@@ -32,11 +32,59 @@ typedef void (*sbn_backward_sums_fn)(const double *dy, const double *x, size_t n
 typedef void (*sbn_load_fn)(const void *src, size_t n, double *dst);
 /* Narrowing of n doubles to contiguous elements, correctly rounded (to nearest, ties to even). */
 typedef void (*sbn_store_fn)(const double *src, size_t n, void *dst);
-/* y[i] = (float)(((double)x[i] - k[0]) * k[1] + k[2]) over contiguous fp32. */
-typedef void (*sbn_f32_normalize_fn)(const float *x, size_t n, const double *k, float *y);
-/* gi[i] = (float)((((double)dy[i] - k[0]) - ((double)x[i] - k[1]) * k[2]) * k[3]). */
-typedef void (*sbn_f32_backward_fn)(const float *dy, const float *x, size_t n, const double *k,
-                                    float *gi);
+
+/*
+ * The element types the streaming kernels below come in, as table indices. Every
+ * kernel of a family reads (and a map writes) one element type throughout; loads
+ * widen exactly to double, map outputs narrow once (fp32: round to nearest even;
+ * fp16/bf16: round to odd to float, then to nearest even, as the store kernels).
+ */
+typedef enum sbn_kdtype { SBN_KD_F64, SBN_KD_F32, SBN_KD_F16, SBN_KD_BF16, SBN_KD_COUNT } sbn_kdtype;
+
+/*
+ * Streaming reductions over a run of one channel (x[0..n), contiguous). acc holds
+ * 2 x 16 lane accumulators, a = acc[0..15] and b = acc[16..31]; element i goes to
+ * lane l = (lane + i) % 16, lanes taking their elements in index order:
+ *   accum:      d = x[i] - shift;   a[l] += d;      b[l] += d * d
+ *   bwd_accum:  a[l] += dy[i];      b[l] += dy[i] * (x[i] - center)
+ * A chunk's lanes may be fed by several runs; lanes are folded only at the end.
+ */
+typedef void (*sbn_accum_fn)(const void *x, size_t n, unsigned lane, double shift, double *acc);
+typedef void (*sbn_bwd_accum_fn)(const void *dy, const void *x, size_t n, unsigned lane,
+                                 double center, double *acc);
+/*
+ * The same over rows (channels-last): x holds `rows` rows of cn contiguous channels,
+ * row r starting at x + r * xs elements; row r adds to lane l = (lane + r) % 16 of
+ * every channel j < cn. Accumulators are lane-major, a[l * ld + j] and b[l * ld + j]:
+ *   row_accum:      d = x[r][j] - shift[j];  a[l][j] += d;   b[l][j] += d * d
+ *   row_bwd_accum:  a[l][j] += dy[r][j];     b[l][j] += dy[r][j] * (x[r][j] - center[j])
+ */
+typedef void (*sbn_row_accum_fn)(const void *x, int64_t xs, size_t rows, size_t cn,
+                                 unsigned lane, const double *shift, double *a, double *b,
+                                 size_t ld);
+typedef void (*sbn_row_bwd_accum_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                     size_t rows, size_t cn, unsigned lane,
+                                     const double *center, double *a, double *b, size_t ld);
+/*
+ * Elementwise maps over a run of one channel (contiguous), k = the channel's four
+ * coefficients, every element computed in double in this order and narrowed once:
+ *   normalize:  y[i]  = (x[i] - k[0]) * k[1] + k[2]
+ *   backward:   gi[i] = ((dy[i] - k[0]) - (x[i] - k[1]) * k[2]) * k[3]
+ * Each element is read before it is written: y == x (in place) is safe.
+ */
+typedef void (*sbn_normalize_fn)(const void *x, size_t n, const double *k, void *y);
+typedef void (*sbn_backward_fn)(const void *dy, const void *x, size_t n, const double *k,
+                                void *gi);
+/*
+ * The same over rows of cn contiguous channels (row r of each tensor at r * stride
+ * elements), channel j's coefficients in structure-of-arrays form:
+ * k0 = k[j], k1 = k[ldk + j], k2 = k[2 * ldk + j], k3 = k[3 * ldk + j].
+ */
+typedef void (*sbn_row_normalize_fn)(const void *x, int64_t xs, size_t rows, size_t cn,
+                                     const double *k, size_t ldk, void *y, int64_t ys);
+typedef void (*sbn_row_backward_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                    size_t rows, size_t cn, const double *k, size_t ldk,
+                                    void *gi, int64_t gs);
 
 typedef struct sbn_kernels {
     const char *isa;
@@ -45,8 +93,14 @@ typedef struct sbn_kernels {
     sbn_backward_sums_fn backward_sums;
     sbn_load_fn load_f32, load_f16, load_bf16;
     sbn_store_fn store_f32, store_f16, store_bf16;
-    sbn_f32_normalize_fn f32_normalize;
-    sbn_f32_backward_fn f32_backward;
+    sbn_accum_fn accum[SBN_KD_COUNT];
+    sbn_bwd_accum_fn bwd_accum[SBN_KD_COUNT];
+    sbn_row_accum_fn row_accum[SBN_KD_COUNT];
+    sbn_row_bwd_accum_fn row_bwd_accum[SBN_KD_COUNT];
+    sbn_normalize_fn normalize[SBN_KD_COUNT];
+    sbn_backward_fn backward[SBN_KD_COUNT];
+    sbn_row_normalize_fn row_normalize[SBN_KD_COUNT];
+    sbn_row_backward_fn row_backward[SBN_KD_COUNT];
 } sbn_kernels;
 
 /*
@@ -78,15 +132,45 @@ static inline double sbn__fold16(double *s)
     void sbn_bf16_load_ukernel__##isa(const void *src, size_t n, double *dst);               \
     void sbn_f32_store_ukernel__##isa(const double *src, size_t n, void *dst);               \
     void sbn_f16_store_ukernel__##isa(const double *src, size_t n, void *dst);               \
-    void sbn_bf16_store_ukernel__##isa(const double *src, size_t n, void *dst);              \
-    void sbn_f32_normalize_ukernel__##isa(const float *x, size_t n, const double *k,          \
-                                          float *y);                                         \
-    void sbn_f32_backward_ukernel__##isa(const float *dy, const float *x, size_t n,           \
-                                         const double *k, float *gi);
+    void sbn_bf16_store_ukernel__##isa(const double *src, size_t n, void *dst);
 
 SBN_DECLARE_KERNELS(scalar)
 SBN_DECLARE_KERNELS(avx2)
 SBN_DECLARE_KERNELS(avx512)
+
+/* One family member per element type: sbn_<dt>_<kernel>_ukernel__<isa>, dt in f64 f32 f16 bf16. */
+#define SBN_DECLARE_STREAM_KERNELS_DT(dt, isa)                                                  \
+    void sbn_##dt##_accum_ukernel__##isa(const void *x, size_t n, unsigned lane, double shift,  \
+                                         double *acc);                                         \
+    void sbn_##dt##_bwd_accum_ukernel__##isa(const void *dy, const void *x, size_t n,           \
+                                             unsigned lane, double center, double *acc);       \
+    void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
+                                             unsigned lane, const double *shift, double *a,    \
+                                             double *b, size_t ld);                            \
+    void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
+                                                 int64_t xs, size_t rows, size_t cn,           \
+                                                 unsigned lane, const double *center,          \
+                                                 double *a, double *b, size_t ld);             \
+    void sbn_##dt##_normalize_ukernel__##isa(const void *x, size_t n, const double *k,          \
+                                             void *y);                                         \
+    void sbn_##dt##_backward_ukernel__##isa(const void *dy, const void *x, size_t n,            \
+                                            const double *k, void *gi);                        \
+    void sbn_##dt##_row_normalize_ukernel__##isa(const void *x, int64_t xs, size_t rows,        \
+                                                 size_t cn, const double *k, size_t ldk,       \
+                                                 void *y, int64_t ys);                         \
+    void sbn_##dt##_row_backward_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
+                                                int64_t xs, size_t rows, size_t cn,            \
+                                                const double *k, size_t ldk, void *gi,         \
+                                                int64_t gs);
+#define SBN_DECLARE_STREAM_KERNELS(isa)        \
+    SBN_DECLARE_STREAM_KERNELS_DT(f64, isa)    \
+    SBN_DECLARE_STREAM_KERNELS_DT(f32, isa)    \
+    SBN_DECLARE_STREAM_KERNELS_DT(f16, isa)    \
+    SBN_DECLARE_STREAM_KERNELS_DT(bf16, isa)
+
+SBN_DECLARE_STREAM_KERNELS(scalar)
+SBN_DECLARE_STREAM_KERNELS(avx2)
+SBN_DECLARE_STREAM_KERNELS(avx512)
 
 /* Conversions shared by the scalar kernels and the SIMD tails (convert.c). */
 float sbn__f16_to_float(uint16_t h);

@@ -49,10 +49,9 @@ static void direct_run(void *arg, char *const *ptr, const int64_t *stride, int64
     (void)stride;
     (void)at;
     if (dc->job->kind == SBN_MAP_NORMALIZE)
-        kern->f32_normalize((const float *)ptr[0], (size_t)len, dc->coef, (float *)ptr[1]);
+        kern->normalize[SBN_KD_F32](ptr[0], (size_t)len, dc->coef, ptr[1]);
     else
-        kern->f32_backward((const float *)ptr[0], (const float *)ptr[1], (size_t)len, dc->coef,
-                           (float *)ptr[2]);
+        kern->backward[SBN_KD_F32](ptr[0], ptr[1], (size_t)len, dc->coef, ptr[2]);
 }
 
 static void map_chunks(void *ctx, int64_t begin, int64_t end)

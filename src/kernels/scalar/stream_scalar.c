@@ -1,0 +1,71 @@
+/*
+ * stream_scalar.c - the portable streaming reductions of kernels.h, which define
+ * the canonical order the SIMD variants reproduce bit for bit. Runs of one
+ * channel: element i adds to lane (lane + i) % 16. Rows of a block of channels
+ * (channels-last): row r adds to lane (lane + r) % 16 of every channel, the lanes
+ * stored lane-major a[l * ld + j]. Per element, in double, no fused multiply-add:
+ *   accum:      d = x - shift;  a += d;   b += d * d
+ *   bwd_accum:  a += dy;        b += dy * (x - center)
+ */
+#include "kernels/scalar/kernel_io_scalar.h"
+
+#define SBN_DEFINE_STREAM_SCALAR(dt)                                                            \
+    void sbn_##dt##_accum_ukernel__scalar(const void *x, size_t n, unsigned lane, double shift, \
+                                          double *acc)                                         \
+    {                                                                                          \
+        size_t i;                                                                              \
+        for (i = 0; i < n; i++) {                                                              \
+            unsigned l = (unsigned)((lane + i) % SBN_LANES);                                   \
+            double d = sbn__ld_##dt(x, (int64_t)i) - shift;                                    \
+            acc[l] += d;                                                                       \
+            acc[SBN_LANES + l] += d * d;                                                       \
+        }                                                                                      \
+    }                                                                                          \
+                                                                                               \
+    void sbn_##dt##_bwd_accum_ukernel__scalar(const void *dy, const void *x, size_t n,          \
+                                              unsigned lane, double center, double *acc)       \
+    {                                                                                          \
+        size_t i;                                                                              \
+        for (i = 0; i < n; i++) {                                                              \
+            unsigned l = (unsigned)((lane + i) % SBN_LANES);                                   \
+            double g = sbn__ld_##dt(dy, (int64_t)i);                                           \
+            acc[l] += g;                                                                       \
+            acc[SBN_LANES + l] += g * (sbn__ld_##dt(x, (int64_t)i) - center);                  \
+        }                                                                                      \
+    }                                                                                          \
+                                                                                               \
+    void sbn_##dt##_row_accum_ukernel__scalar(const void *x, int64_t xs, size_t rows,           \
+                                              size_t cn, unsigned lane, const double *shift,   \
+                                              double *a, double *b, size_t ld)                 \
+    {                                                                                          \
+        size_t r, j;                                                                           \
+        for (r = 0; r < rows; r++) {                                                           \
+            size_t l = (lane + r) % SBN_LANES;                                                 \
+            for (j = 0; j < cn; j++) {                                                         \
+                double d = sbn__ld_##dt(x, (int64_t)r * xs + (int64_t)j) - shift[j];           \
+                a[l * ld + j] += d;                                                            \
+                b[l * ld + j] += d * d;                                                        \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+                                                                                               \
+    void sbn_##dt##_row_bwd_accum_ukernel__scalar(const void *dy, int64_t dys, const void *x,   \
+                                                  int64_t xs, size_t rows, size_t cn,          \
+                                                  unsigned lane, const double *center,         \
+                                                  double *a, double *b, size_t ld)             \
+    {                                                                                          \
+        size_t r, j;                                                                           \
+        for (r = 0; r < rows; r++) {                                                           \
+            size_t l = (lane + r) % SBN_LANES;                                                 \
+            for (j = 0; j < cn; j++) {                                                         \
+                double g = sbn__ld_##dt(dy, (int64_t)r * dys + (int64_t)j);                    \
+                a[l * ld + j] += g;                                                            \
+                b[l * ld + j] += g * (sbn__ld_##dt(x, (int64_t)r * xs + (int64_t)j) - center[j]); \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+SBN_DEFINE_STREAM_SCALAR(f64)
+SBN_DEFINE_STREAM_SCALAR(f32)
+SBN_DEFINE_STREAM_SCALAR(f16)
+SBN_DEFINE_STREAM_SCALAR(bf16)
