@@ -135,18 +135,32 @@ typedef void (*sbn__run_fn)(void *ctx, char *const *ptr, const int64_t *stride, 
 void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__run_fn fn,
                     void *ctx);
 /*
- * Rows: when every tensor has channel stride 1 and the non-channel dims merge into
- * one (channels-last and (N, C) tensors), a "row" r holds channels 0..C-1 side by
- * side. The row path reads a block of up to SBN_ROW_BLOCK channels for a range of
- * rows over contiguous memory, instead of one strided pass per channel.
+ * Rows: when every tensor has channel stride 1 (channels-last and (N, C) tensors),
+ * a "row" r holds channels 0..C-1 side by side; the walk's runs are then runs of
+ * rows, `stride` elements apart. Otherwise the engine goes plane by plane: for each
+ * run along the innermost walk dim, every channel of a block in turn, which for
+ * NCHW is plain memory order.
  */
-#define SBN_ROW_BLOCK 8
 int sbn__walk_is_rows(const sbn__walk *w);
-/* Reads elements [r0, r0 + n) of channel c of tensor i as doubles. */
-void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst);
-/* Writes elements [r0, r0 + n) of channel c of tensor i. */
-void sbn__walk_scatter(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n,
-                       const double *src);
+/* The kernel element type (sbn_kdtype) shared by every tensor of the walk, or -1. */
+int sbn__walk_kdtype(const sbn__walk *w);
+/* 1 when every tensor steps by one element along the innermost walk dim. */
+int sbn__walk_unit_inner(const sbn__walk *w);
+
+/*
+ * How the engine splits a pass into tasks: `segments` ranges of whole chunks of
+ * the rows, times `blocks` blocks of `block` channels; task t = segment t / blocks,
+ * block t % blocks, so a thread's tasks follow memory. The split follows the
+ * pool's thread count (one segment on one thread, for one sequential sweep); the
+ * results never depend on it, because every chunk lies inside one segment.
+ */
+typedef struct sbn__plan {
+    int64_t segments, seg_chunks, blocks, block;
+} sbn__plan;
+void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool);
+/* Rows [r0, r1) and channels [c0, c0 + cn) of task t. */
+void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_t *r0,
+                    int64_t *r1, int64_t *c0, int64_t *cn);
 
 /* ---- parallel loop (pool.c) ---- */
 typedef void (*sbn__range_fn)(void *ctx, int64_t begin, int64_t end);
@@ -165,12 +179,32 @@ typedef enum sbn__reduce_kind {
 } sbn__reduce_kind;
 
 /*
- * The row path of a reduction (row_reduce.c): chunk k of the rows for channels
- * [c0, c0 + cn), cn <= SBN_ROW_BLOCK; out[2j], out[2j+1] as the kernels of kernels.h
- * would give for channel c0 + j, bit for bit.
+ * One channel's chunk in progress: the kernels' 2 x 16 lanes and the shift (the
+ * chunk's first element for MOMENTS when finite, else 0; 0 for SUMS; the channel's
+ * center for BACKWARD). sbn__chunk_finish folds the lanes of a chunk of n elements
+ * into its two partials: MOMENTS (mean, M2) = (shift + A/n, max(B - A*A/n, 0)),
+ * SUMS and BACKWARD (A, B), with A, B the folded lane sums (kernels.h).
  */
-void sbn__row_reduce_block(sbn__reduce_kind kind, const sbn__walk *w, const sbn_tensor *center,
-                           int64_t k, int64_t c0, int64_t cn, double *out);
+void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a, double *b,
+                       double *part);
+/* The shift a MOMENTS chunk starting with value v uses. */
+double sbn__chunk_shift(double v);
+
+/* Shared by the plane and row paths of a reduction. */
+typedef struct sbn__reduce_job {
+    sbn__reduce_kind kind;
+    sbn__walk walk;
+    sbn__plan plan;
+    const sbn_tensor *center;
+    int kd;          /* kernel element type of every tensor, or -1 (convert to double first) */
+    double *partial; /* [C][chunks][2] */
+    double *out;     /* [C][2] */
+} sbn__reduce_job;
+/* The row path's task t (row_reduce.c). */
+void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t);
+#define SBN_ROW_BLOCK 64   /* channels per row-path reduction task */
+#define SBN_PLANE_BLOCK 64 /* channels per plane-path task */
+
 /* Workspace bytes that sbn__channel_reduce needs for x's shape. */
 size_t sbn__channel_reduce_bytes(const sbn_tensor *x);
 /*
@@ -185,7 +219,8 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
 
 /* ---- chunked elementwise maps (src/ops/channel_map.c) ---- */
 /*
- * Per-channel affine maps, with coefficients in a [C][4] double array:
+ * Per-channel affine maps, with coefficients in structure-of-arrays form, a [4][C]
+ * double array (k0 of channel c at coef[c], k1 at coef[C + c], ...):
  *   SBN_MAP_NORMALIZE: out = (x - k0) * k1 + k2                 (in0 = x)
  *   SBN_MAP_BACKWARD:  out = (dy - k0 - (x - k1) * k2) * k3     (in0 = dy, in1 = x)
  */

@@ -1,13 +1,15 @@
 /*
  * walk.c - the walk over one channel's elements. For x of shape (N, C, d2..dk)
  * the elements of channel c are indexed by r in [0, R), R = N*d2*...*dk, in
- * logical row-major order over the non-channel dims. The walk gathers or
- * scatters any range of r for up to three tensors of the same shape but their
- * own strides and dtypes, one contiguous-in-index run at a time.
+ * logical row-major order over the non-channel dims. The walk visits any range
+ * of r for up to three tensors of the same shape but their own strides and
+ * dtypes, one run along the innermost dim at a time, and tells the engines
+ * which path a set of tensors takes (rows, plane, kernel element type).
  */
 #include <string.h>
 
 #include "internal.h"
+#include "kernels/kernels.h"
 
 void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors)
 {
@@ -92,49 +94,34 @@ void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__r
     }
 }
 
-typedef struct copy_ctx {
-    const sbn__walk *w;
-    int tensor;
-    double *buf;
-    int store;
-} copy_ctx;
-
-static void copy_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
-{
-    copy_ctx *cc = arg;
-    int i = cc->tensor;
-    if (cc->store)
-        sbn__store_run(ptr[i], cc->w->dtype[i], stride[i], len, cc->buf + at);
-    else
-        sbn__load_run(ptr[i], cc->w->dtype[i], stride[i], len, cc->buf + at);
-}
-
-void sbn__walk_gather(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n, double *dst)
-{
-    copy_ctx cc;
-    cc.w = w;
-    cc.tensor = i;
-    cc.buf = dst;
-    cc.store = 0;
-    sbn__walk_runs(w, c, r0, n, copy_run, &cc);
-}
-
-void sbn__walk_scatter(const sbn__walk *w, int i, int64_t c, int64_t r0, int64_t n,
-                       const double *src)
-{
-    copy_ctx cc;
-    cc.w = w;
-    cc.tensor = i;
-    cc.buf = (double *)src;
-    cc.store = 1;
-    sbn__walk_runs(w, c, r0, n, copy_run, &cc);
-}
-
 int sbn__walk_is_rows(const sbn__walk *w)
 {
     int i;
-    if (w->ndims != 1 || w->channels < 2) return 0;
+    if (w->channels < 2) return 0;
     for (i = 0; i < w->ntensors; i++)
         if (w->channel_stride[i] != 1) return 0;
+    return 1;
+}
+
+int sbn__walk_kdtype(const sbn__walk *w)
+{
+    int i, kd;
+    switch (w->dtype[0]) {
+    case SBN_F64: kd = SBN_KD_F64; break;
+    case SBN_F32: kd = SBN_KD_F32; break;
+    case SBN_F16: kd = SBN_KD_F16; break;
+    case SBN_BF16: kd = SBN_KD_BF16; break;
+    default: return -1;
+    }
+    for (i = 1; i < w->ntensors; i++)
+        if (w->dtype[i] != w->dtype[0]) return -1;
+    return kd;
+}
+
+int sbn__walk_unit_inner(const sbn__walk *w)
+{
+    int i;
+    for (i = 0; i < w->ntensors; i++)
+        if (w->stride[i][w->ndims - 1] != 1) return 0;
     return 1;
 }

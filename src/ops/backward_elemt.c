@@ -54,10 +54,10 @@ SBN_API sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x,
     coef = sbn__ws_align(workspace);
     for (c = 0; c < channels; c++) {
         double is = sbn__load1(invstd, c), n = (double)count;
-        coef[4 * c] = sbn__load1(sum_dy, c) / n;
-        coef[4 * c + 1] = sbn__load1(mean, c);
-        coef[4 * c + 2] = is * is * sbn__load1(sum_dy_xmu, c) / n;
-        coef[4 * c + 3] = is * (weight ? sbn__load1(weight, c) : 1.0);
+        coef[c] = sbn__load1(sum_dy, c) / n;
+        coef[1 * channels + c] = sbn__load1(mean, c);
+        coef[2 * channels + c] = is * is * sbn__load1(sum_dy_xmu, c) / n;
+        coef[3 * channels + c] = is * (weight ? sbn__load1(weight, c) : 1.0);
     }
     sbn__channel_map(SBN_MAP_BACKWARD, dy, x, coef, grad_input, pool);
     return SBN_OK;

@@ -82,19 +82,19 @@ SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
             channel = sbn__finish_channel(&total, c, momentum, eps, running_mean, running_var,
                                           save_mean, save_invstd);
             result = sbn__combine_status(result, channel);
-            coef[4 * c] = total.mean;
-            coef[4 * c + 1] = r > 0 ? sbn__invstd(total.m2 / (double)r, eps) : 0.0;
+            coef[c] = total.mean;
+            coef[1 * channels + c] = r > 0 ? sbn__invstd(total.m2 / (double)r, eps) : 0.0;
         }
     } else {
         for (c = 0; c < channels; c++) {
-            coef[4 * c] = sbn__load1(running_mean, c);
-            coef[4 * c + 1] = sbn__invstd(sbn__load1(running_var, c), eps);
+            coef[c] = sbn__load1(running_mean, c);
+            coef[1 * channels + c] = sbn__invstd(sbn__load1(running_var, c), eps);
         }
     }
     for (c = 0; c < channels; c++) {
-        coef[4 * c + 1] *= weight ? sbn__load1(weight, c) : 1.0;
-        coef[4 * c + 2] = bias ? sbn__load1(bias, c) : 0.0;
-        coef[4 * c + 3] = 0.0;
+        coef[1 * channels + c] *= weight ? sbn__load1(weight, c) : 1.0;
+        coef[2 * channels + c] = bias ? sbn__load1(bias, c) : 0.0;
+        coef[3 * channels + c] = 0.0;
     }
     sbn__channel_map(SBN_MAP_NORMALIZE, x, NULL, coef, y, pool);
     return result;

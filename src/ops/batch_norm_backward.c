@@ -78,36 +78,35 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
     scratch = sbn__ws_align(workspace);
     sums = scratch + sbn__channel_reduce_bytes(x) / sizeof(double);
     coef = sums + 2 * channels;
-    /* coef[4c] = mean, coef[4c+1] = invstd for this mode */
+    /* coef[c] = mean, coef[C + c] = invstd for this mode */
     for (c = 0; c < channels; c++) {
-        coef[4 * c] = sbn__load1(training ? save_mean : running_mean, c);
-        coef[4 * c + 1] = training ? sbn__load1(save_invstd, c)
+        coef[c] = sbn__load1(training ? save_mean : running_mean, c);
+        coef[1 * channels + c] = training ? sbn__load1(save_invstd, c)
                                    : sbn__invstd(sbn__load1(running_var, c), eps);
     }
     need_sums = grad_weight || grad_bias || (training && grad_input);
     if (need_sums) {
         sbn_tensor centers = sbn_tensor_1d(coef, SBN_F64, channels);
-        centers.strides[0] = 4;
         sbn__channel_reduce(SBN_REDUCE_BACKWARD, dy, x, &centers, sums, scratch, pool);
     }
     for (c = 0; c < channels; c++) {
-        if (grad_weight) sbn__store1(grad_weight, c, sums[2 * c + 1] * coef[4 * c + 1]);
+        if (grad_weight) sbn__store1(grad_weight, c, sums[2 * c + 1] * coef[1 * channels + c]);
         if (grad_bias) sbn__store1(grad_bias, c, sums[2 * c]);
     }
     if (grad_input == NULL || r == 0) return SBN_OK;
     for (c = 0; c < channels; c++) {
-        double mean = coef[4 * c], invstd = coef[4 * c + 1];
+        double mean = coef[c], invstd = coef[1 * channels + c];
         double w = weight ? sbn__load1(weight, c) : 1.0;
         if (training) {
-            coef[4 * c] = sums[2 * c] / (double)r;
-            coef[4 * c + 1] = mean;
-            coef[4 * c + 2] = invstd * invstd * sums[2 * c + 1] / (double)r;
-            coef[4 * c + 3] = invstd * w;
+            coef[c] = sums[2 * c] / (double)r;
+            coef[1 * channels + c] = mean;
+            coef[2 * channels + c] = invstd * invstd * sums[2 * c + 1] / (double)r;
+            coef[3 * channels + c] = invstd * w;
         } else {
-            coef[4 * c] = 0.0;
-            coef[4 * c + 1] = invstd * w;
-            coef[4 * c + 2] = 0.0;
-            coef[4 * c + 3] = 0.0;
+            coef[c] = 0.0;
+            coef[1 * channels + c] = invstd * w;
+            coef[2 * channels + c] = 0.0;
+            coef[3 * channels + c] = 0.0;
         }
     }
     if (training)

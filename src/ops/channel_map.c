@@ -1,143 +1,139 @@
 /*
- * channel_map.c - the chunked per-channel elementwise maps behind elemt,
- * backward_elemt and both batch norms. Each (channel, chunk) task gathers its
- * inputs as doubles, applies the channel's affine map and scatters the result in
- * the output's dtype and strides:
+ * channel_map.c - the per-channel elementwise maps behind elemt, backward_elemt
+ * and both batch norms, with the coefficients of channel c in structure-of-arrays
+ * form (k_m = coef[m * C + c]):
  *   NORMALIZE: y  = (x - k0) * k1 + k2                    k = (mean, invstd*w, b)
  *   BACKWARD:  gi = (dy - k0 - (x - k1) * k2) * k3        k = (sum_dy/N, mean,
  *                                                              invstd^2*sum_dy_xmu/N, invstd*w)
- * When every tensor is fp32 with unit inner strides, the f32 kernels map each run
- * directly; channels-last and (N, C) tensors go row by row over blocks of channels.
- * Every path computes the same double expression, so the bits are the same.
- * Reading each element before writing it makes an in-place call (output = the
- * identical input view) safe on both paths.
+ * computed in double in that order and narrowed once (kernels.h). Tasks follow
+ * memory (task_plan.c): the plane path maps each run along the innermost walk dim
+ * for every channel of a block in turn, the row path (channels-last, (N, C)) maps
+ * runs of whole rows. When every tensor has one element type (and, on the plane
+ * path, unit inner strides) the map kernels work in place on the tensors;
+ * otherwise pieces go through doubles with the fp64 kernels, the same arithmetic.
+ * Each element is read before it is written, so output == input is safe.
  */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
+#define SBN_MAP_ROW_BLOCK 1024 /* channels per row-path map task */
+#define SBN_CONVERT_PIECE 256
+
 typedef struct map_job {
     sbn__map_kind kind;
     sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
+    sbn__plan plan;
     const double *coef;
-    int all_f32;    /* every tensor fp32 */
-    int direct;     /* all fp32 with unit inner strides: the f32 kernels work in place */
+    int kd;         /* kernel element type of every tensor, or -1 */
+    int rows;       /* the row path */
+    int unit;       /* unit inner strides (plane path) */
 } map_job;
 
-/* The two maps on one element, in double, in the order every path (and every
- * f32 kernel) uses; q points at the channel's four coefficients. */
-static inline double normalize_one(double x, const double *q)
-{
-    return (x - q[0]) * q[1] + q[2];
-}
-
-static inline double backward_one(double dy, double x, const double *q)
-{
-    return ((dy - q[0]) - (x - q[1]) * q[2]) * q[3];
-}
-
-/* One run of an all-fp32 map with unit strides: the kernel reads and writes in place. */
-typedef struct direct_ctx {
+typedef struct map_task {
     const map_job *job;
-    const double *coef;
-} direct_ctx;
+    int64_t r0, c0, cn;
+} map_task;
 
-static void direct_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at,
-                       int64_t len)
+static size_t es(const sbn__walk *w, int i)
 {
-    const direct_ctx *dc = arg;
+    return sbn_dtype_size(w->dtype[i]);
+}
+
+/* Plane path, one run of len elements of channel c (tensor i at p[i], stride[i] apart). */
+static void map_channel_run(const map_job *job, int64_t c, char *const *p, const int64_t *stride,
+                            int64_t len)
+{
+    const sbn__walk *w = &job->walk;
     const sbn_kernels *kern = sbn__kernels();
-    (void)stride;
-    (void)at;
-    if (dc->job->kind == SBN_MAP_NORMALIZE)
-        kern->normalize[SBN_KD_F32](ptr[0], (size_t)len, dc->coef, ptr[1]);
-    else
-        kern->backward[SBN_KD_F32](ptr[0], ptr[1], (size_t)len, dc->coef, ptr[2]);
-}
-
-static void map_chunks(void *ctx, int64_t begin, int64_t end)
-{
-    map_job *job = ctx;
-    const sbn__walk *w = &job->walk;
-    _Alignas(64) double a[SBN_CHUNK];
-    _Alignas(64) double b[SBN_CHUNK];
-    int64_t t, i;
-    for (t = begin; t < end; t++) {
-        int64_t k = t / w->channels, c = t % w->channels, n = sbn__walk_chunk_len(w, k);
-        const double *q = job->coef + 4 * c;
-        if (job->direct) {
-            direct_ctx dc;
-            dc.job = job;
-            dc.coef = q;
-            sbn__walk_runs(w, c, k * SBN_CHUNK, n, direct_run, &dc);
-            continue;
-        }
-        sbn__walk_gather(w, 0, c, k * SBN_CHUNK, n, a);
+    int64_t C = w->channels, done, m, o = job->kind == SBN_MAP_NORMALIZE ? 1 : 2;
+    double k[4], a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
+    int j;
+    for (j = 0; j < 4; j++) k[j] = job->coef[j * C + c];
+    if (job->kd >= 0 && job->unit) {
+        if (job->kind == SBN_MAP_NORMALIZE)
+            kern->normalize[job->kd](p[0], (size_t)len, k, p[1]);
+        else
+            kern->backward[job->kd](p[0], p[1], (size_t)len, k, p[2]);
+        return;
+    }
+    for (done = 0; done < len; done += m) {
+        m = len - done < SBN_CONVERT_PIECE ? len - done : SBN_CONVERT_PIECE;
+        sbn__load_run(p[0] + done * stride[0] * (int64_t)es(w, 0), w->dtype[0], stride[0], m, a);
         if (job->kind == SBN_MAP_NORMALIZE) {
-            for (i = 0; i < n; i++) a[i] = normalize_one(a[i], q);
-            sbn__walk_scatter(w, 1, c, k * SBN_CHUNK, n, a);
+            kern->normalize[SBN_KD_F64](a, (size_t)m, k, a);
         } else {
-            sbn__walk_gather(w, 1, c, k * SBN_CHUNK, n, b);
-            for (i = 0; i < n; i++) a[i] = backward_one(a[i], b[i], q);
-            sbn__walk_scatter(w, 2, c, k * SBN_CHUNK, n, a);
+            sbn__load_run(p[1] + done * stride[1] * (int64_t)es(w, 1), w->dtype[1], stride[1], m, b);
+            kern->backward[SBN_KD_F64](a, b, (size_t)m, k, a);
         }
+        sbn__store_run(p[o] + done * stride[o] * (int64_t)es(w, (int)o), w->dtype[o], stride[o], m,
+                       a);
     }
 }
 
-/* The row path (channels-last and (N, C)): task t maps chunk t / blocks of rows for a
- * block of SBN_ROW_BLOCK channels, row by row over contiguous memory, with the same
- * double expression per element as the other paths. */
-static void map_row_blocks(void *ctx, int64_t begin, int64_t end)
+static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
-    map_job *job = ctx;
-    const sbn__walk *w = &job->walk;
-    int64_t blocks = (w->channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK, t, r, j;
-    int out = job->kind == SBN_MAP_NORMALIZE ? 1 : 2, i;
-    for (t = begin; t < end; t++) {
-        int64_t k = t / blocks, c0 = (t % blocks) * SBN_ROW_BLOCK, n = sbn__walk_chunk_len(w, k);
-        int64_t cn = w->channels - c0 < SBN_ROW_BLOCK ? w->channels - c0 : SBN_ROW_BLOCK;
-        const double *q = job->coef + 4 * c0;
-        char *row[SBN_WALK_MAX_TENSORS];
-        for (i = 0; i < w->ntensors; i++)
-            row[i] = w->data[i] +
-                     (k * SBN_CHUNK * w->stride[i][0] + c0) * (int64_t)sbn_dtype_size(w->dtype[i]);
-        if (job->all_f32) { /* the same expression on floats, no conversion calls */
-            int64_t s0 = w->stride[0][0], s1 = w->stride[1][0], s2 = w->stride[out][0];
-            const float *x0 = (const float *)row[0], *x1 = (const float *)row[1];
-            float *y = (float *)row[out];
-            for (r = 0; r < n; r++, x0 += s0, x1 += s1, y += s2) {
-                if (job->kind == SBN_MAP_NORMALIZE)
-                    for (j = 0; j < cn; j++)
-                        y[j] = (float)normalize_one(x0[j], q + 4 * j);
-                else
-                    for (j = 0; j < cn; j++)
-                        y[j] = (float)backward_one(x0[j], x1[j], q + 4 * j);
-            }
-            continue;
-        }
-        for (r = 0; r < n; r++) {
-            double a[SBN_ROW_BLOCK], b[SBN_ROW_BLOCK];
-            sbn__load_run(row[0], w->dtype[0], 1, cn, a);
-            if (job->kind == SBN_MAP_NORMALIZE) {
-                for (j = 0; j < cn; j++) a[j] = normalize_one(a[j], q + 4 * j);
-            } else {
-                sbn__load_run(row[1], w->dtype[1], 1, cn, b);
-                for (j = 0; j < cn; j++)
-                    a[j] = backward_one(a[j], b[j], q + 4 * j);
-            }
-            sbn__store_run(row[out], w->dtype[out], 1, cn, a);
-            for (i = 0; i < w->ntensors; i++)
-                row[i] += w->stride[i][0] * (int64_t)sbn_dtype_size(w->dtype[i]);
-        }
-    }
-}
-
-/* 1 when every tensor is fp32 (and, with unit, steps by one element along the innermost walk dim). */
-static int all_f32(const sbn__walk *w, int unit)
-{
+    const map_task *mt = arg;
+    const sbn__walk *w = &mt->job->walk;
+    int64_t j;
     int i;
-    for (i = 0; i < w->ntensors; i++)
-        if (w->dtype[i] != SBN_F32 || (unit && w->stride[i][w->ndims - 1] != 1)) return 0;
-    return 1;
+    (void)at;
+    for (j = 0; j < mt->cn; j++) {
+        char *p[SBN_WALK_MAX_TENSORS];
+        for (i = 0; i < w->ntensors; i++)
+            p[i] = ptr[i] + j * w->channel_stride[i] * (int64_t)es(w, i);
+        map_channel_run(mt->job, mt->c0 + j, p, stride, len);
+    }
+}
+
+/* Row path, rows [0, len) of channels [c0, c0 + cn), row r of tensor i at ptr[i] + r * stride[i]. */
+static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
+{
+    const map_task *mt = arg;
+    const map_job *job = mt->job;
+    const sbn__walk *w = &job->walk;
+    const sbn_kernels *kern = sbn__kernels();
+    const double *k = job->coef + mt->c0;
+    size_t ldk = (size_t)w->channels;
+    int64_t r, o = job->kind == SBN_MAP_NORMALIZE ? 1 : 2, c, m;
+    double a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
+    (void)at;
+    if (job->kd >= 0) {
+        if (job->kind == SBN_MAP_NORMALIZE)
+            kern->row_normalize[job->kd](ptr[0], stride[0], (size_t)len, (size_t)mt->cn, k, ldk,
+                                         ptr[1], stride[1]);
+        else
+            kern->row_backward[job->kd](ptr[0], stride[0], ptr[1], stride[1], (size_t)len,
+                                        (size_t)mt->cn, k, ldk, ptr[2], stride[2]);
+        return;
+    }
+    for (r = 0; r < len; r++) /* mixed dtypes: through doubles, a piece of a row at a time */
+        for (c = 0; c < mt->cn; c += m) {
+            const char *p0 = ptr[0] + (r * stride[0] + c) * (int64_t)es(w, 0);
+            char *po = ptr[o] + (r * stride[o] + c) * (int64_t)es(w, (int)o);
+            m = mt->cn - c < SBN_CONVERT_PIECE ? mt->cn - c : SBN_CONVERT_PIECE;
+            sbn__load_run(p0, w->dtype[0], 1, m, a);
+            if (job->kind == SBN_MAP_NORMALIZE) {
+                kern->row_normalize[SBN_KD_F64](a, 0, 1, (size_t)m, k + c, ldk, a, 0);
+            } else {
+                sbn__load_run(ptr[1] + (r * stride[1] + c) * (int64_t)es(w, 1), w->dtype[1], 1, m,
+                              b);
+                kern->row_backward[SBN_KD_F64](a, 0, b, 0, 1, (size_t)m, k + c, ldk, a, 0);
+            }
+            sbn__store_run(po, w->dtype[o], 1, m, a);
+        }
+}
+
+static void map_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const map_job *job = ctx;
+    int64_t t, r1;
+    for (t = begin; t < end; t++) {
+        map_task mt;
+        mt.job = job;
+        sbn__plan_task(&job->plan, &job->walk, t, &mt.r0, &r1, &mt.c0, &mt.cn);
+        sbn__walk_runs(&job->walk, mt.c0, mt.r0, r1 - mt.r0, job->rows ? row_run : plane_run,
+                       &mt);
+    }
 }
 
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
@@ -152,12 +148,9 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kind = kind;
     job.coef = coef;
     sbn__walk_init(&job.walk, tensors, n);
-    job.all_f32 = all_f32(&job.walk, 0);
-    job.direct = all_f32(&job.walk, 1);
-    if (sbn__walk_is_rows(&job.walk))
-        sbn__parallel_for(pool,
-                          job.walk.chunks * ((job.walk.channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK),
-                          map_row_blocks, &job);
-    else
-        sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, map_chunks, &job);
+    job.kd = sbn__walk_kdtype(&job.walk);
+    job.rows = sbn__walk_is_rows(&job.walk);
+    job.unit = sbn__walk_unit_inner(&job.walk);
+    sbn__plan_tasks(&job.plan, &job.walk, job.rows ? SBN_MAP_ROW_BLOCK : SBN_PLANE_BLOCK, pool);
+    sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, map_tasks, &job);
 }

@@ -1,76 +1,152 @@
 /*
  * channel_reduce.c - the chunked per-channel reductions behind stats, reduce,
- * backward_reduce and both batch norms. Phase 1 reduces every (channel, chunk)
- * pair on its own into two doubles of scratch; phase 2 merges each channel's
- * chunks in index order. Chunks are SBN_CHUNK elements of one channel (the last
- * may be shorter), gathered as doubles and reduced by the kernels of kernels.h in
- * their canonical 16-lane order, so the arithmetic depends on the shape alone:
- *   MOMENTS:  per chunk, two-pass: mean = sum(x)/n, M2 = sum((x-mean)^2) - (sum(x-mean))^2/n;
- *             chunks merged with Chan's formula.
- *   SUMS:     sum(x), sum(x^2), added chunk by chunk.
+ * backward_reduce and both batch norms. Every channel's R elements are cut into
+ * chunks of SBN_CHUNK in index order; each chunk is reduced on its own into two
+ * doubles of scratch by the streaming kernels of kernels.h (16 lanes, lane r % 16
+ * takes element r, folded by halving), and phase 2 merges each channel's chunks in
+ * index order:
+ *   MOMENTS:  per chunk, one pass on d = x - shift (shift = the chunk's first
+ *             element when finite, else 0): mean = shift + sum(d)/n,
+ *             M2 = sum(d^2) - sum(d)^2/n; chunks merged with Chan's formula.
+ *             Because the shift is one of the chunk's values, n*(mean - shift)^2
+ *             <= M2 and the cancellation in M2 costs at most a factor n + 1.
+ *   SUMS:     sum(x), sum(x^2) (shift 0), added chunk by chunk.
  *   BACKWARD: sum(dy), sum(dy * (x - center)), added chunk by chunk.
- * Tasks are numbered chunk-major (all channels of chunk 0, then chunk 1, ...).
- * Channels-last and (N, C) tensors take the row path (row_reduce.c): a task reads a
- * block of SBN_ROW_BLOCK channels row by row (contiguous memory) in the same
- * canonical order, so the bits are those of the per-channel path.
+ * The arithmetic depends on the shape alone, not on the layout, the thread count
+ * or the kernel ISA. Memory is read once, in order: the plane path (here) takes
+ * each run along the innermost walk dim for every channel of a block in turn,
+ * carrying each channel's chunk in progress across runs; the row path
+ * (row_reduce.c) takes rows of a block of channels (channels-last).
  */
+#include <math.h>
+#include <string.h>
+
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
-typedef struct reduce_job {
-    sbn__reduce_kind kind;
-    sbn__walk walk;
-    const sbn_tensor *center;
-    double *partial; /* [C][chunks][2] */
-    double *out;     /* [C][2] */
-} reduce_job;
-
-static void reduce_chunks(void *ctx, int64_t begin, int64_t end)
+double sbn__chunk_shift(double v)
 {
-    reduce_job *job = ctx;
+    return isfinite(v) ? v : 0.0;
+}
+
+void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a, double *b,
+                       double *part)
+{
+    double sa = sbn__fold16(a), sb = sbn__fold16(b);
+    if (kind == SBN_REDUCE_MOMENTS) {
+        double m2 = sb - sa * sa / (double)n;
+        part[0] = shift + sa / (double)n;
+        part[1] = m2 > 0 ? m2 : 0.0;
+    } else {
+        part[0] = sa;
+        part[1] = sb;
+    }
+}
+
+/* The chunks in progress of one plane-path task: channels [c0, c0 + cn). */
+typedef struct plane_task {
+    const sbn__reduce_job *job;
+    int64_t r0, c0, cn;
+    double acc[SBN_PLANE_BLOCK][2 * SBN_LANES];
+    double shift[SBN_PLANE_BLOCK];
+} plane_task;
+
+#define SBN_CONVERT_PIECE 256
+
+/* Adds n elements (tensor i at p[i], stride[i] apart) to channel j's lanes from lane `lane`. */
+static void accumulate(plane_task *pt, int64_t j, const char *const *p, const int64_t *stride,
+                       int64_t n, unsigned lane)
+{
+    const sbn__reduce_job *job = pt->job;
     const sbn__walk *w = &job->walk;
     const sbn_kernels *kern = sbn__kernels();
-    _Alignas(64) double a[SBN_CHUNK];
-    _Alignas(64) double b[SBN_CHUNK];
-    int64_t t;
-    for (t = begin; t < end; t++) {
-        int64_t k = t / w->channels, c = t % w->channels, n = sbn__walk_chunk_len(w, k);
-        double *part = job->partial + 2 * (c * w->chunks + k);
-        sbn__walk_gather(w, 0, c, k * SBN_CHUNK, n, a);
-        switch (job->kind) {
-        case SBN_REDUCE_MOMENTS: kern->moments(a, (size_t)n, &part[0], &part[1]); break;
-        case SBN_REDUCE_SUMS: kern->sums(a, (size_t)n, &part[0], &part[1]); break;
-        case SBN_REDUCE_BACKWARD:
-            sbn__walk_gather(w, 1, c, k * SBN_CHUNK, n, b);
-            kern->backward_sums(a, b, (size_t)n, sbn__load1(job->center, c), &part[0], &part[1]);
-            break;
+    int backward = job->kind == SBN_REDUCE_BACKWARD;
+    double buf0[SBN_CONVERT_PIECE], buf1[SBN_CONVERT_PIECE];
+    int64_t done, m;
+    if (job->kd >= 0 && sbn__walk_unit_inner(w)) {
+        if (backward)
+            kern->bwd_accum[job->kd](p[0], p[1], (size_t)n, lane, pt->shift[j], pt->acc[j]);
+        else
+            kern->accum[job->kd](p[0], (size_t)n, lane, pt->shift[j], pt->acc[j]);
+        return;
+    }
+    for (done = 0; done < n; done += m) { /* strided or mixed dtypes: through doubles */
+        m = n - done < SBN_CONVERT_PIECE ? n - done : SBN_CONVERT_PIECE;
+        sbn__load_run(p[0] + done * stride[0] * (int64_t)sbn_dtype_size(w->dtype[0]), w->dtype[0],
+                      stride[0], m, buf0);
+        if (backward) {
+            sbn__load_run(p[1] + done * stride[1] * (int64_t)sbn_dtype_size(w->dtype[1]),
+                          w->dtype[1], stride[1], m, buf1);
+            kern->bwd_accum[SBN_KD_F64](buf0, buf1, (size_t)m, (unsigned)((lane + done) % SBN_LANES),
+                                        pt->shift[j], pt->acc[j]);
+        } else {
+            kern->accum[SBN_KD_F64](buf0, (size_t)m, (unsigned)((lane + done) % SBN_LANES),
+                                    pt->shift[j], pt->acc[j]);
         }
     }
 }
 
-/* The row path (row_reduce.c): task t covers chunk t / blocks of the rows for a block
- * of SBN_ROW_BLOCK channels. */
-static void reduce_row_blocks(void *ctx, int64_t begin, int64_t end)
+/* One run of rows [r, r + len) along the innermost dim, for every channel of the task. */
+static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
-    reduce_job *job = ctx;
+    plane_task *pt = arg;
+    const sbn__reduce_job *job = pt->job;
     const sbn__walk *w = &job->walk;
-    int64_t blocks = (w->channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK, t, j;
+    int64_t r = pt->r0 + at, j, i;
+    for (j = 0; j < pt->cn; j++) {
+        const char *p[SBN_WALK_MAX_TENSORS];
+        int64_t done = 0;
+        for (i = 0; i < w->ntensors; i++)
+            p[i] = ptr[i] + j * w->channel_stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+        while (done < len) {
+            int64_t rr = r + done, k = rr / SBN_CHUNK, end = (k + 1) * SBN_CHUNK, n;
+            const char *q[SBN_WALK_MAX_TENSORS];
+            if (end > r + len) end = r + len;
+            n = end - rr;
+            for (i = 0; i < w->ntensors; i++)
+                q[i] = p[i] + done * stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+            if (rr % SBN_CHUNK == 0) { /* a chunk starts: fresh lanes, its shift */
+                memset(pt->acc[j], 0, sizeof pt->acc[j]);
+                if (job->kind == SBN_REDUCE_MOMENTS) {
+                    double v;
+                    sbn__load_run(q[0], w->dtype[0], 1, 1, &v);
+                    pt->shift[j] = sbn__chunk_shift(v);
+                }
+            }
+            accumulate(pt, j, q, stride, n, (unsigned)(rr % SBN_LANES));
+            if (end % SBN_CHUNK == 0 || end == w->reduction)
+                sbn__chunk_finish(job->kind, sbn__walk_chunk_len(w, k), pt->shift[j], pt->acc[j],
+                                  pt->acc[j] + SBN_LANES,
+                                  job->partial + 2 * ((pt->c0 + j) * w->chunks + k));
+            done += n;
+        }
+    }
+}
+
+static void reduce_tasks(void *ctx, int64_t begin, int64_t end)
+{
+    const sbn__reduce_job *job = ctx;
+    int64_t t, r1, j;
     for (t = begin; t < end; t++) {
-        int64_t k = t / blocks, c0 = (t % blocks) * SBN_ROW_BLOCK;
-        int64_t cn = w->channels - c0 < SBN_ROW_BLOCK ? w->channels - c0 : SBN_ROW_BLOCK;
-        double out[2 * SBN_ROW_BLOCK];
-        sbn__row_reduce_block(job->kind, w, job->center, k, c0, cn, out);
-        for (j = 0; j < cn; j++) {
-            double *part = job->partial + 2 * ((c0 + j) * w->chunks + k);
-            part[0] = out[2 * j];
-            part[1] = out[2 * j + 1];
+        if (sbn__walk_is_rows(&job->walk)) {
+            sbn__row_reduce_task(job, t);
+            continue;
+        }
+        {
+            plane_task pt;
+            pt.job = job;
+            sbn__plan_task(&job->plan, &job->walk, t, &pt.r0, &r1, &pt.c0, &pt.cn);
+            for (j = 0; j < pt.cn; j++)
+                pt.shift[j] = job->kind == SBN_REDUCE_BACKWARD ? sbn__load1(job->center, pt.c0 + j)
+                                                               : 0.0;
+            sbn__walk_runs(&job->walk, pt.c0, pt.r0, r1 - pt.r0, plane_run, &pt);
         }
     }
 }
 
 static void merge_channels(void *ctx, int64_t begin, int64_t end)
 {
-    reduce_job *job = ctx;
+    const sbn__reduce_job *job = ctx;
     const sbn__walk *w = &job->walk;
     int64_t c, k;
     for (c = begin; c < end; c++) {
@@ -105,7 +181,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
                          const sbn_tensor *center, double *out, double *scratch,
                          sbn_pool_t *pool)
 {
-    reduce_job job;
+    sbn__reduce_job job;
     const sbn_tensor *tensors[2];
     tensors[0] = dy_or_x;
     tensors[1] = x;
@@ -114,16 +190,14 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     job.partial = scratch;
     job.out = out;
     sbn__walk_init(&job.walk, tensors, kind == SBN_REDUCE_BACKWARD ? 2 : 1);
-    if (sbn__walk_is_rows(&job.walk))
-        sbn__parallel_for(pool,
-                          job.walk.chunks * ((job.walk.channels + SBN_ROW_BLOCK - 1) / SBN_ROW_BLOCK),
-                          reduce_row_blocks, &job);
-    else
-        sbn__parallel_for(pool, job.walk.channels * job.walk.chunks, reduce_chunks, &job);
+    job.kd = sbn__walk_kdtype(&job.walk);
     if (job.walk.chunks == 0) {
         int64_t c;
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;
         return;
     }
+    sbn__plan_tasks(&job.plan, &job.walk,
+                    sbn__walk_is_rows(&job.walk) ? SBN_ROW_BLOCK : SBN_PLANE_BLOCK, pool);
+    sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, reduce_tasks, &job);
     sbn__parallel_for(pool, job.walk.channels, merge_channels, &job);
 }

@@ -40,10 +40,10 @@ SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const 
 
     coef = sbn__ws_align(workspace);
     for (c = 0; c < channels; c++) {
-        coef[4 * c] = sbn__load1(mean, c);
-        coef[4 * c + 1] = sbn__load1(invstd, c) * (weight ? sbn__load1(weight, c) : 1.0);
-        coef[4 * c + 2] = bias ? sbn__load1(bias, c) : 0.0;
-        coef[4 * c + 3] = 0.0;
+        coef[c] = sbn__load1(mean, c);
+        coef[1 * channels + c] = sbn__load1(invstd, c) * (weight ? sbn__load1(weight, c) : 1.0);
+        coef[2 * channels + c] = bias ? sbn__load1(bias, c) : 0.0;
+        coef[3 * channels + c] = 0.0;
     }
     sbn__channel_map(SBN_MAP_NORMALIZE, x, NULL, coef, y, pool);
     return SBN_OK;

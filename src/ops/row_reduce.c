@@ -1,129 +1,112 @@
 /*
  * row_reduce.c - the row path of the channel reductions, for tensors whose
- * channels sit side by side in memory (channels-last, (N, C)): a task reduces
- * chunk k of the rows for a block of up to SBN_ROW_BLOCK channels, reading each
- * row's block of channels contiguously. It keeps the canonical order of
- * kernels.h per channel (lane r % 16 adds row r, in row order; lanes folded by
- * halving) with the same operations as the scalar kernels, so its bits equal the
- * per-channel path's. Moments read the rows twice (mean first, then deviations);
- * everything lives in a few small arrays on the stack. The accumulation loops
- * always run over SBN_ROW_BLOCK channels (a fixed trip count the compiler
- * vectorises); the channels past cn hold zeros and are never written out.
+ * channels sit side by side in memory (channels-last, (N, C)): a task reads the
+ * rows of its segment for a block of up to SBN_ROW_BLOCK channels, row after row,
+ * and the row kernels of kernels.h add row r to lane r % 16 of every channel of
+ * the block (lanes stored lane-major, a[l][j]). Chunks, shifts and the fold are
+ * those of the plane path (channel_reduce.c), so the bits are the same whatever
+ * the layout. Everything lives on the task's stack (about 17 KB).
  */
 #include <string.h>
 
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
-/* Channels [c0, c0 + cn) of row r of tensor i, as doubles. */
-static void load_row(const sbn__walk *w, int i, int64_t r, int64_t c0, int64_t cn, double *dst)
+typedef struct row_task {
+    const sbn__reduce_job *job;
+    int64_t r0, c0, cn;
+    double a[SBN_LANES * SBN_ROW_BLOCK], b[SBN_LANES * SBN_ROW_BLOCK];
+    double shift[SBN_ROW_BLOCK];
+} row_task;
+
+/* Adds rows [0, n) at p[i] (stride[i] apart) to the lanes from lane `lane`. */
+static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *stride, int64_t n,
+                            unsigned lane)
 {
-    size_t es = sbn_dtype_size(w->dtype[i]);
-    const char *p = w->data[i] + (r * w->stride[i][0] + c0) * (int64_t)es;
-    int64_t j;
-    if (w->dtype[i] == SBN_F32) {
-        const float *f = (const float *)p;
-        for (j = 0; j < cn; j++) dst[j] = f[j];
+    const sbn__reduce_job *job = rt->job;
+    const sbn__walk *w = &job->walk;
+    const sbn_kernels *kern = sbn__kernels();
+    int backward = job->kind == SBN_REDUCE_BACKWARD;
+    double v0[SBN_ROW_BLOCK], v1[SBN_ROW_BLOCK];
+    int64_t r;
+    if (job->kd >= 0) {
+        if (backward)
+            kern->row_bwd_accum[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
+                                         (size_t)rt->cn, lane, rt->shift, rt->a, rt->b,
+                                         SBN_ROW_BLOCK);
+        else
+            kern->row_accum[job->kd](p[0], stride[0], (size_t)n, (size_t)rt->cn, lane, rt->shift,
+                                     rt->a, rt->b, SBN_ROW_BLOCK);
         return;
     }
-    sbn__load_run(p, w->dtype[i], 1, cn, dst);
-}
-
-/* Lane accumulators, lane-major so that the channel loop runs over contiguous doubles. */
-typedef double lanes_t[SBN_LANES][SBN_ROW_BLOCK];
-
-/* The fold of channel j's 16 lanes (kernels.h). */
-static double fold_channel(lanes_t acc, int64_t j)
-{
-    double lane[SBN_LANES];
-    int k;
-    for (k = 0; k < SBN_LANES; k++) lane[k] = acc[k][j];
-    return sbn__fold16(lane);
-}
-
-static void moments_block(const sbn__walk *w, int64_t r0, int64_t n, int64_t c0, int64_t cn,
-                          double *out)
-{
-    lanes_t s, d, q;
-    double v[SBN_ROW_BLOCK] = {0}, mean[SBN_ROW_BLOCK];
-    int64_t r, j;
-    memset(s, 0, sizeof s);
-    for (r = 0; r < n; r++) {
-        load_row(w, 0, r0 + r, c0, cn, v);
-        for (j = 0; j < SBN_ROW_BLOCK; j++) s[r % SBN_LANES][j] += v[j];
-    }
-    for (j = 0; j < SBN_ROW_BLOCK; j++) mean[j] = fold_channel(s, j) / (double)n;
-    memset(d, 0, sizeof d);
-    memset(q, 0, sizeof q);
-    for (r = 0; r < n; r++) {
-        load_row(w, 0, r0 + r, c0, cn, v);
-        for (j = 0; j < SBN_ROW_BLOCK; j++) {
-            double dev = v[j] - mean[j];
-            d[r % SBN_LANES][j] += dev;
-            q[r % SBN_LANES][j] += dev * dev;
+    for (r = 0; r < n; r++) { /* mixed dtypes: row by row through doubles */
+        unsigned l = (unsigned)((lane + r) % SBN_LANES);
+        sbn__load_run(p[0] + r * stride[0] * (int64_t)sbn_dtype_size(w->dtype[0]), w->dtype[0], 1,
+                      rt->cn, v0);
+        if (backward) {
+            sbn__load_run(p[1] + r * stride[1] * (int64_t)sbn_dtype_size(w->dtype[1]),
+                          w->dtype[1], 1, rt->cn, v1);
+            kern->row_bwd_accum[SBN_KD_F64](v0, 0, v1, 0, 1, (size_t)rt->cn, l, rt->shift, rt->a,
+                                            rt->b, SBN_ROW_BLOCK);
+        } else {
+            kern->row_accum[SBN_KD_F64](v0, 0, 1, (size_t)rt->cn, l, rt->shift, rt->a, rt->b,
+                                        SBN_ROW_BLOCK);
         }
     }
-    for (j = 0; j < cn; j++) {
-        double dev = fold_channel(d, j), sq = fold_channel(q, j) - dev * dev / (double)n;
-        out[2 * j] = mean[j];
-        out[2 * j + 1] = sq > 0 ? sq : 0.0;
-    }
 }
 
-static void sums_block(const sbn__walk *w, int64_t r0, int64_t n, int64_t c0, int64_t cn,
-                       double *out)
+static void finish_chunk(row_task *rt, int64_t k)
 {
-    lanes_t s, q;
-    double v[SBN_ROW_BLOCK] = {0};
-    int64_t r, j;
-    memset(s, 0, sizeof s);
-    memset(q, 0, sizeof q);
-    for (r = 0; r < n; r++) {
-        load_row(w, 0, r0 + r, c0, cn, v);
-        for (j = 0; j < SBN_ROW_BLOCK; j++) {
-            s[r % SBN_LANES][j] += v[j];
-            q[r % SBN_LANES][j] += v[j] * v[j];
+    const sbn__walk *w = &rt->job->walk;
+    int64_t j, l, n = sbn__walk_chunk_len(w, k);
+    for (j = 0; j < rt->cn; j++) {
+        double a[SBN_LANES], b[SBN_LANES];
+        for (l = 0; l < SBN_LANES; l++) {
+            a[l] = rt->a[l * SBN_ROW_BLOCK + j];
+            b[l] = rt->b[l * SBN_ROW_BLOCK + j];
         }
-    }
-    for (j = 0; j < cn; j++) {
-        out[2 * j] = fold_channel(s, j);
-        out[2 * j + 1] = fold_channel(q, j);
+        sbn__chunk_finish(rt->job->kind, n, rt->shift[j], a, b,
+                          rt->job->partial + 2 * ((rt->c0 + j) * w->chunks + k));
     }
 }
 
-static void backward_block(const sbn__walk *w, const double *center, int64_t r0, int64_t n,
-                           int64_t c0, int64_t cn, double *out)
+/* One run of rows [r, r + len): split at chunk boundaries. */
+static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
-    lanes_t s, p;
-    double dy[SBN_ROW_BLOCK] = {0}, x[SBN_ROW_BLOCK] = {0};
-    int64_t r, j;
-    memset(s, 0, sizeof s);
-    memset(p, 0, sizeof p);
-    for (r = 0; r < n; r++) {
-        load_row(w, 0, r0 + r, c0, cn, dy);
-        load_row(w, 1, r0 + r, c0, cn, x);
-        for (j = 0; j < SBN_ROW_BLOCK; j++) {
-            s[r % SBN_LANES][j] += dy[j];
-            p[r % SBN_LANES][j] += dy[j] * (x[j] - center[j]);
+    row_task *rt = arg;
+    const sbn__reduce_job *job = rt->job;
+    const sbn__walk *w = &job->walk;
+    int64_t r = rt->r0 + at, done = 0, i, j;
+    while (done < len) {
+        int64_t rr = r + done, k = rr / SBN_CHUNK, end = (k + 1) * SBN_CHUNK, n;
+        const char *q[SBN_WALK_MAX_TENSORS];
+        if (end > r + len) end = r + len;
+        n = end - rr;
+        for (i = 0; i < w->ntensors; i++)
+            q[i] = ptr[i] + done * stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+        if (rr % SBN_CHUNK == 0) {
+            memset(rt->a, 0, sizeof rt->a);
+            memset(rt->b, 0, sizeof rt->b);
+            if (job->kind == SBN_REDUCE_MOMENTS) {
+                sbn__load_run(q[0], w->dtype[0], 1, rt->cn, rt->shift);
+                for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
+            }
         }
-    }
-    for (j = 0; j < cn; j++) {
-        out[2 * j] = fold_channel(s, j);
-        out[2 * j + 1] = fold_channel(p, j);
+        accumulate_rows(rt, q, stride, n, (unsigned)(rr % SBN_LANES));
+        if (end % SBN_CHUNK == 0 || end == w->reduction) finish_chunk(rt, k);
+        done += n;
     }
 }
 
-void sbn__row_reduce_block(sbn__reduce_kind kind, const sbn__walk *w, const sbn_tensor *center,
-                           int64_t k, int64_t c0, int64_t cn, double *out)
+void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t)
 {
-    int64_t r0 = k * SBN_CHUNK, n = sbn__walk_chunk_len(w, k), j;
-    double centers[SBN_ROW_BLOCK] = {0};
-    switch (kind) {
-    case SBN_REDUCE_MOMENTS: moments_block(w, r0, n, c0, cn, out); break;
-    case SBN_REDUCE_SUMS: sums_block(w, r0, n, c0, cn, out); break;
-    case SBN_REDUCE_BACKWARD:
-        for (j = 0; j < cn; j++) centers[j] = sbn__load1(center, c0 + j);
-        backward_block(w, centers, r0, n, c0, cn, out);
-        break;
-    }
+    row_task rt;
+    int64_t r1, j;
+    rt.job = job;
+    sbn__plan_task(&job->plan, &job->walk, t, &rt.r0, &r1, &rt.c0, &rt.cn);
+    for (j = 0; j < SBN_ROW_BLOCK; j++)
+        rt.shift[j] = job->kind == SBN_REDUCE_BACKWARD && j < rt.cn
+                          ? sbn__load1(job->center, rt.c0 + j)
+                          : 0.0;
+    sbn__walk_runs(&job->walk, rt.c0, rt.r0, r1 - rt.r0, row_run, &rt);
 }

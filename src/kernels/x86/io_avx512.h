@@ -1,0 +1,141 @@
+/*
+ * io_avx512.h - element access shared by the AVX-512 (F, BW, VL, DQ) + F16C
+ * kernels: eight elements of an fp64/fp32/fp16/bf16 array at a time, widened
+ * exactly to a zmm of doubles, and eight doubles narrowed once to the element
+ * type, each with a masked form whose masked-out elements are neither read (no
+ * fault) nor written.
+ *   widening:  fp32 by vcvtps2pd; fp16 by vcvtph2ps then vcvtps2pd; bf16 by
+ *              moving the 16 bits into the high half of a float. All exact.
+ *   narrowing: fp32 by vcvtpd2ps (round to nearest even, like the C cast). fp16
+ *              and bf16 first narrow to float with round-to-odd (a truncating
+ *              vcvtpd2ps with the last bit set where the truncation was inexact),
+ *              then round to nearest even: vcvtps2ph for fp16, the integer carry
+ *              trick of convert.c for bf16. NaNs come out as convert.c writes them
+ *              (fp16: the canonical quiet NaN with the sign; bf16: the high half,
+ *              quieted).
+ * The float from round-to-odd differs from sbn__narrow_round_to_odd only above
+ * FLT_MAX (FLT_MAX here, infinity there), which both narrowings turn into
+ * infinity. The element type is a parameter of always-inline functions: every
+ * caller passes a constant, so each kernel compiles to straight-line code.
+ */
+#ifndef SBN_IO_AVX512_H
+#define SBN_IO_AVX512_H
+
+#include <immintrin.h>
+
+#include "kernels/kernels.h"
+
+#define SBN512_INLINE static inline __attribute__((always_inline))
+
+/* The mask of the first r < 8 (tail_mask) or r < 16 (tail_mask16) elements. */
+static inline __mmask8 tail_mask(size_t r)
+{
+    return (__mmask8)((1u << r) - 1u);
+}
+
+static inline __mmask16 tail_mask16(size_t r)
+{
+    return (__mmask16)((1u << r) - 1u);
+}
+
+/* Eight bf16 to float: the 16 bits become the high half. Exact. */
+static inline __m256 bf16x8_to_float(__m128i h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Eight doubles to float bits, rounded to odd: truncate, then set the last bit where
+ * that was inexact (NaN and infinity convert exactly and keep their bits). */
+static inline __m256i round_to_odd8(__m512d x)
+{
+    __m256 t = _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t), x, _CMP_NEQ_OQ);
+    __m256i u = _mm256_castps_si256(t);
+    return _mm256_mask_or_epi32(u, inexact, u, _mm256_set1_epi32(1));
+}
+
+/* Float bits to fp16, round to nearest even; NaN -> sign | 0x7E00 as convert.c. */
+static inline __m128i float8_to_f16(__m256i u)
+{
+    __m256 f = _mm256_castsi256_ps(u);
+    __mmask8 nan = _mm256_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+    __m128i h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i qn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)),
+                                 _mm256_set1_epi32(0x7E00));
+    return _mm_mask_blend_epi16(nan, h, _mm256_cvtepi32_epi16(qn));
+}
+
+/* Float bits to bf16, round to nearest even on the dropped 16 bits; NaN -> high half | 0x40. */
+static inline __m128i float8_to_bf16(__m256i u)
+{
+    __m256i absu = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+    __mmask8 nan = _mm256_cmpgt_epu32_mask(absu, _mm256_set1_epi32(0x7F800000));
+    __m256i hi = _mm256_srli_epi32(u, 16);
+    __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), 16);
+    r = _mm256_mask_or_epi32(r, nan, hi, _mm256_set1_epi32(0x40));
+    return _mm256_cvtepi32_epi16(r);
+}
+
+/* ---- eight elements of element type dt (sbn_kdtype) at p ---- */
+
+SBN512_INLINE size_t sbn512_esize(sbn_kdtype dt)
+{
+    return dt == SBN_KD_F64 ? 8 : dt == SBN_KD_F32 ? 4 : 2;
+}
+
+/* Element i of an array of dt, as a byte address (i may exceed the array: the
+ * masked accesses below never touch masked-out elements). */
+SBN512_INLINE const char *sbn512_at(sbn_kdtype dt, const void *p, size_t i)
+{
+    return (const char *)p + i * sbn512_esize(dt);
+}
+
+SBN512_INLINE char *sbn512_at_w(sbn_kdtype dt, void *p, size_t i)
+{
+    return (char *)p + i * sbn512_esize(dt);
+}
+
+SBN512_INLINE __m512d sbn512_load8(sbn_kdtype dt, const void *p)
+{
+    switch (dt) {
+    case SBN_KD_F64: return _mm512_loadu_pd(p);
+    case SBN_KD_F32: return _mm512_cvtps_pd(_mm256_loadu_ps((const float *)p));
+    case SBN_KD_F16: return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)));
+    default: return _mm512_cvtps_pd(bf16x8_to_float(_mm_loadu_si128((const __m128i *)p)));
+    }
+}
+
+/* The same with the elements outside m read as zero (and not read at all). */
+SBN512_INLINE __m512d sbn512_load8z(sbn_kdtype dt, const void *p, __mmask8 m)
+{
+    switch (dt) {
+    case SBN_KD_F64: return _mm512_maskz_loadu_pd(m, p);
+    case SBN_KD_F32: return _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, p));
+    case SBN_KD_F16: return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_maskz_loadu_epi16(m, p)));
+    default: return _mm512_cvtps_pd(bf16x8_to_float(_mm_maskz_loadu_epi16(m, p)));
+    }
+}
+
+SBN512_INLINE void sbn512_store8(sbn_kdtype dt, void *p, __m512d v)
+{
+    switch (dt) {
+    case SBN_KD_F64: _mm512_storeu_pd(p, v); break;
+    case SBN_KD_F32: _mm256_storeu_ps((float *)p, _mm512_cvtpd_ps(v)); break;
+    case SBN_KD_F16: _mm_storeu_si128((__m128i *)p, float8_to_f16(round_to_odd8(v))); break;
+    default: _mm_storeu_si128((__m128i *)p, float8_to_bf16(round_to_odd8(v))); break;
+    }
+}
+
+/* The same writing only the elements in m. */
+SBN512_INLINE void sbn512_store8m(sbn_kdtype dt, void *p, __mmask8 m, __m512d v)
+{
+    switch (dt) {
+    case SBN_KD_F64: _mm512_mask_storeu_pd(p, m, v); break;
+    case SBN_KD_F32: _mm256_mask_storeu_ps(p, m, _mm512_cvtpd_ps(v)); break;
+    case SBN_KD_F16: _mm_mask_storeu_epi16(p, m, float8_to_f16(round_to_odd8(v))); break;
+    default: _mm_mask_storeu_epi16(p, m, float8_to_bf16(round_to_odd8(v))); break;
+    }
+}
+
+#endif /* SBN_IO_AVX512_H */

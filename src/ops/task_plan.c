@@ -1,0 +1,35 @@
+/*
+ * task_plan.c - how the reduction and map engines cut one pass into tasks for the
+ * pool. Rows are split into segments of whole chunks (SBN_CHUNK rows of every
+ * channel), channels into blocks; task t is (segment t / blocks, block t % blocks).
+ * One thread gets one segment, so it sweeps memory once in order; with T threads
+ * the rows are cut into about 4T / blocks segments for balance. Because a chunk
+ * never straddles two segments, the split changes speed, never bits.
+ */
+#include "core/internal.h"
+
+void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool)
+{
+    int64_t threads = pool ? sbn_pool_threads(pool) : 1, want;
+    plan->block = block < 1 ? 1 : block;
+    plan->blocks = w->channels > 0 ? (w->channels + plan->block - 1) / plan->block : 0;
+    if (w->chunks == 0 || plan->blocks == 0) {
+        plan->segments = plan->seg_chunks = 0;
+        return;
+    }
+    want = threads <= 1 ? 1 : (4 * threads + plan->blocks - 1) / plan->blocks;
+    if (want > w->chunks) want = w->chunks;
+    plan->seg_chunks = (w->chunks + want - 1) / want;
+    plan->segments = (w->chunks + plan->seg_chunks - 1) / plan->seg_chunks;
+}
+
+void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_t *r0,
+                    int64_t *r1, int64_t *c0, int64_t *cn)
+{
+    int64_t s = t / plan->blocks, b = t % plan->blocks;
+    *r0 = s * plan->seg_chunks * SBN_CHUNK;
+    *r1 = *r0 + plan->seg_chunks * SBN_CHUNK;
+    if (*r1 > w->reduction) *r1 = w->reduction;
+    *c0 = b * plan->block;
+    *cn = w->channels - *c0 < plan->block ? w->channels - *c0 : plan->block;
+}
