@@ -39,7 +39,8 @@ SBN_DEFINE_LOAD_AVX2(bf16)
     {                                                                                          \
         size_t i = 0;                                                                          \
         for (; i + 8 <= n; i += 8)                                                             \
-            avx2_st8_##dt(dst, (int64_t)i, _mm256_loadu_pd(src + i), _mm256_loadu_pd(src + i + 4)); \
+            avx2_st8_##dt(dst, (int64_t)i, _mm256_loadu_pd(src + i),                           \
+                          _mm256_loadu_pd(src + i + 4));                                       \
         for (; i < n; i++) sbn__st_##dt(dst, (int64_t)i, src[i]);                             \
     }
 

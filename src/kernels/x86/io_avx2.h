@@ -6,17 +6,19 @@
  *   widen:  fp32 by vcvtps2pd; fp16 by vcvtph2ps then vcvtps2pd; bf16 by moving
  *           the 16 bits into the high half of a float. All exact.
  *   narrow: fp32 by vcvtpd2ps (round to nearest even, like the C cast). fp16 and
- *           bf16 first narrow to float with round-to-odd exactly as
- *           sbn__narrow_round_to_odd does (round to nearest; where that is finite
- *           and inexact, step one ulp toward zero if it went away from zero, then
- *           set the last bit), then round to nearest even: vcvtps2ph for fp16, the
- *           integer carry trick of convert.c for bf16. NaNs come out as convert.c
- *           writes them (fp16: the canonical quiet NaN with the sign; bf16: the
- *           high half, quieted).
- * Every access reads or writes exactly the 4 or 8 elements named; element i of a
- * typed array is passed as (base, i). The per-dtype helpers are named by the
- * dtype token of the kernel macros (avx2_ld4_f16, avx2_st8_bf16, ...); the
- * scalar sbn__ld_<dt> / sbn__st_<dt> of kernel_io_scalar.h serve heads and tails.
+ *           bf16 must come out rounded once to nearest even, which is what
+ *           convert.c's round-to-odd float step gives; here the double is rounded
+ *           to odd on its bit pattern at two bits more than the format keeps (a
+ *           few integer operations, no lane-crossing masks), narrowed to float
+ *           exactly by vcvtpd2ps, then rounded to nearest even by vcvtps2ph (fp16)
+ *           or the integer carry trick of convert.c (bf16). NaNs come out as
+ *           convert.c writes them (fp16: the canonical quiet NaN with the sign;
+ *           bf16: the high half, quieted).
+ * Every access reads or writes exactly the elements named: 8, 4, or (ldp/stp, for
+ * tails) the first t of 1..3, the other lanes zero; element i of a typed array is
+ * passed as (base, i). The per-dtype helpers are named by the dtype token of the
+ * kernel macros (avx2_ld4_f16, avx2_st8_bf16, avx2_ldp_f32, ...); the scalar
+ * sbn__ld_<dt> / sbn__st_<dt> of kernel_io_scalar.h serve the remaining tails.
  */
 #ifndef SBN_IO_AVX2_H
 #define SBN_IO_AVX2_H
@@ -28,75 +30,77 @@
 
 /* ---- narrowing helpers ---- */
 
-/* The low 32 bits of each 64-bit lane of four lane masks, as four 32-bit lanes. */
-static inline __m128i avx2_narrow_mask(__m256d m)
+/*
+ * Doubles rounded to odd on their bit patterns, keeping the bits above low_mask
+ * (2^k - 1): the low k bits are cleared and, if any was set, the lowest kept bit
+ * is set ((low + low_mask) reaches that bit exactly when low != 0). That is
+ * truncation toward zero plus the sticky bit, at 53 - k significant bits for
+ * normal values; infinities stay, NaNs stay NaNs (sign and top payload bits kept).
+ */
+static inline __m256d avx2_round_to_odd_bits(__m256d x, long long low_mask)
 {
-    __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), idx));
+    const __m256i m = _mm256_set1_epi64x(low_mask);
+    __m256i u = _mm256_castpd_si256(x);
+    __m256i sticky = _mm256_add_epi64(_mm256_and_si256(u, m), m);
+    return _mm256_castsi256_pd(_mm256_andnot_si256(m, _mm256_or_si256(u, sticky)));
 }
 
-/* Four doubles to float bits, rounded to odd as sbn__narrow_round_to_odd. */
-static inline __m128i avx2_round_to_odd4(__m256d x)
-{
-    const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(__builtin_inf());
-    __m128 f = _mm256_cvtpd_ps(x);
-    __m256d back = _mm256_cvtps_pd(f);
-    __m256d aback = _mm256_andnot_pd(sign, back), ax = _mm256_andnot_pd(sign, x);
-    /* finite and inexact; of those, rounded away from zero */
-    __m256d inexact = _mm256_and_pd(_mm256_cmp_pd(back, x, _CMP_NEQ_OQ),
-                                    _mm256_cmp_pd(aback, inf, _CMP_LT_OQ));
-    __m256d away = _mm256_and_pd(inexact, _mm256_cmp_pd(aback, ax, _CMP_GT_OQ));
-    __m128i u = _mm_castps_si128(f);
-    u = _mm_add_epi32(u, avx2_narrow_mask(away)); /* -1: one ulp toward zero */
-    return _mm_or_si128(u, _mm_and_si128(avx2_narrow_mask(inexact), _mm_set1_epi32(1)));
-}
+/*
+ * The fp16 and bf16 stores round each double once, to nearest even, as if
+ * directly (what convert.c's round-to-odd float step guarantees): first to odd at
+ * 13 (fp16) or 10 (bf16) significant bits, two more than the format keeps, which
+ * vcvtpd2ps then narrows exactly wherever the value can still round to nonzero
+ * (below 2^-137 / 2^-140 every candidate rounds to a signed zero anyway; from
+ * 2^128 both give infinity); then to nearest even into the format. NaNs get their
+ * float payload cleared below the quiet bit (fp16: the canonical sign | 0x7E00),
+ * or below the kept half (bf16: the high half, whose quiet bit 0x40 is set).
+ */
+#define SBN_AVX2_F16_DROP 0x000000FFFFFFFFFFll  /* 40 bits: 13 significant bits left */
+#define SBN_AVX2_BF16_DROP 0x000007FFFFFFFFFFll /* 43 bits: 10 significant bits left */
 
-/* Float bits to fp16, round to nearest even; NaN -> sign | 0x7E00 as convert.c. */
-static inline __m128i avx2_float8_to_f16(__m256i u)
+/* Floats (already rounded to odd) to fp16, round to nearest even; NaN -> sign | 0x7E00. */
+static inline __m128i avx2_float8_to_f16(__m256 f)
 {
-    __m256 f = _mm256_castsi256_ps(u);
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
-    __m128i h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i qn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)),
-                                 _mm256_set1_epi32(0x7E00));
-    __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
-    __m128i qn16 = _mm_packus_epi32(_mm256_castsi256_si128(qn), _mm256_extracti128_si256(qn, 1));
-    return _mm_blendv_epi8(h, qn16, nan16);
-}
-
-/* The same for four floats; the result in the low 64 bits. */
-static inline __m128i avx2_float4_to_f16(__m128i u)
-{
-    __m128 f = _mm_castsi128_ps(u);
-    __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(f, f));
-    __m128i h = _mm_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m128i qn = _mm_or_si128(_mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(0x8000)),
-                              _mm_set1_epi32(0x7E00));
-    return _mm_blendv_epi8(h, _mm_packus_epi32(qn, qn), _mm_packs_epi32(nan, nan));
-}
-
-/* Float bits to bf16, round to nearest even on the dropped 16 bits; NaN -> high half | 0x40. */
-static inline __m128i avx2_float8_to_bf16(__m256i u)
-{
-    __m256i absu = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
-    __m256i nan = _mm256_cmpgt_epi32(absu, _mm256_set1_epi32(0x7F800000));
-    __m256i hi = _mm256_srli_epi32(u, 16);
-    __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), 16);
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
-    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    __m256 keep = _mm256_or_ps(_mm256_cmp_ps(f, f, _CMP_ORD_Q),
+                               _mm256_castsi256_ps(_mm256_set1_epi32((int)0xFFC00000u)));
+    return _mm256_cvtps_ph(_mm256_and_ps(f, keep), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
 /* The same for four floats; the result in the low 64 bits. */
-static inline __m128i avx2_float4_to_bf16(__m128i u)
+static inline __m128i avx2_float4_to_f16(__m128 f)
 {
-    __m128i absu = _mm_and_si128(u, _mm_set1_epi32(0x7FFFFFFF));
-    __m128i nan = _mm_cmpgt_epi32(absu, _mm_set1_epi32(0x7F800000));
-    __m128i hi = _mm_srli_epi32(u, 16);
-    __m128i odd = _mm_and_si128(hi, _mm_set1_epi32(1));
-    __m128i r = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7FFF)), odd), 16);
-    r = _mm_blendv_epi8(r, _mm_or_si128(hi, _mm_set1_epi32(0x40)), nan);
-    return _mm_packus_epi32(r, r);
+    __m128 keep =
+        _mm_or_ps(_mm_cmpord_ps(f, f), _mm_castsi128_ps(_mm_set1_epi32((int)0xFFC00000u)));
+    return _mm_cvtps_ph(_mm_and_ps(f, keep), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* Floats to bf16 in 32-bit lanes: round to nearest even on the dropped 16 bits; a
+ * NaN's low half is cleared first, so it keeps its (quiet) high half. */
+static inline __m256i avx2_float8_to_bf16_32(__m256 f)
+{
+    __m256 keep = _mm256_or_ps(_mm256_cmp_ps(f, f, _CMP_ORD_Q),
+                               _mm256_castsi256_ps(_mm256_set1_epi32((int)0xFFFF0000u)));
+    __m256i u = _mm256_castps_si256(_mm256_and_ps(f, keep));
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd);
+    return _mm256_srli_epi32(r, 16);
+}
+
+static inline __m128i avx2_float4_to_bf16_32(__m128 f)
+{
+    __m128 keep =
+        _mm_or_ps(_mm_cmpord_ps(f, f), _mm_castsi128_ps(_mm_set1_epi32((int)0xFFFF0000u)));
+    __m128i u = _mm_castps_si128(_mm_and_ps(f, keep));
+    __m128i odd = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+    return _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7FFF)), odd), 16);
+}
+
+/* Eight doubles (lo: elements 0-3) to eight floats, rounded to odd above the low_mask bits. */
+static inline __m256 avx2_odd8_ps(__m256d lo, __m256d hi, long long low_mask)
+{
+    __m128 a = _mm256_cvtpd_ps(avx2_round_to_odd_bits(lo, low_mask));
+    __m128 b = _mm256_cvtpd_ps(avx2_round_to_odd_bits(hi, low_mask));
+    return _mm256_set_m128(b, a);
 }
 
 /* ---- widening helpers ---- */
@@ -142,11 +146,14 @@ static inline void avx2_st4_f32(void *p, int64_t i, __m256d v)
 }
 static inline void avx2_st4_f16(void *p, int64_t i, __m256d v)
 {
-    _mm_storeu_si64((uint16_t *)p + i, avx2_float4_to_f16(avx2_round_to_odd4(v)));
+    __m128 f = _mm256_cvtpd_ps(avx2_round_to_odd_bits(v, SBN_AVX2_F16_DROP));
+    _mm_storeu_si64((uint16_t *)p + i, avx2_float4_to_f16(f));
 }
 static inline void avx2_st4_bf16(void *p, int64_t i, __m256d v)
 {
-    _mm_storeu_si64((uint16_t *)p + i, avx2_float4_to_bf16(avx2_round_to_odd4(v)));
+    __m128 f = _mm256_cvtpd_ps(avx2_round_to_odd_bits(v, SBN_AVX2_BF16_DROP));
+    __m128i r = avx2_float4_to_bf16_32(f);
+    _mm_storeu_si64((uint16_t *)p + i, _mm_packus_epi32(r, r));
 }
 
 /* ---- per dtype: 8 elements <-> two ymm of doubles (lo: elements 0-3) ---- */
@@ -158,9 +165,8 @@ static inline void avx2_ld8_f64(const void *p, int64_t i, __m256d *lo, __m256d *
 }
 static inline void avx2_ld8_f32(const void *p, int64_t i, __m256d *lo, __m256d *hi)
 {
-    __m256 f = _mm256_loadu_ps((const float *)p + i);
-    *lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
-    *hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+    *lo = _mm256_cvtps_pd(_mm_loadu_ps((const float *)p + i));
+    *hi = _mm256_cvtps_pd(_mm_loadu_ps((const float *)p + i + 4));
 }
 static inline void avx2_ld8_f16(const void *p, int64_t i, __m256d *lo, __m256d *hi)
 {
@@ -186,13 +192,85 @@ static inline void avx2_st8_f32(void *p, int64_t i, __m256d lo, __m256d hi)
 }
 static inline void avx2_st8_f16(void *p, int64_t i, __m256d lo, __m256d hi)
 {
-    __m256i u = _mm256_set_m128i(avx2_round_to_odd4(hi), avx2_round_to_odd4(lo));
-    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), avx2_float8_to_f16(u));
+    __m128i h = avx2_float8_to_f16(avx2_odd8_ps(lo, hi, SBN_AVX2_F16_DROP));
+    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), h);
 }
 static inline void avx2_st8_bf16(void *p, int64_t i, __m256d lo, __m256d hi)
 {
-    __m256i u = _mm256_set_m128i(avx2_round_to_odd4(hi), avx2_round_to_odd4(lo));
-    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), avx2_float8_to_bf16(u));
+    __m256i r = avx2_float8_to_bf16_32(avx2_odd8_ps(lo, hi, SBN_AVX2_BF16_DROP));
+    __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), h);
+}
+
+/* ---- per dtype: the first t elements, 1 <= t <= 3, <-> the low lanes of a ymm ---- */
+
+/* Reads exactly q[0..t); the other lanes are zero. */
+static inline __m256d avx2_ldp_f64(const void *p, int64_t i, size_t t)
+{
+    const double *q = (const double *)p + i;
+    __m128d lo = _mm_load_sd(q), hi = _mm_setzero_pd();
+    if (t > 1) lo = _mm_loadh_pd(lo, q + 1);
+    if (t > 2) hi = _mm_load_sd(q + 2);
+    return _mm256_set_m128d(hi, lo);
+}
+static inline __m256d avx2_ldp_f32(const void *p, int64_t i, size_t t)
+{
+    const float *q = (const float *)p + i;
+    __m128 f = _mm_load_ss(q);
+    if (t > 1) f = _mm_insert_ps(f, _mm_load_ss(q + 1), 0x10);
+    if (t > 2) f = _mm_insert_ps(f, _mm_load_ss(q + 2), 0x20);
+    return _mm256_cvtps_pd(f);
+}
+static inline __m128i avx2_ldp_u16(const uint16_t *q, size_t t)
+{
+    __m128i w = _mm_cvtsi32_si128(q[0]);
+    if (t > 1) w = _mm_insert_epi16(w, q[1], 1);
+    if (t > 2) w = _mm_insert_epi16(w, q[2], 2);
+    return w;
+}
+static inline __m256d avx2_ldp_f16(const void *p, int64_t i, size_t t)
+{
+    return _mm256_cvtps_pd(_mm_cvtph_ps(avx2_ldp_u16((const uint16_t *)p + i, t)));
+}
+static inline __m256d avx2_ldp_bf16(const void *p, int64_t i, size_t t)
+{
+    __m128i w = avx2_ldp_u16((const uint16_t *)p + i, t);
+    return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), w)));
+}
+
+/* Writes exactly q[0..t) from the low lanes of v. */
+static inline void avx2_stp_f64(void *p, int64_t i, size_t t, __m256d v)
+{
+    double *q = (double *)p + i;
+    __m128d lo = _mm256_castpd256_pd128(v);
+    _mm_store_sd(q, lo);
+    if (t > 1) _mm_storeh_pd(q + 1, lo);
+    if (t > 2) _mm_store_sd(q + 2, _mm256_extractf128_pd(v, 1));
+}
+static inline void avx2_stp_f32(void *p, int64_t i, size_t t, __m256d v)
+{
+    float *q = (float *)p + i;
+    __m128i f = _mm_castps_si128(_mm256_cvtpd_ps(v));
+    _mm_storeu_si32(q, f);
+    if (t > 1) _mm_storeu_si32(q + 1, _mm_srli_si128(f, 4));
+    if (t > 2) _mm_storeu_si32(q + 2, _mm_srli_si128(f, 8));
+}
+static inline void avx2_stp_u16(uint16_t *q, size_t t, __m128i h)
+{
+    q[0] = (uint16_t)_mm_extract_epi16(h, 0);
+    if (t > 1) q[1] = (uint16_t)_mm_extract_epi16(h, 1);
+    if (t > 2) q[2] = (uint16_t)_mm_extract_epi16(h, 2);
+}
+static inline void avx2_stp_f16(void *p, int64_t i, size_t t, __m256d v)
+{
+    __m128 f = _mm256_cvtpd_ps(avx2_round_to_odd_bits(v, SBN_AVX2_F16_DROP));
+    avx2_stp_u16((uint16_t *)p + i, t, avx2_float4_to_f16(f));
+}
+static inline void avx2_stp_bf16(void *p, int64_t i, size_t t, __m256d v)
+{
+    __m128 f = _mm256_cvtpd_ps(avx2_round_to_odd_bits(v, SBN_AVX2_BF16_DROP));
+    __m128i r = avx2_float4_to_bf16_32(f);
+    avx2_stp_u16((uint16_t *)p + i, t, _mm_packus_epi32(r, r));
 }
 
 #endif /* SBN_IO_AVX2_H */

@@ -1,18 +1,23 @@
 /*
  * stream_avx2.c - the streaming reductions of kernels.h for AVX2 (+F16C), every
  * element type, bit for bit the sequence of stream_scalar.c. Runs of one channel
- * (element i to lane (lane + i) % 16): the head, up to the element that falls in
- * lane 0, is added in scalar code on acc in memory; then, while 16 elements
- * remain, the 16 lanes of a and b sit in 4 + 4 ymm registers (lanes 0-3, 4-7,
- * 8-11, 12-15) and take 16 elements per iteration, lane k the element at k past
- * the block start; they are stored back and the tail is added in scalar code.
- * Each lane thus adds its elements in index order with the scalar operations.
+ * (element i to lane (lane + i) % 16): the head, the elements up to the one that
+ * falls in lane 0, is added to acc in memory; then, while 16 elements remain, the
+ * 16 lanes of a and b sit in 4 + 4 ymm registers (lanes 0-3, 4-7, 8-11, 12-15)
+ * and take 16 elements per iteration, lane k the element k past the block start;
+ * they are stored back and the tail (lanes 0..) is added in memory. Heads and
+ * tails go 4 elements at a time, the last 1..3 through the low lanes of one ymm
+ * (io_avx2.h) and scalar adds, in straight-line code (a loop there would be
+ * auto-vectorised behind runtime alias checks that cost more than they save).
+ * Each lane thus adds its elements in index order with the scalar operations, and
+ * only the lanes the scalar code would touch are read and written.
  * Rows (channels-last; row r to lane (lane + r) % 16 of every channel): per row,
- * 16 channels per iteration (4 doubles per ymm), then 4 at a time, then the last
- * cn % 4 in scalar code, each a[l * ld + j] / b[l * ld + j] read, added to and
- * stored once per row as the scalar loop does; nothing past channel cn is read or
- * written. Elements are widened exactly (io_avx2.h). Per element, in double, no
- * fused multiply-add (the product is rounded, then added):
+ * 16 channels per iteration (4 doubles per ymm), then 4, then the last 1..3 as
+ * above (their shifts / centers loaded once per call); each a[l * ld + j] and
+ * b[l * ld + j], j < cn, is read, added to and stored once per row, as in the
+ * scalar loop, and nothing past channel cn is accessed.
+ * Elements are widened exactly (io_avx2.h). Per element, in double, no fused
+ * multiply-add (the product is rounded, then added):
  *   accum:      d = x - shift;  a += d;   b += d * d
  *   bwd_accum:  a += dy;        b += dy * (x - center)
  */
@@ -25,127 +30,183 @@
         avx2_ld8_##dt(p, (int64_t)(i) + 8, &v2, &v3); \
     } while (0)
 
-/* accum: one ymm of deviations d (overwritten) into accumulators va, vb. */
-#define SBN_ACC_STEP(va, vb, v, vs)                    \
-    do {                                               \
-        v = _mm256_sub_pd(v, vs);                      \
-        va = _mm256_add_pd(va, v);                     \
-        vb = _mm256_add_pd(vb, _mm256_mul_pd(v, v));   \
+/* accum: one ymm of elements v (overwritten by v - shift) into registers va, vb. */
+#define SBN_ACC_STEP(va, vb, v, vs)                  \
+    do {                                             \
+        v = _mm256_sub_pd(v, vs);                    \
+        va = _mm256_add_pd(va, v);                   \
+        vb = _mm256_add_pd(vb, _mm256_mul_pd(v, v)); \
     } while (0)
 
-/* bwd_accum: one ymm of dy (g) and x (v) into accumulators va, vb. */
-#define SBN_BWD_STEP(va, vb, g, v, vc)                                   \
-    do {                                                                 \
-        va = _mm256_add_pd(va, g);                                       \
-        vb = _mm256_add_pd(vb, _mm256_mul_pd(g, _mm256_sub_pd(v, vc)));  \
+/* bwd_accum: one ymm of dy (g) and x (v) into registers va, vb. */
+#define SBN_BWD_STEP(va, vb, g, v, vc)                                  \
+    do {                                                                \
+        va = _mm256_add_pd(va, g);                                      \
+        vb = _mm256_add_pd(vb, _mm256_mul_pd(g, _mm256_sub_pd(v, vc))); \
     } while (0)
 
-/* row_accum: channels j..j+3 of one row (v), shifts at s, lanes at pa, pb. */
-#define SBN_ROW_ACC4(pa, pb, s, j, v)                                                 \
-    do {                                                                              \
-        __m256d d_ = _mm256_sub_pd(v, _mm256_loadu_pd((s) + (j)));                    \
-        _mm256_storeu_pd((pa) + (j), _mm256_add_pd(_mm256_loadu_pd((pa) + (j)), d_)); \
-        _mm256_storeu_pd((pb) + (j),                                                  \
-                         _mm256_add_pd(_mm256_loadu_pd((pb) + (j)), _mm256_mul_pd(d_, d_))); \
-    } while (0)
+/* Four deviations d into the lanes pa[0..3], pb[0..3] in memory. */
+static inline void acc4_mem(double *pa, double *pb, __m256d d)
+{
+    _mm256_storeu_pd(pa, _mm256_add_pd(_mm256_loadu_pd(pa), d));
+    _mm256_storeu_pd(pb, _mm256_add_pd(_mm256_loadu_pd(pb), _mm256_mul_pd(d, d)));
+}
 
-/* row_bwd_accum: channels j..j+3 of one row, dy (g) and x (v), centers at c. */
-#define SBN_ROW_BWD4(pa, pb, c, j, g, v)                                                      \
-    do {                                                                                      \
-        __m256d p_ = _mm256_mul_pd(g, _mm256_sub_pd(v, _mm256_loadu_pd((c) + (j))));          \
-        _mm256_storeu_pd((pa) + (j), _mm256_add_pd(_mm256_loadu_pd((pa) + (j)), g));          \
-        _mm256_storeu_pd((pb) + (j), _mm256_add_pd(_mm256_loadu_pd((pb) + (j)), p_));         \
-    } while (0)
+/* Four dy (g) and x - center (xc) into the lanes pa[0..3], pb[0..3] in memory. */
+static inline void bwd4_mem(double *pa, double *pb, __m256d g, __m256d xc)
+{
+    _mm256_storeu_pd(pa, _mm256_add_pd(_mm256_loadu_pd(pa), g));
+    _mm256_storeu_pd(pb, _mm256_add_pd(_mm256_loadu_pd(pb), _mm256_mul_pd(g, xc)));
+}
 
+/* The same for the first t (1..3) lanes only, in scalar code on the vector's lanes. */
+static inline void acc3_mem(double *pa, double *pb, __m256d d, size_t t)
+{
+    double v[4];
+    size_t k;
+    _mm256_storeu_pd(v, d);
+    for (k = 0; k < 3; k++) {
+        if (k == t) break;
+        pa[k] += v[k];
+        pb[k] += v[k] * v[k];
+    }
+}
+
+static inline void bwd3_mem(double *pa, double *pb, __m256d g, __m256d xc, size_t t)
+{
+    double gv[4], cv[4];
+    size_t k;
+    _mm256_storeu_pd(gv, g);
+    _mm256_storeu_pd(cv, xc);
+    for (k = 0; k < 3; k++) {
+        if (k == t) break;
+        pa[k] += gv[k];
+        pb[k] += gv[k] * cv[k];
+    }
+}
+
+/* Row steps: channels from pa, pb with the shifts / centers from s, elements v (and g). */
+static inline void row_acc4(double *pa, double *pb, const double *s, __m256d v)
+{
+    acc4_mem(pa, pb, _mm256_sub_pd(v, _mm256_loadu_pd(s)));
+}
+
+static inline void row_bwd4(double *pa, double *pb, const double *s, __m256d g, __m256d v)
+{
+    bwd4_mem(pa, pb, g, _mm256_sub_pd(v, _mm256_loadu_pd(s)));
+}
+
+/* The 16 lanes of a and b (acc[0..31]) in registers. */
+typedef struct lanes16 {
+    __m256d a0, a1, a2, a3, b0, b1, b2, b3;
+} lanes16;
+
+static inline lanes16 lanes_load(const double *acc)
+{
+    lanes16 r;
+    r.a0 = _mm256_loadu_pd(acc);
+    r.a1 = _mm256_loadu_pd(acc + 4);
+    r.a2 = _mm256_loadu_pd(acc + 8);
+    r.a3 = _mm256_loadu_pd(acc + 12);
+    r.b0 = _mm256_loadu_pd(acc + 16);
+    r.b1 = _mm256_loadu_pd(acc + 20);
+    r.b2 = _mm256_loadu_pd(acc + 24);
+    r.b3 = _mm256_loadu_pd(acc + 28);
+    return r;
+}
+
+static inline void lanes_store(double *acc, const lanes16 *r)
+{
+    _mm256_storeu_pd(acc, r->a0);
+    _mm256_storeu_pd(acc + 4, r->a1);
+    _mm256_storeu_pd(acc + 8, r->a2);
+    _mm256_storeu_pd(acc + 12, r->a3);
+    _mm256_storeu_pd(acc + 16, r->b0);
+    _mm256_storeu_pd(acc + 20, r->b1);
+    _mm256_storeu_pd(acc + 24, r->b2);
+    _mm256_storeu_pd(acc + 28, r->b3);
+}
+
+/*
+ * Per dtype: the partial runs (elements [i, end) into the contiguous lanes from
+ * p, b at p + 16), then the kernels.
+ */
 #define SBN_DEFINE_STREAM_AVX2(dt)                                                              \
+    static inline void acc_part_##dt(const void *x, size_t i, size_t end, double shift,        \
+                                     double *p)                                                \
+    {                                                                                          \
+        const __m256d vs = _mm256_set1_pd(shift);                                              \
+        for (; i + 4 <= end; i += 4, p += 4)                                                   \
+            acc4_mem(p, p + SBN_LANES, _mm256_sub_pd(avx2_ld4_##dt(x, (int64_t)i), vs));       \
+        if (i < end)                                                                           \
+            acc3_mem(p, p + SBN_LANES,                                                         \
+                     _mm256_sub_pd(avx2_ldp_##dt(x, (int64_t)i, end - i), vs), end - i);       \
+    }                                                                                          \
+                                                                                               \
+    static inline void bwd_part_##dt(const void *dy, const void *x, size_t i, size_t end,      \
+                                     double center, double *p)                                 \
+    {                                                                                          \
+        const __m256d vc = _mm256_set1_pd(center);                                             \
+        for (; i + 4 <= end; i += 4, p += 4)                                                   \
+            bwd4_mem(p, p + SBN_LANES, avx2_ld4_##dt(dy, (int64_t)i),                          \
+                     _mm256_sub_pd(avx2_ld4_##dt(x, (int64_t)i), vc));                         \
+        if (i < end)                                                                           \
+            bwd3_mem(p, p + SBN_LANES, avx2_ldp_##dt(dy, (int64_t)i, end - i),                 \
+                     _mm256_sub_pd(avx2_ldp_##dt(x, (int64_t)i, end - i), vc), end - i);       \
+    }                                                                                          \
+                                                                                               \
     void sbn_##dt##_accum_ukernel__avx2(const void *x, size_t n, unsigned lane, double shift,   \
                                         double *acc)                                           \
     {                                                                                          \
-        size_t l0 = lane % SBN_LANES, head = (SBN_LANES - l0) % SBN_LANES, i = 0;              \
-        if (head > n) head = n;                                                                \
-        for (; i < head; i++) {                                                                \
-            double d = sbn__ld_##dt(x, (int64_t)i) - shift;                                    \
-            acc[l0 + i] += d;                                                                  \
-            acc[SBN_LANES + l0 + i] += d * d;                                                  \
-        }                                                                                      \
+        size_t l0 = lane % SBN_LANES, i = (SBN_LANES - l0) % SBN_LANES;                        \
+        if (i > n) i = n;                                                                      \
+        acc_part_##dt(x, 0, i, shift, acc + l0); /* the head, lanes l0.. */                    \
         if (n - i >= SBN_LANES) {                                                              \
             const __m256d vs = _mm256_set1_pd(shift);                                          \
-            __m256d a0 = _mm256_loadu_pd(acc), a1 = _mm256_loadu_pd(acc + 4);                  \
-            __m256d a2 = _mm256_loadu_pd(acc + 8), a3 = _mm256_loadu_pd(acc + 12);             \
-            __m256d b0 = _mm256_loadu_pd(acc + 16), b1 = _mm256_loadu_pd(acc + 20);            \
-            __m256d b2 = _mm256_loadu_pd(acc + 24), b3 = _mm256_loadu_pd(acc + 28);            \
+            lanes16 r = lanes_load(acc);                                                       \
             for (; i + SBN_LANES <= n; i += SBN_LANES) {                                       \
                 __m256d v0, v1, v2, v3;                                                        \
                 SBN_LD16(dt, x, i, v0, v1, v2, v3);                                            \
-                SBN_ACC_STEP(a0, b0, v0, vs);                                                  \
-                SBN_ACC_STEP(a1, b1, v1, vs);                                                  \
-                SBN_ACC_STEP(a2, b2, v2, vs);                                                  \
-                SBN_ACC_STEP(a3, b3, v3, vs);                                                  \
+                SBN_ACC_STEP(r.a0, r.b0, v0, vs);                                              \
+                SBN_ACC_STEP(r.a1, r.b1, v1, vs);                                              \
+                SBN_ACC_STEP(r.a2, r.b2, v2, vs);                                              \
+                SBN_ACC_STEP(r.a3, r.b3, v3, vs);                                              \
             }                                                                                  \
-            _mm256_storeu_pd(acc, a0);                                                         \
-            _mm256_storeu_pd(acc + 4, a1);                                                     \
-            _mm256_storeu_pd(acc + 8, a2);                                                     \
-            _mm256_storeu_pd(acc + 12, a3);                                                    \
-            _mm256_storeu_pd(acc + 16, b0);                                                    \
-            _mm256_storeu_pd(acc + 20, b1);                                                    \
-            _mm256_storeu_pd(acc + 24, b2);                                                    \
-            _mm256_storeu_pd(acc + 28, b3);                                                    \
+            lanes_store(acc, &r);                                                              \
         }                                                                                      \
-        for (; i < n; i++) {                                                                   \
-            size_t l = (l0 + i) % SBN_LANES;                                                   \
-            double d = sbn__ld_##dt(x, (int64_t)i) - shift;                                    \
-            acc[l] += d;                                                                       \
-            acc[SBN_LANES + l] += d * d;                                                       \
-        }                                                                                      \
+        acc_part_##dt(x, i, n, shift, acc); /* the tail, lanes 0.. */                          \
     }                                                                                          \
                                                                                                \
     void sbn_##dt##_bwd_accum_ukernel__avx2(const void *dy, const void *x, size_t n,            \
                                             unsigned lane, double center, double *acc)         \
     {                                                                                          \
-        size_t l0 = lane % SBN_LANES, head = (SBN_LANES - l0) % SBN_LANES, i = 0;              \
-        if (head > n) head = n;                                                                \
-        for (; i < head; i++) {                                                                \
-            double g = sbn__ld_##dt(dy, (int64_t)i);                                           \
-            acc[l0 + i] += g;                                                                  \
-            acc[SBN_LANES + l0 + i] += g * (sbn__ld_##dt(x, (int64_t)i) - center);             \
-        }                                                                                      \
+        size_t l0 = lane % SBN_LANES, i = (SBN_LANES - l0) % SBN_LANES;                        \
+        if (i > n) i = n;                                                                      \
+        bwd_part_##dt(dy, x, 0, i, center, acc + l0);                                          \
         if (n - i >= SBN_LANES) {                                                              \
             const __m256d vc = _mm256_set1_pd(center);                                         \
-            __m256d a0 = _mm256_loadu_pd(acc), a1 = _mm256_loadu_pd(acc + 4);                  \
-            __m256d a2 = _mm256_loadu_pd(acc + 8), a3 = _mm256_loadu_pd(acc + 12);             \
-            __m256d b0 = _mm256_loadu_pd(acc + 16), b1 = _mm256_loadu_pd(acc + 20);            \
-            __m256d b2 = _mm256_loadu_pd(acc + 24), b3 = _mm256_loadu_pd(acc + 28);            \
+            lanes16 r = lanes_load(acc);                                                       \
             for (; i + SBN_LANES <= n; i += SBN_LANES) {                                       \
                 __m256d g0, g1, g2, g3, v0, v1, v2, v3;                                        \
                 SBN_LD16(dt, dy, i, g0, g1, g2, g3);                                           \
                 SBN_LD16(dt, x, i, v0, v1, v2, v3);                                            \
-                SBN_BWD_STEP(a0, b0, g0, v0, vc);                                              \
-                SBN_BWD_STEP(a1, b1, g1, v1, vc);                                              \
-                SBN_BWD_STEP(a2, b2, g2, v2, vc);                                              \
-                SBN_BWD_STEP(a3, b3, g3, v3, vc);                                              \
+                SBN_BWD_STEP(r.a0, r.b0, g0, v0, vc);                                          \
+                SBN_BWD_STEP(r.a1, r.b1, g1, v1, vc);                                          \
+                SBN_BWD_STEP(r.a2, r.b2, g2, v2, vc);                                          \
+                SBN_BWD_STEP(r.a3, r.b3, g3, v3, vc);                                          \
             }                                                                                  \
-            _mm256_storeu_pd(acc, a0);                                                         \
-            _mm256_storeu_pd(acc + 4, a1);                                                     \
-            _mm256_storeu_pd(acc + 8, a2);                                                     \
-            _mm256_storeu_pd(acc + 12, a3);                                                    \
-            _mm256_storeu_pd(acc + 16, b0);                                                    \
-            _mm256_storeu_pd(acc + 20, b1);                                                    \
-            _mm256_storeu_pd(acc + 24, b2);                                                    \
-            _mm256_storeu_pd(acc + 28, b3);                                                    \
+            lanes_store(acc, &r);                                                              \
         }                                                                                      \
-        for (; i < n; i++) {                                                                   \
-            size_t l = (l0 + i) % SBN_LANES;                                                   \
-            double g = sbn__ld_##dt(dy, (int64_t)i);                                           \
-            acc[l] += g;                                                                       \
-            acc[SBN_LANES + l] += g * (sbn__ld_##dt(x, (int64_t)i) - center);                  \
-        }                                                                                      \
+        bwd_part_##dt(dy, x, i, n, center, acc);                                               \
     }                                                                                          \
                                                                                                \
     void sbn_##dt##_row_accum_ukernel__avx2(const void *x, int64_t xs, size_t rows, size_t cn,  \
                                             unsigned lane, const double *shift, double *a,     \
                                             double *b, size_t ld)                              \
     {                                                                                          \
-        size_t r, j;                                                                           \
+        size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
+        __m256d st = _mm256_setzero_pd(); /* the tail's shifts */                              \
+        if (t != 0 && rows != 0) st = avx2_ldp_f64(shift, (int64_t)jt, t);                     \
         for (r = 0; r < rows; r++) {                                                           \
             size_t l = (lane + r) % SBN_LANES;                                                 \
             double *pa = a + l * ld, *pb = b + l * ld;                                         \
@@ -153,20 +214,16 @@
             for (j = 0; j + 16 <= cn; j += 16) {                                               \
                 __m256d v0, v1, v2, v3;                                                        \
                 SBN_LD16(dt, x, o + (int64_t)j, v0, v1, v2, v3);                               \
-                SBN_ROW_ACC4(pa, pb, shift, j, v0);                                            \
-                SBN_ROW_ACC4(pa, pb, shift, j + 4, v1);                                        \
-                SBN_ROW_ACC4(pa, pb, shift, j + 8, v2);                                        \
-                SBN_ROW_ACC4(pa, pb, shift, j + 12, v3);                                       \
+                row_acc4(pa + j, pb + j, shift + j, v0);                                       \
+                row_acc4(pa + j + 4, pb + j + 4, shift + j + 4, v1);                           \
+                row_acc4(pa + j + 8, pb + j + 8, shift + j + 8, v2);                           \
+                row_acc4(pa + j + 12, pb + j + 12, shift + j + 12, v3);                        \
             }                                                                                  \
-            for (; j + 4 <= cn; j += 4) {                                                      \
-                __m256d v = avx2_ld4_##dt(x, o + (int64_t)j);                                  \
-                SBN_ROW_ACC4(pa, pb, shift, j, v);                                             \
-            }                                                                                  \
-            for (; j < cn; j++) {                                                              \
-                double d = sbn__ld_##dt(x, o + (int64_t)j) - shift[j];                         \
-                pa[j] += d;                                                                    \
-                pb[j] += d * d;                                                                \
-            }                                                                                  \
+            for (; j + 4 <= cn; j += 4)                                                        \
+                row_acc4(pa + j, pb + j, shift + j, avx2_ld4_##dt(x, o + (int64_t)j));         \
+            if (t != 0)                                                                        \
+                acc3_mem(pa + jt, pb + jt,                                                     \
+                         _mm256_sub_pd(avx2_ldp_##dt(x, o + (int64_t)jt, t), st), t);          \
         }                                                                                      \
     }                                                                                          \
                                                                                                \
@@ -175,7 +232,9 @@
                                                 unsigned lane, const double *center,           \
                                                 double *a, double *b, size_t ld)               \
     {                                                                                          \
-        size_t r, j;                                                                           \
+        size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
+        __m256d ct = _mm256_setzero_pd(); /* the tail's centers */                             \
+        if (t != 0 && rows != 0) ct = avx2_ldp_f64(center, (int64_t)jt, t);                    \
         for (r = 0; r < rows; r++) {                                                           \
             size_t l = (lane + r) % SBN_LANES;                                                 \
             double *pa = a + l * ld, *pb = b + l * ld;                                         \
@@ -184,21 +243,17 @@
                 __m256d g0, g1, g2, g3, v0, v1, v2, v3;                                        \
                 SBN_LD16(dt, dy, og + (int64_t)j, g0, g1, g2, g3);                             \
                 SBN_LD16(dt, x, o + (int64_t)j, v0, v1, v2, v3);                               \
-                SBN_ROW_BWD4(pa, pb, center, j, g0, v0);                                       \
-                SBN_ROW_BWD4(pa, pb, center, j + 4, g1, v1);                                   \
-                SBN_ROW_BWD4(pa, pb, center, j + 8, g2, v2);                                   \
-                SBN_ROW_BWD4(pa, pb, center, j + 12, g3, v3);                                  \
+                row_bwd4(pa + j, pb + j, center + j, g0, v0);                                  \
+                row_bwd4(pa + j + 4, pb + j + 4, center + j + 4, g1, v1);                      \
+                row_bwd4(pa + j + 8, pb + j + 8, center + j + 8, g2, v2);                      \
+                row_bwd4(pa + j + 12, pb + j + 12, center + j + 12, g3, v3);                   \
             }                                                                                  \
-            for (; j + 4 <= cn; j += 4) {                                                      \
-                __m256d g = avx2_ld4_##dt(dy, og + (int64_t)j);                                \
-                __m256d v = avx2_ld4_##dt(x, o + (int64_t)j);                                  \
-                SBN_ROW_BWD4(pa, pb, center, j, g, v);                                         \
-            }                                                                                  \
-            for (; j < cn; j++) {                                                              \
-                double g = sbn__ld_##dt(dy, og + (int64_t)j);                                  \
-                pa[j] += g;                                                                    \
-                pb[j] += g * (sbn__ld_##dt(x, o + (int64_t)j) - center[j]);                    \
-            }                                                                                  \
+            for (; j + 4 <= cn; j += 4)                                                        \
+                row_bwd4(pa + j, pb + j, center + j, avx2_ld4_##dt(dy, og + (int64_t)j),       \
+                         avx2_ld4_##dt(x, o + (int64_t)j));                                    \
+            if (t != 0)                                                                        \
+                bwd3_mem(pa + jt, pb + jt, avx2_ldp_##dt(dy, og + (int64_t)jt, t),             \
+                         _mm256_sub_pd(avx2_ldp_##dt(x, o + (int64_t)jt, t), ct), t);          \
         }                                                                                      \
     }
 

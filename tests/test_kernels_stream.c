@@ -1,0 +1,848 @@
+/*
+ * test_kernels_stream.c - the streaming kernels of kernels.h (accum, bwd_accum, row_accum,
+ * row_bwd_accum, normalize, backward, row_normalize, row_backward; f64, f32, f16, bf16).
+ * The scalar ones are checked bit for bit against an oracle written here from the formulas
+ * of kernels.h (the same double operations in the same order) with its own conversions
+ * from the IEEE definitions (exact widening; narrowing to fp32 to nearest even, to
+ * fp16/bf16 round-to-odd to float then to nearest even; NaN -> fp16 sign|0x7E00, bf16 high
+ * half|0x40), so the scalar definitions are tested themselves; every other ISA that
+ * sbn__kernels_for() offers is checked BITWISE against scalar. Runs: n = 0..70, 100, 255,
+ * 2047, 2048, each with every lane 0..15 (three value profiles per pair in turn), pointers
+ * misaligned by 0..3 elements; rows: cn 1..70 and 256, rows 0..40 (0..3, 15..17 and every
+ * fourth per cn), ld = cn or cn + 5, row strides cn and larger with garbage in the gaps;
+ * maps also in place. Profiles: normal, mean 1e4 +- 1e-2, magnitudes, mixed, subnormals,
+ * signed zeros, specials (inf, NaN payloads, huge), random bits, and values whose map
+ * results fall on or next to fp32/fp16/bf16 rounding ties; coefficients ordinary, tiny,
+ * extreme (2^+-1000), infinite, NaN. Where two different NaNs could meet in one lane
+ * sequence or element (operand order, not the contract, would pick the payload) an input
+ * is replaced by 0.75, so every comparison is of all bits. Inputs are exact-size heap
+ * blocks (ASan sees over-reads); outputs and accumulators sit in guarded buffers, the
+ * accumulators pre-filled nonzero and every entry a kernel must not touch (unused lanes,
+ * j >= cn, guards) holding a signalling NaN that any arithmetic would quiet; every byte is
+ * compared. The last case plants faults and checks that the checker sees each one.
+ */
+#define _DEFAULT_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/harness.h"
+#include "kernels/kernels.h"
+#include "support/kernel_isas.h"
+
+#define MAXE 24576 /* input elements: 40 rows of stride 2 * 256, plus offsets */
+#define PAD 32     /* guard elements either side of a map output */
+#define GA 8       /* guard doubles either side of the accumulators */
+#define MAXLD 261
+#define SNAN_BITS 0x7FF4A5A5A5A5A5A5ull /* untouchable accumulator entries */
+
+/* ---- deterministic random values ---- */
+
+static uint64_t g_rng = 0x57EA5EED0BADCAFEull;
+
+static uint64_t next_u64(void)
+{
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double uniform(void) { return (double)(next_u64() >> 11) * 0x1.0p-53; }
+static int below(int n) { return (int)(uniform() * n); }
+
+static double from_bits(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
+static uint64_t bits_of(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
+static double random_sign(double v) { return next_u64() & 1 ? -v : v; }
+
+static double pow2(int e) { return from_bits((uint64_t)(e + 1023) << 52); } /* |e| < 1023 */
+
+static double normal(void) /* Box-Muller, both values used */
+{
+    static double spare;
+    static int have;
+    double u, v, r;
+    if (have) return have = 0, spare;
+    u = uniform(), v = uniform();
+    if (u < 1e-300) u = 1e-300;
+    r = sqrt(-2.0 * log(u));
+    spare = r * sin(6.283185307179586 * v), have = 1;
+    return r * cos(6.283185307179586 * v);
+}
+
+
+/* Next to a rounding tie of a format with `bits` significand bits, exponents emin..emax. */
+static double near_tie(int bits, int emin, int emax)
+{
+    double ulp = ldexp(1.0, emin + below(emax - emin + 1) - (bits - 1));
+    double tie = ((double)((int64_t)1 << (bits - 1)) + below(1 << (bits - 1)) + 0.5) * ulp;
+    switch (below(4)) {
+    case 0: break;
+    case 1: tie = nextafter(tie, INFINITY); break;
+    case 2: tie = nextafter(tie, -INFINITY); break;
+    default: tie += ldexp(tie, -30) * (below(2) ? 1 : -1); break;
+    }
+    return random_sign(tie);
+}
+
+static double mixed_value(void)
+{
+    switch (below(12)) {
+    case 0: return normal();
+    case 1: return 1e4 + 1e-2 * normal();
+    case 2: return random_sign(ldexp(0.5 + uniform(), below(2000) - 1000));
+    case 3: return near_tie(24, -126, 127);
+    case 4: return near_tie(11, -14, 15);
+    case 5: return near_tie(8, -126, 127);
+    case 6: return random_sign(ldexp(uniform(), -1074 + below(60)));
+    case 7: return random_sign(ldexp(uniform(), -150 + below(8)));
+    case 8: return random_sign(65504.0 + 32.0 * (uniform() - 0.3));
+    case 9: return random_sign(ldexp(1.0 - ldexp(1.0, -25) + ldexp(uniform() - 0.5, -23), 128));
+    case 10: return random_sign(ldexp(0.5 + uniform(), -26 + below(4)));
+    default: return random_sign(0.0);
+    }
+}
+
+/* ---- the oracle's element formats, from the IEEE definitions ---- */
+
+static const struct {
+    int mbits, ebits, es;
+    const char *name;
+} k_fmt[SBN_KD_COUNT] = {
+    {52, 11, 8, "f64"}, {23, 8, 4, "f32"}, {10, 5, 2, "f16"}, {7, 8, 2, "bf16"}};
+
+/* Element i of an array of type dt as bits (little-endian, as the targets). */
+static uint64_t get_bits(int dt, const void *p, int64_t i)
+{
+    uint64_t u = 0;
+    memcpy(&u, (const char *)p + i * k_fmt[dt].es, (size_t)k_fmt[dt].es);
+    return u;
+}
+
+static void put_bits(int dt, void *p, int64_t i, uint64_t u)
+{
+    memcpy((char *)p + i * k_fmt[dt].es, &u, (size_t)k_fmt[dt].es);
+}
+
+/* Exact widening; a NaN keeps sign and payload and becomes quiet. */
+static double widen(int dt, uint64_t u)
+{
+    int mb = k_fmt[dt].mbits, eb = k_fmt[dt].ebits, bias = (1 << (eb - 1)) - 1;
+    uint64_t m = u & ((1ull << mb) - 1), e = (u >> mb) & ((1ull << eb) - 1);
+    int neg = (int)((u >> (mb + eb)) & 1);
+    double v;
+    if (dt == SBN_KD_F64) return from_bits(u);
+    if (e == (1ull << eb) - 1) {
+        if (m == 0) return neg ? -INFINITY : INFINITY;
+        return from_bits((uint64_t)neg << 63 | 0x7FF8000000000000ull | m << (52 - mb));
+    }
+    v = (double)(e ? m | 1ull << mb : m) * pow2((e ? (int)e : 1) - bias - mb);
+    return neg ? -v : v;
+}
+
+static double get(int dt, const void *p, int64_t i) { return widen(dt, get_bits(dt, p, i)); }
+
+/* v (not NaN) rounded to p significant bits, exponents emin..emax (gradual underflow
+ * below emin), to nearest even or (odd) to odd; odd saturates at the largest finite. */
+static double round_fmt(double v, int p, int emin, int emax, int odd)
+{
+    double a = fabs(v), m, fl, r;
+    int e = (int)(bits_of(a) >> 52) - 1023; /* a in [2^e, 2^(e+1)); doubles' subnormals: -1023 */
+    if (a == 0.0 || isinf(a)) return v;
+    if (e < emin) e = emin;
+    m = a * pow2(p - 1 - e); /* exact: a power-of-two scaling, m < 2^p */
+    fl = floor(m);
+    if (odd)
+        r = fl == m || ((uint64_t)fl & 1) ? fl : fl + 1.0;
+    else
+        r = m - fl > 0.5 || (m - fl == 0.5 && ((uint64_t)fl & 1)) ? fl + 1.0 : fl;
+    r *= pow2(e - p + 1);
+    if (r >= pow2(emax + 1)) r = odd ? (2.0 - pow2(1 - p)) * pow2(emax) : INFINITY;
+    return v < 0 ? -r : r;
+}
+
+/* The bits of r, a value of the format (or an infinity). */
+static uint64_t encode(int dt, double r)
+{
+    int mb = k_fmt[dt].mbits, eb = k_fmt[dt].ebits, bias = (1 << (eb - 1)) - 1;
+    uint64_t sign = (uint64_t)(signbit(r) != 0) << (mb + eb);
+    double a = fabs(r);
+    int e = (int)(bits_of(a) >> 52) - 1023;
+    if (isinf(a)) return sign | ((1ull << eb) - 1) << mb;
+    if (a == 0.0) return sign;
+    if (e < 1 - bias) return sign | (uint64_t)(a * pow2(mb - (1 - bias)));
+    return sign | (uint64_t)(e + bias) << mb | ((uint64_t)(a * pow2(mb - e)) - (1ull << mb));
+}
+
+/* The one narrowing of a map result to the element type. */
+static uint64_t narrow(int dt, double v)
+{
+    uint64_t u = bits_of(v);
+    if (dt == SBN_KD_F64) return u;
+    if (isnan(v)) {
+        uint32_t f = (uint32_t)(u >> 32 & 0x80000000u) | 0x7FC00000u; /* quiet, sign, payload */
+        f |= (uint32_t)(u >> 29 & 0x7FFFFF);
+        if (dt == SBN_KD_F32) return f;
+        return dt == SBN_KD_F16 ? ((f >> 16) & 0x8000u) | 0x7E00u : (f >> 16) | 0x40u;
+    }
+    if (dt == SBN_KD_F32) return encode(dt, round_fmt(v, 24, -126, 127, 0));
+    v = round_fmt(v, 24, -126, 127, 1);
+    return dt == SBN_KD_F16 ? encode(dt, round_fmt(v, 11, -14, 15, 0))
+                            : encode(dt, round_fmt(v, 8, -126, 127, 0));
+}
+
+/* ---- the oracle kernels (runs are rows = n, cn = 1, strides 1, ld = ldk = 1) ---- */
+
+static void oracle_accum(int dt, int bwd, const void *dy, int64_t dys, const void *x, int64_t xs,
+                         size_t rows, size_t cn, unsigned lane, const double *c, double *a,
+                         double *b, size_t ld)
+{
+    size_t r, j;
+    for (r = 0; r < rows; r++)
+        for (j = 0; j < cn; j++) {
+            size_t l = (lane + r) % SBN_LANES;
+            double v = get(dt, x, (int64_t)r * xs + (int64_t)j);
+            if (bwd) {
+                double g = get(dt, dy, (int64_t)r * dys + (int64_t)j);
+                a[l * ld + j] += g;
+                b[l * ld + j] += g * (v - c[j]);
+            } else {
+                double d = v - c[j];
+                a[l * ld + j] += d;
+                b[l * ld + j] += d * d;
+            }
+        }
+}
+
+static void oracle_map(int dt, int bwd, const void *dy, int64_t dys, const void *x, int64_t xs,
+                       size_t rows, size_t cn, const double *k, size_t ldk, void *y, int64_t ys)
+{
+    size_t r, j;
+    for (r = 0; r < rows; r++)
+        for (j = 0; j < cn; j++) {
+            double v = get(dt, x, (int64_t)r * xs + (int64_t)j), res;
+            if (bwd)
+                res = ((get(dt, dy, (int64_t)r * dys + (int64_t)j) - k[j]) -
+                       (v - k[ldk + j]) * k[2 * ldk + j]) * k[3 * ldk + j];
+            else
+                res = (v - k[j]) * k[ldk + j] + k[2 * ldk + j];
+            put_bits(dt, y, (int64_t)r * ys + (int64_t)j, narrow(dt, res));
+        }
+}
+
+/* ---- value profiles and coefficients ---- */
+
+enum { P_NORMAL, P_MEAN, P_MAGNITUDES, P_MIXED, P_SUBNORMAL, P_ZEROS, P_SPECIALS, P_TIES, P_BITS,
+       P_COUNT };
+static const char *const k_profile_names[] = {"normal",       "mean1e4",  "magnitudes",
+                                              "mixed",        "subnormal", "signed_zeros",
+                                              "specials",     "ties",      "random_bits"};
+
+/* The call: a run is rows = n, cn = ld = ldk = 1, strides 1. */
+typedef struct geo {
+    int dt, row, profile, kset, tie_e;
+    size_t rows, cn, ld, ldk;
+    int64_t xs, dys, ys;
+    unsigned lane;
+    int xo, dyo, yo; /* misalignment of x, dy, y in elements */
+} geo;
+
+static uint64_t nan_bits(int dt)
+{
+    int mb = k_fmt[dt].mbits, eb = k_fmt[dt].ebits;
+    uint64_t m = next_u64() & ((1ull << mb) - 1);
+    return (next_u64() & 1) << (mb + eb) | ((1ull << eb) - 1) << mb | (m ? m : 1);
+}
+
+static void put_value(const geo *g, void *p, int64_t i)
+{
+    int dt = g->dt, mb = k_fmt[dt].mbits, emin = 2 - (1 << (k_fmt[dt].ebits - 1)), c;
+    double v;
+    switch (g->profile) {
+    case P_NORMAL: v = normal(); break;
+    case P_MEAN: v = 1e4 + 1e-2 * normal(); break;
+    case P_MAGNITUDES: v = random_sign(ldexp(0.5 + uniform(), below(120) - 60)); break;
+    case P_MIXED: v = mixed_value(); break;
+    case P_SUBNORMAL:
+        v = random_sign(below(8) ? ldexp(uniform(), emin - below(mb)) : ldexp(1 + uniform(), emin));
+        break;
+    case P_ZEROS: v = random_sign(0.0); break;
+    case P_SPECIALS: /* one in 20 each: a NaN of the type, inf, huge, a mixed value */
+        if ((c = below(20)) == 0) {
+            put_bits(dt, p, i, nan_bits(dt));
+            return;
+        }
+        v = c == 1 ? random_sign(INFINITY) : c == 2 ? random_sign(1e300) : normal();
+        if (c == 3) v = mixed_value();
+        break;
+    case P_TIES: v = random_sign(ldexp(1.0 + uniform(), g->tie_e)); break;
+    default: put_bits(dt, p, i, next_u64()); return;
+    }
+    put_bits(dt, p, i, narrow(dt, v));
+}
+
+static double pick_center(const geo *g, const void *x, size_t j)
+{
+    if (g->profile == P_MEAN) return 1e4 + 1e-2 * normal();
+    if (g->profile == P_ZEROS) return random_sign(0.0);
+    switch (below(20)) {
+    case 0: return 0.0;
+    case 1: return g->rows > 0 ? get(g->dt, x, (int64_t)j) : 1.0;
+    case 2: return random_sign(ldexp(uniform(), -1070));
+    case 3: return random_sign(1e300);
+    case 4: return random_sign(INFINITY);
+    case 5: return from_bits(nan_bits(SBN_KD_F64));
+    default: return normal() * ldexp(1.0, below(9) - 4);
+    }
+}
+
+#define NCOEF 8
+#define K_TIE 7
+
+static void make_coef(int set, int bwd, const geo *g, double *k)
+{
+    int t;
+    double u = ldexp(1.0, g->tie_e - k_fmt[g->dt].mbits), c;
+    for (t = 0; t < 4; t++) k[t] = normal() * ldexp(1.0, below(20) - 10);
+    switch (set) {
+    case 0: k[0] = 0.25; k[1] = 1.5; k[2] = -0.125; k[3] = 0.75; break;
+    case 1: break;
+    case 2: k[0] = 1e4 + 1e-3 * normal(); k[1] = 1e2 * uniform(); k[3] = 3e38; break;
+    case 3: k[0] = 0.0; k[1] = 1e-40; k[2] = -0.0; k[3] = 1e-300; break;
+    case 4: /* scales from 2^-1000 to 2^1000: underflow, overflow, subnormal results */
+        k[1] = random_sign(pow2(below(2001) - 1000)), k[2] = 5e-324;
+        k[3] = random_sign(pow2(below(801) - 400));
+        break;
+    case 5: k[below(bwd ? 4 : 3)] = random_sign(INFINITY); break;
+    case 6: k[below(bwd ? 4 : 3)] = from_bits(nan_bits(SBN_KD_F64)); break;
+    default: { /* results u/2 (+ a little) away from the grid: near ties of the type */
+        static const double k_delta[] = {0.0, 0x1p-20, -0x1p-20, 0x1p-45, -0x1p-45, 0.25};
+        c = 0.5 * u + u * k_delta[below(6)];
+        if (bwd) { k[0] = -c; k[1] = 0.0; k[2] = 0.0; k[3] = 1.0; }
+        else { k[0] = 0.0; k[1] = 1.0; k[2] = c; }
+    }
+    }
+}
+
+/* ---- one NaN source per lane sequence or element ---- */
+
+/* A NaN (its quiet pattern), or 1 for what can make the default NaN (inf, huge), or 0. */
+static uint64_t src_key(double v)
+{
+    if (isnan(v)) return bits_of(v) | 0x0008000000000000ull;
+    return isinf(v) || fabs(v) > 0x1p500 ? 1 : 0;
+}
+
+static int src_join(uint64_t *st, uint64_t key)
+{
+    if (key == 0 || *st == key) return 1;
+    if (*st != 0) return 0;
+    *st = key;
+    return 1;
+}
+
+static uint64_t g_seq[SBN_LANES * 256], g_base[256];
+
+/* Elements (r, j) of p[0..np) (row strides s) join the sequence of channel j and lane
+ * (lane + r) % 16 (lanes) or of that element alone, which starts with ex[j*nex ..];
+ * an element that would bring a second source to its sequence becomes 0.75. */
+static int one_source(const geo *g, void *const *p, const int64_t *s, int np, int lanes,
+                      const double *ex, int nex)
+{
+    size_t r, j, l;
+    int t, ok;
+    for (j = 0; j < g->cn; j++) {
+        g_base[j] = 0;
+        for (t = 0; t < nex; t++)
+            if (!src_join(&g_base[j], src_key(ex[j * (size_t)nex + (size_t)t]))) return 0;
+        for (l = 0; l < SBN_LANES; l++) g_seq[l * g->cn + j] = g_base[j];
+    }
+    for (r = 0; r < g->rows; r++)
+        for (j = 0; j < g->cn; j++) {
+            uint64_t *seq = &g_seq[((g->lane + r) % SBN_LANES) * g->cn + j], st;
+            st = lanes ? *seq : g_base[j];
+            for (ok = 1, t = 0; t < np; t++)
+                ok = ok && src_join(&st, src_key(get(g->dt, p[t], (int64_t)r * s[t] + (int64_t)j)));
+            if (ok && lanes) *seq = st;
+            for (t = 0; !ok && t < np; t++)
+                put_bits(g->dt, p[t], (int64_t)r * s[t] + (int64_t)j, narrow(g->dt, 0.75));
+        }
+    return 1;
+}
+
+/* ---- running one call on two implementations (NULL: the oracle) ---- */
+
+static _Alignas(64) unsigned char g_mx[(MAXE + 8) * 8], g_mdy[(MAXE + 8) * 8];
+#define ACCN (2 * GA + 2 * SBN_LANES * MAXLD + 3)
+#define YBYTES ((MAXE + 2 * PAD + 8) * 8)
+static _Alignas(64) double g_acc0[ACCN], g_accr[ACCN], g_accg[ACCN];
+static _Alignas(64) unsigned char g_y0[YBYTES], g_yr[YBYTES], g_yg[YBYTES];
+
+static size_t extent(const geo *g, int64_t s) /* elements from row 0 to the end of the last */
+{
+    return g->rows ? (g->rows - 1) * (size_t)s + g->cn : 0;
+}
+
+static const char *name_of(const sbn_kernels *k) { return k ? k->isa : "oracle"; }
+
+/* x (or dy) master: profile values at the elements, garbage in row gaps and before. */
+static void gen_master(const geo *g, void *m, int64_t s, int off)
+{
+    size_t i, ext = extent(g, s);
+    for (i = 0; i < (size_t)off + ext; i++) {
+        if (i < (size_t)off || (i - (size_t)off) % (size_t)s >= g->cn)
+            put_bits(g->dt, m, (int64_t)i, next_u64());
+        else
+            put_value(g, m, (int64_t)i);
+    }
+}
+
+/* Heap blocks of exactly `bytes` (ASan sees a read past the end). */
+static void *exact_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0) abort();
+    return p;
+}
+
+static void *exact_copy(const void *src, size_t bytes)
+{
+    void *p = exact_alloc(bytes);
+    if (bytes) memcpy(p, src, bytes);
+    return p;
+}
+
+static int lane_used(const geo *g, size_t l)
+{
+    return g->rows >= SBN_LANES || (l + SBN_LANES - g->lane) % SBN_LANES < g->rows;
+}
+
+/* The reference (NULL: the oracle), the implementations compared with it, bit for bit. */
+typedef struct impls {
+    const sbn_kernels *ref, *got[NISA];
+    int ngot, report;
+} impls;
+
+static void fail_geo(const geo *g, const impls *im, int k, const char *fam, int inplace,
+                     const char *where, uint64_t gb, uint64_t rb)
+{
+    if (!im->report) return;
+    sbn_test_fail(__FILE__, __LINE__,
+                  "%s %s %s vs %s: n/rows=%zu cn=%zu lane=%u xs=%lld dys=%lld ys=%lld ld=%zu "
+                  "ldk=%zu off x/dy/y=%d/%d/%d inplace=%d profile=%s kset=%d: %s: got %016llx "
+                  "want %016llx", k_fmt[g->dt].name, fam, name_of(im->got[k]), name_of(im->ref),
+                  g->rows, g->cn, g->lane, (long long)g->xs, (long long)g->dys, (long long)g->ys,
+                  g->ld, g->ldk, g->xo, g->dyo, g->yo, inplace, k_profile_names[g->profile],
+                  g->kset, where, (unsigned long long)gb, (unsigned long long)rb);
+}
+
+static void call_accum(const sbn_kernels *k, const geo *g, int bwd, const void *dy, const void *x,
+                       const double *c, double *a, double *b)
+{
+    int dt = g->dt;
+    if (k == NULL)
+        oracle_accum(dt, bwd, dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld);
+    else if (g->row && bwd)
+        k->row_bwd_accum[dt](dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld);
+    else if (g->row)
+        k->row_accum[dt](x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld);
+    else if (bwd)
+        k->bwd_accum[dt](dy, x, g->rows, g->lane, c[0], a);
+    else
+        k->accum[dt](x, g->rows, g->lane, c[0], a);
+}
+
+static int check_accum(const impls *im, const geo *g, int bwd)
+{
+    static const char *const fam[2][2] = {{"accum", "bwd_accum"}, {"row_accum", "row_bwd_accum"}};
+    int es = k_fmt[g->dt].es, ok = 1, k;
+    size_t ld = g->ld, span = SBN_LANES * ld, bo = GA + span + (g->row ? 3 : 0), i, l, j;
+    size_t total = bo + span + GA; /* guard, a, (3 guard), b, guard */
+    unsigned char *x = exact_copy(g_mx, ((size_t)g->xo + extent(g, g->xs)) * (size_t)es);
+    unsigned char *dy = exact_copy(g_mdy, ((size_t)g->dyo + extent(g, g->dys)) * (size_t)es);
+    double *c = exact_alloc(g->cn * sizeof(double));
+    void *p[2];
+    int64_t s[2];
+    uint64_t snan = SNAN_BITS;
+    p[0] = x + g->xo * es, s[0] = g->xs, p[1] = dy + g->dyo * es, s[1] = g->dys;
+    for (j = 0; j < g->cn; j++) c[j] = pick_center(g, p[0], j);
+    if (!one_source(g, p, s, bwd ? 2 : 1, 1, c, 1)) abort();
+    for (i = 0; i < total; i++) memcpy(&g_acc0[i], &snan, sizeof snan);
+    for (l = 0; l < SBN_LANES; l++)
+        for (j = 0; lane_used(g, l) && j < g->cn; j++) {
+            g_acc0[GA + l * ld + j] = random_sign(0.0625 + uniform()) * pow2(below(8) - 4);
+            g_acc0[bo + l * ld + j] = (0.0625 + uniform()) * pow2(below(8) - 4);
+        }
+    memcpy(g_accr, g_acc0, total * sizeof(double));
+    call_accum(im->ref, g, bwd, p[1], p[0], c, g_accr + GA, g_accr + bo);
+    for (k = 0; k < im->ngot && ok; k++) {
+        memcpy(g_accg, g_acc0, total * sizeof(double));
+        call_accum(im->got[k], g, bwd, p[1], p[0], c, g_accg + GA, g_accg + bo);
+        for (i = 0; i < total && ok; i++)
+            if (memcmp(&g_accr[i], &g_accg[i], sizeof(double)) != 0) {
+                char where[96];
+                size_t o = i < bo ? i - GA : i - bo;
+                if (i < GA || i >= bo + span || (i >= GA + span && i < bo))
+                    snprintf(where, sizeof where, "accumulator guard %zu", i);
+                else
+                    snprintf(where, sizeof where, "%c[lane %zu][%zu]%s", i < bo ? 'a' : 'b', o / ld,
+                             o % ld, o % ld >= g->cn || !lane_used(g, o / ld) ? " (no-go)" : "");
+                fail_geo(g, im, k, fam[g->row][bwd], 0, where, bits_of(g_accg[i]),
+                         bits_of(g_accr[i]));
+                ok = 0;
+            }
+    }
+    free(x), free(dy), free(c);
+    return ok;
+}
+
+static void call_map(const sbn_kernels *k, const geo *g, int bwd, const void *dy, int64_t dys,
+                     const void *x, int64_t xs, const double *kc, void *y, int64_t ys)
+{
+    int dt = g->dt;
+    if (k == NULL)
+        oracle_map(dt, bwd, dy, dys, x, xs, g->rows, g->cn, kc, g->ldk, y, ys);
+    else if (g->row && bwd)
+        k->row_backward[dt](dy, dys, x, xs, g->rows, g->cn, kc, g->ldk, y, ys);
+    else if (g->row)
+        k->row_normalize[dt](x, xs, g->rows, g->cn, kc, g->ldk, y, ys);
+    else if (bwd)
+        k->backward[dt](dy, x, g->rows, kc, y);
+    else
+        k->normalize[dt](x, g->rows, kc, y);
+}
+
+/* One map call into buf: in place, y is x (normalize) or dy (backward). */
+static void run_map(const sbn_kernels *k, const geo *g, int bwd, int inplace, void *const *p,
+                    const double *kc, unsigned char *y, int64_t ys)
+{
+    if (inplace && bwd)
+        call_map(k, g, 1, y, ys, p[0], g->xs, kc, y, ys);
+    else if (inplace)
+        call_map(k, g, 0, NULL, 0, y, ys, kc, y, ys);
+    else
+        call_map(k, g, bwd, p[1], g->dys, p[0], g->xs, kc, y, ys);
+}
+
+static double g_ex[256 * 4];
+
+static int check_map(const impls *im, const geo *g, int bwd, int inplace)
+{
+    static const char *const fam[2][2] = {{"normalize", "backward"},
+                                          {"row_normalize", "row_backward"}};
+    int es = k_fmt[g->dt].es, nk = bwd ? 4 : 3, ok = 1, t, k;
+    size_t xb = ((size_t)g->xo + extent(g, g->xs)) * (size_t)es;
+    size_t dyb = ((size_t)g->dyo + extent(g, g->dys)) * (size_t)es;
+    size_t ldk = g->ldk, klen = g->row ? (size_t)(nk - 1) * ldk + g->cn : 4, j, i, total;
+    unsigned char *x = exact_copy(g_mx, xb), *dy = exact_copy(g_mdy, dyb);
+    double *kc = exact_alloc(klen * sizeof(double)), k4[4];
+    int64_t s[2], ys = inplace ? (bwd ? g->dys : g->xs) : g->ys;
+    int yo = inplace ? (bwd ? g->dyo : g->xo) : g->yo;
+    void *p[2];
+    p[0] = x + g->xo * es, s[0] = g->xs, p[1] = dy + g->dyo * es, s[1] = g->dys;
+    for (i = 0; i < klen; i++) kc[i] = from_bits(nan_bits(SBN_KD_F64)); /* ldk gaps */
+    for (j = 0; j < g->cn; j++) {
+        make_coef((g->kset + (int)j) % NCOEF, bwd, g, k4);
+        for (t = 0; t < nk; t++) kc[(size_t)t * ldk + j] = g_ex[j * (size_t)nk + (size_t)t] = k4[t];
+    }
+    if (!one_source(g, p, s, bwd ? 2 : 1, 0, g_ex, nk)) abort();
+    total = ((size_t)(2 * PAD + yo) + extent(g, ys)) * (size_t)es;
+    for (i = 0; i < total; i += 8) {
+        uint64_t r = next_u64();
+        memcpy(g_y0 + i, &r, 8);
+    }
+    if (inplace) memcpy(g_y0 + PAD * es, bwd ? dy : x, bwd ? dyb : xb);
+    memcpy(g_yr, g_y0, total);
+    run_map(im->ref, g, bwd, inplace, p, kc, g_yr + (PAD + yo) * es, ys);
+    for (k = 0; k < im->ngot && ok; k++) {
+        memcpy(g_yg, g_y0, total);
+        run_map(im->got[k], g, bwd, inplace, p, kc, g_yg + (PAD + yo) * es, ys);
+        for (i = 0; i < total / (size_t)es && ok; i++)
+            if (memcmp(g_yr + i * (size_t)es, g_yg + i * (size_t)es, (size_t)es) != 0) {
+                char where[96];
+                long idx = (long)i - PAD - yo;
+                if (idx < 0 || (size_t)idx >= extent(g, ys))
+                    snprintf(where, sizeof where, "output guard (index %ld)", idx);
+                else
+                    snprintf(where, sizeof where, "row %ld col %ld%s", idx / (long)ys,
+                             idx % (long)ys, idx % (long)ys >= (long)g->cn ? " (row gap)" : "");
+                fail_geo(g, im, k, fam[g->row][bwd], inplace, where,
+                         get_bits(g->dt, g_yg, (int64_t)i), get_bits(g->dt, g_yr, (int64_t)i));
+                ok = 0;
+            }
+    }
+    free(x), free(dy), free(kc);
+    return ok;
+}
+
+/* Every family on one geometry, fresh inputs; 0 at the first mismatch. */
+static int check_all(const impls *im, const geo *g)
+{
+    int bwd, inplace;
+    gen_master(g, g_mx, g->xs, g->xo);
+    gen_master(g, g_mdy, g->dys, g->dyo);
+    for (bwd = 0; bwd < 2; bwd++)
+        if (!check_accum(im, g, bwd)) return 0;
+    for (bwd = 0; bwd < 2; bwd++)
+        for (inplace = 0; inplace < 2; inplace++)
+            if (!check_map(im, g, bwd, inplace)) return 0;
+    return 1;
+}
+
+static int tie_exponent(int dt) { return dt == SBN_KD_F16 ? below(29) - 14 : below(61) - 30; }
+
+/* Runs: every n of the list with every lane, each pair under 3 of the profiles in turn. */
+static int check_runs(const impls *im, int dt_only)
+{
+    static const size_t k_big[] = {100, 255, 2047, 2048};
+    size_t ns[80];
+    int count = 0, dt, t, si;
+    unsigned lane;
+    for (si = 0; si <= 70; si++) ns[count++] = (size_t)si;
+    for (si = 0; si < 4; si++) ns[count++] = k_big[si];
+    for (dt = 0; dt < SBN_KD_COUNT; dt++)
+        for (si = 0; si < count && (dt_only < 0 || dt == dt_only); si++)
+            for (lane = 0; lane < SBN_LANES; lane++)
+                for (t = 0; t < 3; t++) {
+                    geo g;
+                    size_t n = ns[si];
+                    int prof = (int)((lane + n + 3 * (size_t)t) % P_COUNT);
+                    memset(&g, 0, sizeof g);
+                    g.dt = dt, g.profile = prof, g.rows = n, g.lane = lane;
+                    g.cn = g.ld = g.ldk = 1, g.xs = g.dys = g.ys = 1;
+                    g.xo = (int)((lane + (unsigned)t) & 3), g.dyo = (int)((lane * 3 + n + 1) & 3);
+                    g.yo = (int)((lane + n + (size_t)t) & 3);
+                    g.kset = (int)((lane + n + (size_t)t) % NCOEF);
+                    if (prof == P_TIES && (lane & 1)) g.kset = K_TIE;
+                    g.tie_e = tie_exponent(dt);
+                    if (!check_all(im, &g)) return 0;
+                }
+    return 1;
+}
+
+static int64_t stride_for(size_t cn, int v)
+{
+    switch (v & 3) {
+    case 0: return (int64_t)cn;
+    case 1: return (int64_t)cn + 1;
+    case 2: return (int64_t)cn + 7;
+    default: return 2 * (int64_t)cn;
+    }
+}
+
+/* Rows: cn 1..70 and 256, each with rows 0..3, 15..17 and every fourth count up to 40
+ * (all counts 0..40 over the cn), lane, ld, ldk, strides and offsets varied. */
+static int check_rows(const impls *im, int dt_only)
+{
+    int dt, ci;
+    size_t rows;
+    for (dt = 0; dt < SBN_KD_COUNT; dt++)
+        for (ci = 0; ci <= 70 && (dt_only < 0 || dt == dt_only); ci++)
+            for (rows = 0; rows <= 40; rows++) {
+                geo g;
+                size_t cn = ci < 70 ? (size_t)ci + 1 : 256;
+                int v = (int)(cn * 7 + rows * 3 + (size_t)dt);
+                if (rows > 3 && (rows < 15 || rows > 17) && (rows + cn) % (cn > 70 ? 8 : 4) != 0)
+                    continue;
+                memset(&g, 0, sizeof g);
+                g.dt = dt, g.row = 1, g.rows = rows, g.cn = cn;
+                g.lane = (unsigned)((cn + 5 * rows) % SBN_LANES);
+                g.ld = cn + (v & 1 ? 5 : 0), g.ldk = cn + (v & 2 ? 3 : 0);
+                g.xs = stride_for(cn, v >> 2), g.dys = stride_for(cn, v >> 4);
+                g.ys = stride_for(cn, v >> 3);
+                g.xo = v & 3, g.dyo = (v >> 3) & 3, g.yo = (v >> 5) & 3;
+                g.profile = (int)((cn + rows) % P_COUNT);
+                g.kset = g.profile == P_TIES && (rows & 1) ? K_TIE : (int)((cn * 3 + rows) % NCOEF);
+                g.tie_e = tie_exponent(dt);
+                if (!check_all(im, &g)) return 0;
+            }
+    return 1;
+}
+
+/* ---- cases ---- */
+
+/* The oracle's conversions: known IEEE values, then agreement with the library's own
+ * element conversions (every fp16/bf16 pattern, random fp32 bits, doubles near ties). */
+static void test_oracle_conversions(void)
+{
+    static const struct {
+        int dt;
+        double v;
+        uint64_t want;
+    } k_known[] = {
+        {SBN_KD_F16, 1.0, 0x3C00},           {SBN_KD_F16, 65504.0, 0x7BFF},
+        {SBN_KD_F16, 65519.99, 0x7BFF},      {SBN_KD_F16, 65520.0, 0x7C00},
+        {SBN_KD_F16, 0x1p-24, 0x0001},       {SBN_KD_F16, 0x1p-25, 0x0000},
+        {SBN_KD_F16, 0x1p-25 + 0x1p-60, 1},  {SBN_KD_F16, -0x1.8p-24, 0x8002},
+        {SBN_KD_F16, 1.0 + 0x1p-11, 0x3C00}, {SBN_KD_F16, 1.0 + 0x1p-11 + 0x1p-40, 0x3C01},
+        {SBN_KD_BF16, 1.0, 0x3F80},          {SBN_KD_BF16, 1.0 + 0x1p-8, 0x3F80},
+        {SBN_KD_BF16, 1.0 + 0x1p-8 + 0x1p-40, 0x3F81}, {SBN_KD_BF16, 1.0 + 0x1.8p-7, 0x3F82},
+        {SBN_KD_BF16, -0.0, 0x8000},         {SBN_KD_BF16, 0x1p-133, 0x0001},
+        {SBN_KD_BF16, 0x1.fffffffp127, 0x7F80}, {SBN_KD_BF16, -INFINITY, 0xFF80},
+        {SBN_KD_F32, 1.0 + 0x1p-24, 0x3F800000}, {SBN_KD_F32, 1.0 + 0x1p-24 + 0x1p-50, 0x3F800001},
+        {SBN_KD_F32, 0x1p-149, 0x00000001},  {SBN_KD_F32, 0x1p-150, 0x00000000},
+        {SBN_KD_F32, 0x1.ffffffp127, 0x7F800000}, {SBN_KD_F32, 0x1.fffffefp127, 0x7F7FFFFF},
+    };
+    size_t i;
+    uint32_t u;
+    for (i = 0; i < sizeof k_known / sizeof k_known[0]; i++)
+        CHECK_MSG(narrow(k_known[i].dt, k_known[i].v) == k_known[i].want, "narrow %s %a: %llx",
+                  k_fmt[k_known[i].dt].name, k_known[i].v,
+                  (unsigned long long)narrow(k_known[i].dt, k_known[i].v));
+    CHECK(narrow(SBN_KD_F16, from_bits(0xFFF0000000000001ull)) == 0xFE00);
+    CHECK(narrow(SBN_KD_BF16, from_bits(0x7FF0000020000000ull)) == 0x7FC0);
+    CHECK(narrow(SBN_KD_F32, from_bits(0x7FF123456789ABCDull)) == (0x7FC91A2Bu));
+    CHECK(bits_of(widen(SBN_KD_F16, 0x7C01)) == 0x7FF8040000000000ull);
+    CHECK(widen(SBN_KD_F16, 0x0001) == 0x1p-24 && widen(SBN_KD_BF16, 0x8001) == -0x1p-133);
+    for (u = 0; u < 0x10000u; u++) {
+        double h = sbn__f16_to_float((uint16_t)u), b = sbn__bf16_to_float((uint16_t)u);
+        CHECK_MSG(bits_of(widen(SBN_KD_F16, u)) == bits_of(h), "f16 %04x", u);
+        CHECK_MSG(bits_of(widen(SBN_KD_BF16, u)) == bits_of(b), "bf16 %04x", u);
+    }
+    for (i = 0; i < 300000; i++) {
+        uint32_t fb = (uint32_t)next_u64();
+        float f;
+        double v;
+        memcpy(&f, &fb, 4);
+        CHECK_MSG(bits_of(widen(SBN_KD_F32, fb)) == bits_of((double)f), "f32 %08x", fb);
+        switch (i % 5) {
+        case 0: v = mixed_value(); break;
+        case 1: v = near_tie(24, -30, 20); break;
+        case 2: v = near_tie(11, -24, 15); break;
+        case 3: v = near_tie(8, -133, 127); break;
+        default: v = from_bits(next_u64()); break;
+        }
+        f = (float)v;
+        memcpy(&fb, &f, 4);
+        CHECK_MSG(narrow(SBN_KD_F32, v) == fb, "f32 narrow %a", v);
+        f = sbn__narrow_round_to_odd(v);
+        CHECK_MSG(narrow(SBN_KD_F16, v) == sbn__float_to_f16(f), "f16 narrow %a", v);
+        CHECK_MSG(narrow(SBN_KD_BF16, v) == sbn__float_to_bf16(f), "bf16 narrow %a", v);
+    }
+}
+
+/* which = 0: scalar against the oracle; 1: every other ISA against scalar. */
+static int setup(impls *im, int which)
+{
+    const sbn_kernels *ks[NISA];
+    int n = isas(ks), i;
+    memset(im, 0, sizeof *im);
+    im->report = 1;
+    if (n < 1 || strcmp(ks[0]->isa, "scalar") != 0) return 0;
+    if (which == 0) {
+        im->got[im->ngot++] = ks[0];
+        return 1;
+    }
+    im->ref = ks[0];
+    for (i = 1; i < n; i++) printf("    %s against scalar\n", (im->got[im->ngot++] = ks[i])->isa);
+    if (n == 1) printf("    no other ISA on this machine\n");
+    return 1;
+}
+
+static void suite(int which, int rows)
+{
+    impls im;
+    CHECK(setup(&im, which));
+    if (im.ngot > 0) (void)(rows ? check_rows(&im, -1) : check_runs(&im, -1));
+}
+
+static void test_scalar_runs_vs_oracle(void) { suite(0, 0); }
+static void test_scalar_rows_vs_oracle(void) { suite(0, 1); }
+static void test_isa_runs_bitwise(void) { suite(1, 0); }
+static void test_isa_rows_bitwise(void) { suite(1, 1); }
+
+/* ---- planted faults: the checker must see each ---- */
+
+static void bad_accum_lane(const void *x, size_t n, unsigned lane, double shift, double *acc)
+{
+    sbn_f32_accum_ukernel__scalar(x, n, (lane + 1) % SBN_LANES, shift, acc);
+}
+
+static void bad_accum_order(const void *x, size_t n, unsigned lane, double shift, double *acc)
+{
+    size_t h = n >= 32 ? 16 : 0; /* the second 16 elements before the first */
+    sbn_f64_accum_ukernel__scalar((const double *)x + h, h, lane, shift, acc);
+    sbn_f64_accum_ukernel__scalar(x, h, lane, shift, acc);
+    sbn_f64_accum_ukernel__scalar((const double *)x + 2 * h, n - 2 * h, lane, shift, acc);
+}
+
+static void bad_normalize_extra(const void *x, size_t n, const double *k, void *y)
+{
+    sbn_f32_normalize_ukernel__scalar(x, n, k, y);
+    if (n > 0) ((float *)y)[n] = ((float *)y)[n - 1];
+}
+
+static void bad_backward_tail(const void *dy, const void *x, size_t n, const double *k, void *gi)
+{
+    sbn_f16_backward_ukernel__scalar(dy, x, n % 16 ? n - 1 : n, k, gi);
+}
+
+static void bad_normalize_rne(const void *x, size_t n, const double *k, void *y)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double v = sbn__bf16_to_float(((const uint16_t *)x)[i]);
+        ((uint16_t *)y)[i] = sbn__float_to_bf16((float)((v - k[0]) * k[1] + k[2]));
+    }
+}
+
+static void bad_row_accum_ld(const void *x, int64_t xs, size_t rows, size_t cn, unsigned lane,
+                             const double *shift, double *a, double *b, size_t ld)
+{
+    sbn_f32_row_accum_ukernel__scalar(x, xs, rows, cn, lane, shift, a, b, ld);
+    if (rows > 0 && ld > cn) b[lane * ld + cn] += 0.0;
+}
+
+static void bad_row_normalize_gap(const void *x, int64_t xs, size_t rows, size_t cn,
+                                  const double *k, size_t ldk, void *y, int64_t ys)
+{
+    sbn_f64_row_normalize_ukernel__scalar(x, xs, rows, cn, k, ldk, y, ys);
+    if (rows > 1 && ys > (int64_t)cn) ((double *)y)[cn] = 0.0;
+}
+
+static void test_checker_catches_faults(void)
+{
+    static const char *const k_what[] = {
+        "accum f32: lane + 1",           "accum f64: order within a lane",
+        "normalize f32: writes y[n]",    "backward f16: misses a tail element",
+        "normalize bf16: nearest twice", "row_accum f32: touches b[lane][cn]",
+        "row_normalize f64: writes a row gap"};
+    const sbn_kernels *s = sbn__kernels_for("scalar");
+    sbn_kernels bad;
+    impls im;
+    int f, dt = 0, caught;
+    CHECK(s != NULL);
+    memset(&im, 0, sizeof im);
+    im.ref = s, im.got[0] = &bad, im.ngot = 1;
+    for (f = 0; f < 7; f++) {
+        bad = *s;
+        switch (f) {
+        case 0: bad.accum[dt = SBN_KD_F32] = bad_accum_lane; break;
+        case 1: bad.accum[dt = SBN_KD_F64] = bad_accum_order; break;
+        case 2: bad.normalize[dt = SBN_KD_F32] = bad_normalize_extra; break;
+        case 3: bad.backward[dt = SBN_KD_F16] = bad_backward_tail; break;
+        case 4: bad.normalize[dt = SBN_KD_BF16] = bad_normalize_rne; break;
+        case 5: bad.row_accum[dt = SBN_KD_F32] = bad_row_accum_ld; break;
+        default: bad.row_normalize[dt = SBN_KD_F64] = bad_row_normalize_gap; break;
+        }
+        caught = f < 5 ? !check_runs(&im, dt) : !check_rows(&im, dt);
+        printf("    planted fault %-38s %s\n", k_what[f], caught ? "caught" : "MISSED");
+        CHECK_MSG(caught, "planted fault not caught: %s", k_what[f]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const sbn_test_case cases[] = {
+        SBN_TEST_CASE(test_oracle_conversions),
+        SBN_TEST_CASE(test_scalar_runs_vs_oracle),
+        SBN_TEST_CASE(test_scalar_rows_vs_oracle),
+        SBN_TEST_CASE(test_isa_runs_bitwise),
+        SBN_TEST_CASE(test_isa_rows_bitwise),
+        SBN_TEST_CASE(test_checker_catches_faults),
+    };
+    return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
+}
