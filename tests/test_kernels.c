@@ -3,7 +3,8 @@
  * machine (scalar, avx2, avx512) against the scalar one, BITWISE: the canonical
  * 16-lane reduction order and the no-FMA rule (kernels.h) leave no freedom, so
  * any difference in any bit, NaN payloads and signed zeros included, is a bug.
- *   - reductions (moments, sums, backward_sums): n = 1..67, 100, 255, 1000, 1001,
+ *   - whole-chunk reductions through the fp64 streaming kernels (accum with shift
+ *     0 and with the chunk's first element, bwd_accum), from lane 0: n = 1..67, 100, 255, 1000, 1001,
  *     2047, 2048, aligned and misaligned, over value profiles: normal, mean 1e4 with
  *     std 1e-2, mixed magnitudes, values near fp32/fp16/bf16 rounding ties,
  *     subnormals, signed zeros, NaN (with payloads) and infinities;
@@ -258,6 +259,25 @@ static int same_double(double r, double g, int relax)
 
 static _Alignas(64) double g_a[MAXN + 16], g_b[MAXN + 16];
 
+/* A whole chunk through the fp64 streaming kernels from lane 0, folded (kernels.h):
+ * r = (fold a, fold b) of accum with the given shift, or of bwd_accum. */
+static void chunk_accum(const sbn_kernels *k, const double *x, size_t n, double shift, double *r)
+{
+    double acc[2 * SBN_LANES] = {0};
+    k->accum[SBN_KD_F64](x, n, 0, shift, acc);
+    r[0] = sbn__fold16(acc);
+    r[1] = sbn__fold16(acc + SBN_LANES);
+}
+
+static void chunk_bwd(const sbn_kernels *k, const double *dy, const double *x, size_t n,
+                      double center, double *r)
+{
+    double acc[2 * SBN_LANES] = {0};
+    k->bwd_accum[SBN_KD_F64](dy, x, n, 0, center, acc);
+    r[0] = sbn__fold16(acc);
+    r[1] = sbn__fold16(acc + SBN_LANES);
+}
+
 static void check_reductions_for(const sbn_kernels *ref, const sbn_kernels *k)
 {
     size_t ns[100], n;
@@ -275,31 +295,31 @@ static void check_reductions_for(const sbn_kernels *ref, const sbn_kernels *k)
                 relax_x = nan_sources(x, n, NULL, 0) >= 2;
                 relax = nan_sources(x, n, dy, n) >= 2;
 
-                ref->moments(x, n, &r[0], &r[1]);
+                chunk_accum(ref, x, n, x[0], r);
                 g[0] = g[1] = 12345.0;
-                k->moments(x, n, &g[0], &g[1]);
+                chunk_accum(k, x, n, x[0], g);
                 CHECK_MSG(same_double(r[0], g[0], relax_x) && same_double(r[1], g[1], relax_x),
-                          "%s moments n=%zu profile=%s misalign=%d: mean %a/%a m2 %a/%a "
+                          "%s shifted accum n=%zu profile=%s misalign=%d: %a/%a %a/%a "
                           "(bits %016llx/%016llx %016llx/%016llx)",
                           k->isa, n, k_profile_names[profile], misalign, g[0], r[0], g[1], r[1],
                           (unsigned long long)bits_of(g[0]), (unsigned long long)bits_of(r[0]),
                           (unsigned long long)bits_of(g[1]), (unsigned long long)bits_of(r[1]));
 
-                ref->sums(x, n, &r[0], &r[1]);
+                chunk_accum(ref, x, n, 0.0, r);
                 g[0] = g[1] = 12345.0;
-                k->sums(x, n, &g[0], &g[1]);
+                chunk_accum(k, x, n, 0.0, g);
                 CHECK_MSG(same_double(r[0], g[0], relax_x) && same_double(r[1], g[1], relax_x),
-                          "%s sums n=%zu profile=%s misalign=%d: sum %a/%a sumsq %a/%a "
+                          "%s accum n=%zu profile=%s misalign=%d: sum %a/%a sumsq %a/%a "
                           "(bits %016llx/%016llx %016llx/%016llx)",
                           k->isa, n, k_profile_names[profile], misalign, g[0], r[0], g[1], r[1],
                           (unsigned long long)bits_of(g[0]), (unsigned long long)bits_of(r[0]),
                           (unsigned long long)bits_of(g[1]), (unsigned long long)bits_of(r[1]));
 
-                ref->backward_sums(dy, x, n, center, &r[0], &r[1]);
+                chunk_bwd(ref, dy, x, n, center, r);
                 g[0] = g[1] = 12345.0;
-                k->backward_sums(dy, x, n, center, &g[0], &g[1]);
+                chunk_bwd(k, dy, x, n, center, g);
                 CHECK_MSG(same_double(r[0], g[0], relax) && same_double(r[1], g[1], relax),
-                          "%s backward_sums n=%zu profile=%s misalign=%d: %a/%a %a/%a "
+                          "%s bwd_accum n=%zu profile=%s misalign=%d: %a/%a %a/%a "
                           "(bits %016llx/%016llx %016llx/%016llx)",
                           k->isa, n, k_profile_names[profile], misalign, g[0], r[0], g[1], r[1],
                           (unsigned long long)bits_of(g[0]), (unsigned long long)bits_of(r[0]),
@@ -334,18 +354,18 @@ static void test_reductions_lane_order(void)
             for (j = 0; j < len; j++) g_b[j] = j % 3 ? 1.0 : -1.0;
             g_a[pos] = 0x1.0p60; /* swallows later additions of its lane only */
             g_a[pos + 16] = -0x1.0p60;
-            ks[0]->sums(g_a, len - (size_t)pos, &r[0], &r[1]);
-            ks[i]->sums(g_a, len - (size_t)pos, &g[0], &g[1]);
-            CHECK_MSG(memcmp(r, g, sizeof r) == 0, "%s sums lane order pos=%d: %a/%a %a/%a",
+            chunk_accum(ks[0], g_a, len - (size_t)pos, 0.0, r);
+            chunk_accum(ks[i], g_a, len - (size_t)pos, 0.0, g);
+            CHECK_MSG(memcmp(r, g, sizeof r) == 0, "%s accum lane order pos=%d: %a/%a %a/%a",
                       ks[i]->isa, pos, g[0], r[0], g[1], r[1]);
-            ks[0]->moments(g_a, len - (size_t)pos, &r[0], &r[1]);
-            ks[i]->moments(g_a, len - (size_t)pos, &g[0], &g[1]);
-            CHECK_MSG(memcmp(r, g, sizeof r) == 0, "%s moments lane order pos=%d: %a/%a %a/%a",
+            chunk_accum(ks[0], g_a, len - (size_t)pos, 3.0, r);
+            chunk_accum(ks[i], g_a, len - (size_t)pos, 3.0, g);
+            CHECK_MSG(memcmp(r, g, sizeof r) == 0, "%s shifted accum lane order pos=%d: %a/%a %a/%a",
                       ks[i]->isa, pos, g[0], r[0], g[1], r[1]);
-            ks[0]->backward_sums(g_b, g_a, len - (size_t)pos, 3.0, &r[0], &r[1]);
-            ks[i]->backward_sums(g_b, g_a, len - (size_t)pos, 3.0, &g[0], &g[1]);
+            chunk_bwd(ks[0], g_b, g_a, len - (size_t)pos, 3.0, r);
+            chunk_bwd(ks[i], g_b, g_a, len - (size_t)pos, 3.0, g);
             CHECK_MSG(memcmp(r, g, sizeof r) == 0,
-                      "%s backward_sums lane order pos=%d: %a/%a %a/%a", ks[i]->isa, pos, g[0],
+                      "%s bwd_accum lane order pos=%d: %a/%a %a/%a", ks[i]->isa, pos, g[0],
                       r[0], g[1], r[1]);
         }
 }

@@ -20,9 +20,6 @@
 
 #define SBN_KERNEL_TABLE(isa)                                                                 \
     {#isa,                                                                                    \
-     sbn_f64_moments_ukernel__##isa,                                                          \
-     sbn_f64_sums_ukernel__##isa,                                                             \
-     sbn_f64_backward_sums_ukernel__##isa,                                                    \
      sbn_f32_load_ukernel__##isa,                                                             \
      sbn_f16_load_ukernel__##isa,                                                             \
      sbn_bf16_load_ukernel__##isa,                                                            \

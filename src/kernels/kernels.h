@@ -3,9 +3,10 @@
  * table that picks one variant of each per process (scalar, AVX2, AVX-512; see
  * kernels.inc). Names follow sbn_<dtype>_<kernel>_ukernel__<isa>.
  *
- * The canonical order (docs/numerics.md): a reduction over x[0..n) keeps 16 lane
- * accumulators, lane k adding x[k], x[k+16], x[k+32], ... in increasing index
- * order starting from +0.0; the lanes are then folded by halving,
+ * The canonical order (docs/numerics.md): a chunk's reduction keeps 16 lane
+ * accumulators per sum, lane k adding the chunk's elements k, k+16, k+32, ... in
+ * increasing index order starting from +0.0, whatever runs or rows they arrive
+ * in; the lanes are then folded by halving,
  *   for h in 8, 4, 2, 1:  s[k] = s[k] + s[k+h]  for k < h,
  * and s[0] is the sum. No fused multiply-add anywhere (files are compiled with
  * -ffp-contract=off): every variant gives the same bits as the scalar one.
@@ -20,14 +21,6 @@
 
 #define SBN_LANES 16
 
-/* Moments of x[0..n), n >= 1: mean = fold(x)/n; with d = x - mean,
- * M2 = fold(d*d) - fold(d)^2/n, clamped at 0. */
-typedef void (*sbn_moments_fn)(const double *x, size_t n, double *mean, double *m2);
-/* sum = fold(x), sumsq = fold(x*x). */
-typedef void (*sbn_sums_fn)(const double *x, size_t n, double *sum, double *sumsq);
-/* sum_dy = fold(dy), sum_dy_xmu = fold(dy * (x - center)). */
-typedef void (*sbn_backward_sums_fn)(const double *dy, const double *x, size_t n, double center,
-                                     double *sum_dy, double *sum_dy_xmu);
 /* Exact widening of n contiguous elements to double. */
 typedef void (*sbn_load_fn)(const void *src, size_t n, double *dst);
 /* Narrowing of n doubles to contiguous elements, correctly rounded (to nearest, ties to even). */
@@ -88,9 +81,6 @@ typedef void (*sbn_row_backward_fn)(const void *dy, int64_t dys, const void *x, 
 
 typedef struct sbn_kernels {
     const char *isa;
-    sbn_moments_fn moments;
-    sbn_sums_fn sums;
-    sbn_backward_sums_fn backward_sums;
     sbn_load_fn load_f32, load_f16, load_bf16;
     sbn_store_fn store_f32, store_f16, store_bf16;
     sbn_accum_fn accum[SBN_KD_COUNT];
@@ -122,11 +112,6 @@ static inline double sbn__fold16(double *s)
 }
 
 #define SBN_DECLARE_KERNELS(isa)                                                              \
-    void sbn_f64_moments_ukernel__##isa(const double *x, size_t n, double *mean, double *m2); \
-    void sbn_f64_sums_ukernel__##isa(const double *x, size_t n, double *sum, double *sumsq);  \
-    void sbn_f64_backward_sums_ukernel__##isa(const double *dy, const double *x, size_t n,    \
-                                              double center, double *sum_dy,                 \
-                                              double *sum_dy_xmu);                           \
     void sbn_f32_load_ukernel__##isa(const void *src, size_t n, double *dst);                \
     void sbn_f16_load_ukernel__##isa(const void *src, size_t n, double *dst);                \
     void sbn_bf16_load_ukernel__##isa(const void *src, size_t n, double *dst);               \
