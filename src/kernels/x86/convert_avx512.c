@@ -11,15 +11,9 @@
  *           canonical quiet NaN with the sign; bf16: the high half, quieted).
  * The float from round-to-odd differs from sbn__narrow_round_to_odd only above
  * FLT_MAX (FLT_MAX here, infinity there), which both stores turn into infinity.
+ * The conversion helpers live in io_avx512.h, shared with the streaming kernels.
  */
-#include <immintrin.h>
-
-#include "kernels/kernels.h"
-
-static inline __mmask8 tail_mask(size_t r)
-{
-    return (__mmask8)((1u << r) - 1u);
-}
+#include "kernels/x86/io_avx512.h"
 
 /* ---- loads ---- */
 
@@ -51,11 +45,6 @@ void sbn_f16_load_ukernel__avx512(const void *src, size_t n, double *dst)
         __m256 f = _mm256_cvtph_ps(_mm_maskz_loadu_epi16(m, p + i));
         _mm512_mask_storeu_pd(dst + i, m, _mm512_cvtps_pd(f));
     }
-}
-
-static inline __m256 bf16x8_to_float(__m128i h)
-{
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 void sbn_bf16_load_ukernel__avx512(const void *src, size_t n, double *dst)
@@ -90,39 +79,6 @@ void sbn_f32_store_ukernel__avx512(const double *src, size_t n, void *dst)
         __mmask8 m = n - i >= 8 ? (__mmask8)0xFF : tail_mask(n - i);
         _mm256_mask_storeu_ps(p + i, m, _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(m, src + i)));
     }
-}
-
-/* Eight doubles to float bits, rounded to odd: truncate, then set the last bit where
- * that was inexact (NaN and infinity convert exactly and keep their bits). */
-static inline __m256i round_to_odd8(__m512d x)
-{
-    __m256 t = _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t), x, _CMP_NEQ_OQ);
-    __m256i u = _mm256_castps_si256(t);
-    return _mm256_mask_or_epi32(u, inexact, u, _mm256_set1_epi32(1));
-}
-
-/* Float bits to fp16, round to nearest even; NaN -> sign | 0x7E00 as convert.c. */
-static inline __m128i float8_to_f16(__m256i u)
-{
-    __m256 f = _mm256_castsi256_ps(u);
-    __mmask8 nan = _mm256_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-    __m128i h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i qn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)),
-                                 _mm256_set1_epi32(0x7E00));
-    return _mm_mask_blend_epi16(nan, h, _mm256_cvtepi32_epi16(qn));
-}
-
-/* Float bits to bf16, round to nearest even on the dropped 16 bits; NaN -> high half | 0x40. */
-static inline __m128i float8_to_bf16(__m256i u)
-{
-    __m256i absu = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
-    __mmask8 nan = _mm256_cmpgt_epu32_mask(absu, _mm256_set1_epi32(0x7F800000));
-    __m256i hi = _mm256_srli_epi32(u, 16);
-    __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd), 16);
-    r = _mm256_mask_or_epi32(r, nan, hi, _mm256_set1_epi32(0x40));
-    return _mm256_cvtepi32_epi16(r);
 }
 
 void sbn_f16_store_ukernel__avx512(const double *src, size_t n, void *dst)

@@ -1,9 +1,10 @@
 /*
  * io_avx512.h - element access shared by the AVX-512 (F, BW, VL, DQ) + F16C
- * kernels: eight elements of an fp64/fp32/fp16/bf16 array at a time, widened
- * exactly to a zmm of doubles, and eight doubles narrowed once to the element
- * type, each with a masked form whose masked-out elements are neither read (no
- * fault) nor written.
+ * kernels (convert_avx512.c, stream_avx512.c, stream_map_avx512.c): eight
+ * elements of an fp64/fp32/fp16/bf16 array at a time widened exactly to a zmm of
+ * doubles, and eight or sixteen doubles narrowed once to the element type, each
+ * with a masked form whose masked-out elements are neither read (no fault) nor
+ * written.
  *   widening:  fp32 by vcvtps2pd; fp16 by vcvtph2ps then vcvtps2pd; bf16 by
  *              moving the 16 bits into the high half of a float. All exact.
  *   narrowing: fp32 by vcvtpd2ps (round to nearest even, like the C cast). fp16
@@ -12,7 +13,8 @@
  *              then round to nearest even: vcvtps2ph for fp16, the integer carry
  *              trick of convert.c for bf16. NaNs come out as convert.c writes them
  *              (fp16: the canonical quiet NaN with the sign; bf16: the high half,
- *              quieted).
+ *              quieted). Sixteen at a time, fp16 takes a cheaper sticky bit that
+ *              gives the same fp16 bits (double16_to_f16).
  * The float from round-to-odd differs from sbn__narrow_round_to_odd only above
  * FLT_MAX (FLT_MAX here, infinity there), which both narrowings turn into
  * infinity. The element type is a parameter of always-inline functions: every
@@ -77,6 +79,53 @@ static inline __m128i float8_to_bf16(__m256i u)
     return _mm256_cvtepi32_epi16(r);
 }
 
+/* Sixteen doubles (lo: elements 0-7, hi: 8-15) to float bits rounded to odd, as
+ * round_to_odd8 on each half (bf16 needs the exact sticky bit: it keeps float's
+ * subnormals). */
+static inline __m512i round_to_odd16(__m512d lo, __m512d hi)
+{
+    __m256 t0 = _mm512_cvt_roundpd_ps(lo, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 t1 = _mm512_cvt_roundpd_ps(hi, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask8 i0 = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t0), lo, _CMP_NEQ_OQ);
+    __mmask8 i1 = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t1), hi, _CMP_NEQ_OQ);
+    __m512i u = _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(t0), t1, 1));
+    return _mm512_mask_or_epi32(u, _mm512_kunpackb(i1, i0), u, _mm512_set1_epi32(1));
+}
+
+/* Sixteen doubles to fp16, the same bits as round_to_odd8 then float8_to_f16 on each
+ * half, in fewer steps. The sticky bit comes from the 29 double significand bits
+ * that truncation to float drops: exact wherever the float is normal; below 2^-126
+ * (float subnormal, more bits dropped) the fp16 result is a signed zero whatever
+ * the last float bit, and above FLT_MAX it is infinity. vcvtps2ph writes a NaN as
+ * sign | 0x7E00 | payload; two unsigned/signed minimums clear the payload and leave
+ * every other value alone (negatives are >= 0x8000 unsigned, negative signed). */
+static inline __m256i double16_to_f16(__m512d lo, __m512d hi)
+{
+    const __m512i low29 = _mm512_set1_epi64(0x1FFFFFFF);
+    __m256 t0 = _mm512_cvt_roundpd_ps(lo, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 t1 = _mm512_cvt_roundpd_ps(hi, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask16 sticky = _mm512_kunpackb(_mm512_test_epi64_mask(_mm512_castpd_si512(hi), low29),
+                                       _mm512_test_epi64_mask(_mm512_castpd_si512(lo), low29));
+    __m512i u = _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(t0), t1, 1));
+    __m256i h;
+    u = _mm512_mask_or_epi32(u, sticky, u, _mm512_set1_epi32(1));
+    h = _mm512_cvtps_ph(_mm512_castsi512_ps(u), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    h = _mm256_min_epu16(h, _mm256_set1_epi16((short)0xFE00));
+    return _mm256_min_epi16(h, _mm256_set1_epi16(0x7E00));
+}
+
+/* Sixteen float bits to bf16 as float8_to_bf16. */
+static inline __m256i float16_to_bf16(__m512i u)
+{
+    __m512 f = _mm512_castsi512_ps(u);
+    __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+    __m512i hi = _mm512_srli_epi32(u, 16);
+    __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd), 16);
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
 /* ---- eight elements of element type dt (sbn_kdtype) at p ---- */
 
 SBN512_INLINE size_t sbn512_esize(sbn_kdtype dt)
@@ -136,6 +185,51 @@ SBN512_INLINE void sbn512_store8m(sbn_kdtype dt, void *p, __mmask8 m, __m512d v)
     case SBN_KD_F16: _mm_mask_storeu_epi16(p, m, float8_to_f16(round_to_odd8(v))); break;
     default: _mm_mask_storeu_epi16(p, m, float8_to_bf16(round_to_odd8(v))); break;
     }
+}
+
+/* Sixteen doubles (lo: elements 0-7, hi: 8-15) narrowed to dt at p: fp16 and bf16 in
+ * one zmm of float bits, the others as two store8. */
+SBN512_INLINE void sbn512_store16(sbn_kdtype dt, void *p, __m512d lo, __m512d hi)
+{
+    switch (dt) {
+    case SBN_KD_F16: _mm256_storeu_si256((__m256i *)p, double16_to_f16(lo, hi)); break;
+    case SBN_KD_BF16: _mm256_storeu_si256((__m256i *)p, float16_to_bf16(round_to_odd16(lo, hi))); break;
+    default:
+        sbn512_store8(dt, p, lo);
+        sbn512_store8(dt, (char *)p + 8 * sbn512_esize(dt), hi);
+        break;
+    }
+}
+
+/* The same writing only the elements in m. */
+SBN512_INLINE void sbn512_store16m(sbn_kdtype dt, void *p, __mmask16 m, __m512d lo, __m512d hi)
+{
+    switch (dt) {
+    case SBN_KD_F16: _mm256_mask_storeu_epi16(p, m, double16_to_f16(lo, hi)); break;
+    case SBN_KD_BF16: _mm256_mask_storeu_epi16(p, m, float16_to_bf16(round_to_odd16(lo, hi))); break;
+    default:
+        sbn512_store8m(dt, p, (__mmask8)m, lo);
+        sbn512_store8m(dt, (char *)p + 8 * sbn512_esize(dt), (__mmask8)(m >> 8), hi);
+        break;
+    }
+}
+
+/* Two groups of eight doubles narrowed to dt, v to p and w to q, writing the elements
+ * in m of each: fp16 and bf16 narrow the sixteen at once. */
+SBN512_INLINE void sbn512_store8x2m(sbn_kdtype dt, void *p, void *q, __mmask8 m, __m512d v,
+                                    __m512d w)
+{
+    __m256i h;
+    switch (dt) {
+    case SBN_KD_F16: h = double16_to_f16(v, w); break;
+    case SBN_KD_BF16: h = float16_to_bf16(round_to_odd16(v, w)); break;
+    default:
+        sbn512_store8m(dt, p, m, v);
+        sbn512_store8m(dt, q, m, w);
+        return;
+    }
+    _mm_mask_storeu_epi16(p, m, _mm256_castsi256_si128(h));
+    _mm_mask_storeu_epi16(q, m, _mm256_extracti128_si256(h, 1));
 }
 
 #endif /* SBN_IO_AVX512_H */

@@ -1,42 +1,318 @@
 /*
- * stream_avx512.c - PLACEHOLDER: the streaming kernels of kernels.h for avx512, for
- * now forwarding to the scalar ones (same bits by definition) until the SIMD
- * versions land.
+ * stream_avx512.c - the streaming reductions of kernels.h for AVX-512 (F, BW,
+ * VL, DQ) + F16C, in the canonical order of stream_scalar.c. Runs of one channel:
+ * the 16 lanes of a and of b live in two zmm each (lanes 0-7, 8-15), loaded from
+ * acc at entry and stored at exit. Element i goes to lane (lane + i) % 16, so the
+ * run is cut into 16-element blocks aligned to lane 0: a head block read from
+ * x - lane with a mask that leaves out the elements before x (masked-out elements
+ * are never read, so this cannot fault), full blocks, and a masked tail. Masked
+ * adds leave the lanes a block does not reach untouched, so every lane sees
+ * exactly the scalar sequence of additions. Rows (channels-last): row r adds to
+ * row l = (lane + r) % 16 of the lane-major accumulators, vectorised across
+ * channels (eight doubles per zmm, 32 channels a step, a masked step for the last
+ * cn % 8). Rows go in blocks of 64: one lane's rows of a block (every 16th) are
+ * added while its accumulators sit in registers, loaded and stored once per block,
+ * so each lane still takes its rows in order. Only a[l * ld + j], b[l * ld + j]
+ * with j < cn are read or written. Per element, in double, no fused multiply-add
+ * (-ffp-contract=off and no FMA intrinsics: a product is rounded before it is
+ * added); which NaN survives where two meet is not fixed (kernels.h, numerics.md):
+ *   accum:      d = x - shift;  a += d;   b += d * d
+ *   bwd_accum:  a += dy;        b += dy * (x - center)
  */
-#include "kernels/kernels.h"
+#include <stdint.h>
 
-#define SBN_FORWARD_STREAM(dt)                                                                  \
+#include "kernels/x86/io_avx512.h"
+
+/* ---- one zmm of eight lanes in registers (runs) ---- */
+
+SBN512_INLINE void accum8(__m512d *a, __m512d *b, __m512d v, __m512d shift)
+{
+    __m512d d = _mm512_sub_pd(v, shift);
+    *a = _mm512_add_pd(*a, d);
+    *b = _mm512_add_pd(*b, _mm512_mul_pd(d, d));
+}
+
+SBN512_INLINE void accum8m(__m512d *a, __m512d *b, __mmask8 m, __m512d v, __m512d shift)
+{
+    __m512d d = _mm512_sub_pd(v, shift);
+    *a = _mm512_mask_add_pd(*a, m, *a, d);
+    *b = _mm512_mask_add_pd(*b, m, *b, _mm512_mul_pd(d, d));
+}
+
+SBN512_INLINE void bwd8(__m512d *a, __m512d *b, __m512d g, __m512d v, __m512d center)
+{
+    *a = _mm512_add_pd(*a, g);
+    *b = _mm512_add_pd(*b, _mm512_mul_pd(g, _mm512_sub_pd(v, center)));
+}
+
+SBN512_INLINE void bwd8m(__m512d *a, __m512d *b, __mmask8 m, __m512d g, __m512d v,
+                         __m512d center)
+{
+    *a = _mm512_mask_add_pd(*a, m, *a, g);
+    *b = _mm512_mask_add_pd(*b, m, *b, _mm512_mul_pd(g, _mm512_sub_pd(v, center)));
+}
+
+/* The head block of a run starting at lane != 0: its first `lane` elements would lie
+ * before p, so the address is formed as an integer and the mask leaves them out. */
+SBN512_INLINE const void *head_block(sbn_kdtype dt, const void *p, unsigned lane, unsigned half)
+{
+    return (const void *)((uintptr_t)p - lane * sbn512_esize(dt) + half * 8u * sbn512_esize(dt));
+}
+
+/* The number of elements of a run of n in its head block (lane != 0). */
+static inline size_t head_count(size_t n, unsigned lane)
+{
+    return n < SBN_LANES - lane ? n : SBN_LANES - lane;
+}
+
+SBN512_INLINE void accum(sbn_kdtype dt, const void *x, size_t n, unsigned lane, double shift,
+                         double *acc)
+{
+    __m512d a0, a1, b0, b1;
+    const __m512d s = _mm512_set1_pd(shift);
+    size_t i = 0;
+    if (n == 0) return;
+    a0 = _mm512_loadu_pd(acc);
+    a1 = _mm512_loadu_pd(acc + 8);
+    b0 = _mm512_loadu_pd(acc + SBN_LANES);
+    b1 = _mm512_loadu_pd(acc + SBN_LANES + 8);
+    lane %= SBN_LANES;
+    if (lane != 0) {
+        __mmask16 m;
+        i = head_count(n, lane);
+        m = (__mmask16)(tail_mask16(i) << lane);
+        accum8m(&a0, &b0, (__mmask8)m, sbn512_load8z(dt, head_block(dt, x, lane, 0), (__mmask8)m), s);
+        accum8m(&a1, &b1, (__mmask8)(m >> 8),
+                sbn512_load8z(dt, head_block(dt, x, lane, 1), (__mmask8)(m >> 8)), s);
+    }
+    for (; i + SBN_LANES <= n; i += SBN_LANES) {
+        accum8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, x, i)), s);
+        accum8(&a1, &b1, sbn512_load8(dt, sbn512_at(dt, x, i + 8)), s);
+    }
+    if (i < n) {
+        __mmask16 m = tail_mask16(n - i);
+        accum8m(&a0, &b0, (__mmask8)m, sbn512_load8z(dt, sbn512_at(dt, x, i), (__mmask8)m), s);
+        accum8m(&a1, &b1, (__mmask8)(m >> 8),
+                sbn512_load8z(dt, sbn512_at(dt, x, i + 8), (__mmask8)(m >> 8)), s);
+    }
+    _mm512_storeu_pd(acc, a0);
+    _mm512_storeu_pd(acc + 8, a1);
+    _mm512_storeu_pd(acc + SBN_LANES, b0);
+    _mm512_storeu_pd(acc + SBN_LANES + 8, b1);
+}
+
+SBN512_INLINE void bwd_accum(sbn_kdtype dt, const void *dy, const void *x, size_t n,
+                             unsigned lane, double center, double *acc)
+{
+    __m512d a0, a1, b0, b1;
+    const __m512d c = _mm512_set1_pd(center);
+    size_t i = 0;
+    if (n == 0) return;
+    a0 = _mm512_loadu_pd(acc);
+    a1 = _mm512_loadu_pd(acc + 8);
+    b0 = _mm512_loadu_pd(acc + SBN_LANES);
+    b1 = _mm512_loadu_pd(acc + SBN_LANES + 8);
+    lane %= SBN_LANES;
+    if (lane != 0) {
+        __mmask16 m;
+        __mmask8 m0, m1;
+        i = head_count(n, lane);
+        m = (__mmask16)(tail_mask16(i) << lane);
+        m0 = (__mmask8)m;
+        m1 = (__mmask8)(m >> 8);
+        bwd8m(&a0, &b0, m0, sbn512_load8z(dt, head_block(dt, dy, lane, 0), m0),
+              sbn512_load8z(dt, head_block(dt, x, lane, 0), m0), c);
+        bwd8m(&a1, &b1, m1, sbn512_load8z(dt, head_block(dt, dy, lane, 1), m1),
+              sbn512_load8z(dt, head_block(dt, x, lane, 1), m1), c);
+    }
+    for (; i + SBN_LANES <= n; i += SBN_LANES) {
+        bwd8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, dy, i)), sbn512_load8(dt, sbn512_at(dt, x, i)),
+             c);
+        bwd8(&a1, &b1, sbn512_load8(dt, sbn512_at(dt, dy, i + 8)),
+             sbn512_load8(dt, sbn512_at(dt, x, i + 8)), c);
+    }
+    if (i < n) {
+        __mmask16 m = tail_mask16(n - i);
+        __mmask8 m0 = (__mmask8)m, m1 = (__mmask8)(m >> 8);
+        bwd8m(&a0, &b0, m0, sbn512_load8z(dt, sbn512_at(dt, dy, i), m0),
+              sbn512_load8z(dt, sbn512_at(dt, x, i), m0), c);
+        bwd8m(&a1, &b1, m1, sbn512_load8z(dt, sbn512_at(dt, dy, i + 8), m1),
+              sbn512_load8z(dt, sbn512_at(dt, x, i + 8), m1), c);
+    }
+    _mm512_storeu_pd(acc, a0);
+    _mm512_storeu_pd(acc + 8, a1);
+    _mm512_storeu_pd(acc + SBN_LANES, b0);
+    _mm512_storeu_pd(acc + SBN_LANES + 8, b1);
+}
+
+/* ---- rows: one lane's rows at a time, its accumulators in registers ---- */
+
+/* Row r of a tensor of dt with row stride rs elements. */
+SBN512_INLINE const char *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_t r)
+{
+    return (const char *)p + (int64_t)r * rs * (int64_t)sbn512_esize(dt);
+}
+
+/* Adds m rows of one lane, at x, x + step, ... (step in bytes: 16 rows), to the lane's
+ * accumulators ar[0..cn), br[0..cn), in row order: each block of channels is loaded
+ * once, takes the m rows, and is stored once. */
+SBN512_INLINE void lane_accum(sbn_kdtype dt, const char *x, int64_t step, size_t m, size_t cn,
+                              const double *shift, double *ar, double *br)
+{
+    size_t j, t;
+    for (j = 0; j + 32 <= cn; j += 32) {
+        const __m512d s0 = _mm512_loadu_pd(shift + j), s1 = _mm512_loadu_pd(shift + j + 8);
+        const __m512d s2 = _mm512_loadu_pd(shift + j + 16), s3 = _mm512_loadu_pd(shift + j + 24);
+        __m512d a0 = _mm512_loadu_pd(ar + j), a1 = _mm512_loadu_pd(ar + j + 8);
+        __m512d a2 = _mm512_loadu_pd(ar + j + 16), a3 = _mm512_loadu_pd(ar + j + 24);
+        __m512d b0 = _mm512_loadu_pd(br + j), b1 = _mm512_loadu_pd(br + j + 8);
+        __m512d b2 = _mm512_loadu_pd(br + j + 16), b3 = _mm512_loadu_pd(br + j + 24);
+        for (t = 0; t < m; t++) {
+            const char *p = x + (int64_t)t * step;
+            accum8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, p, j)), s0);
+            accum8(&a1, &b1, sbn512_load8(dt, sbn512_at(dt, p, j + 8)), s1);
+            accum8(&a2, &b2, sbn512_load8(dt, sbn512_at(dt, p, j + 16)), s2);
+            accum8(&a3, &b3, sbn512_load8(dt, sbn512_at(dt, p, j + 24)), s3);
+        }
+        _mm512_storeu_pd(ar + j, a0);
+        _mm512_storeu_pd(ar + j + 8, a1);
+        _mm512_storeu_pd(ar + j + 16, a2);
+        _mm512_storeu_pd(ar + j + 24, a3);
+        _mm512_storeu_pd(br + j, b0);
+        _mm512_storeu_pd(br + j + 8, b1);
+        _mm512_storeu_pd(br + j + 16, b2);
+        _mm512_storeu_pd(br + j + 24, b3);
+    }
+    for (; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d s0 = _mm512_maskz_loadu_pd(k, shift + j);
+        __m512d a0 = _mm512_maskz_loadu_pd(k, ar + j), b0 = _mm512_maskz_loadu_pd(k, br + j);
+        for (t = 0; t < m; t++)
+            accum8(&a0, &b0, sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * step, j), k), s0);
+        _mm512_mask_storeu_pd(ar + j, k, a0);
+        _mm512_mask_storeu_pd(br + j, k, b0);
+    }
+}
+
+SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, const char *x,
+                                  int64_t xstep, size_t m, size_t cn, const double *center,
+                                  double *ar, double *br)
+{
+    size_t j, t;
+    for (j = 0; j + 32 <= cn; j += 32) {
+        const __m512d c0 = _mm512_loadu_pd(center + j), c1 = _mm512_loadu_pd(center + j + 8);
+        const __m512d c2 = _mm512_loadu_pd(center + j + 16), c3 = _mm512_loadu_pd(center + j + 24);
+        __m512d a0 = _mm512_loadu_pd(ar + j), a1 = _mm512_loadu_pd(ar + j + 8);
+        __m512d a2 = _mm512_loadu_pd(ar + j + 16), a3 = _mm512_loadu_pd(ar + j + 24);
+        __m512d b0 = _mm512_loadu_pd(br + j), b1 = _mm512_loadu_pd(br + j + 8);
+        __m512d b2 = _mm512_loadu_pd(br + j + 16), b3 = _mm512_loadu_pd(br + j + 24);
+        for (t = 0; t < m; t++) {
+            const char *g = dy + (int64_t)t * dstep, *p = x + (int64_t)t * xstep;
+            bwd8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, g, j)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j)), c0);
+            bwd8(&a1, &b1, sbn512_load8(dt, sbn512_at(dt, g, j + 8)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j + 8)), c1);
+            bwd8(&a2, &b2, sbn512_load8(dt, sbn512_at(dt, g, j + 16)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j + 16)), c2);
+            bwd8(&a3, &b3, sbn512_load8(dt, sbn512_at(dt, g, j + 24)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j + 24)), c3);
+        }
+        _mm512_storeu_pd(ar + j, a0);
+        _mm512_storeu_pd(ar + j + 8, a1);
+        _mm512_storeu_pd(ar + j + 16, a2);
+        _mm512_storeu_pd(ar + j + 24, a3);
+        _mm512_storeu_pd(br + j, b0);
+        _mm512_storeu_pd(br + j + 8, b1);
+        _mm512_storeu_pd(br + j + 16, b2);
+        _mm512_storeu_pd(br + j + 24, b3);
+    }
+    for (; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d c0 = _mm512_maskz_loadu_pd(k, center + j);
+        __m512d a0 = _mm512_maskz_loadu_pd(k, ar + j), b0 = _mm512_maskz_loadu_pd(k, br + j);
+        for (t = 0; t < m; t++)
+            bwd8(&a0, &b0, sbn512_load8z(dt, sbn512_at(dt, dy + (int64_t)t * dstep, j), k),
+                 sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * xstep, j), k), c0);
+        _mm512_mask_storeu_pd(ar + j, k, a0);
+        _mm512_mask_storeu_pd(br + j, k, b0);
+    }
+}
+
+/* Rows go in blocks of ROW_BLOCK (a multiple of 16); within a block, lane (lane + q) % 16
+ * takes rows q, q + 16, ... of the block in order, so every lane still adds its rows in
+ * increasing order. A block of a few dozen rows stays in the L1 cache while its 16
+ * lanes are read. */
+#define ROW_BLOCK 64
+
+/* The number of rows of a block of nb rows that fall to offset q < 16. */
+static inline size_t lane_rows(size_t nb, size_t q)
+{
+    return (nb - q + SBN_LANES - 1) / SBN_LANES;
+}
+
+SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
+                             unsigned lane, const double *shift, double *a, double *b,
+                             size_t ld)
+{
+    const int64_t step = SBN_LANES * xs * (int64_t)sbn512_esize(dt);
+    size_t r, q;
+    if (cn == 0) return;
+    for (r = 0; r < rows; r += ROW_BLOCK) {
+        size_t nb = rows - r < ROW_BLOCK ? rows - r : ROW_BLOCK;
+        for (q = 0; q < SBN_LANES && q < nb; q++) {
+            size_t l = (lane + r + q) % SBN_LANES;
+            lane_accum(dt, row_at(dt, x, xs, r + q), step, lane_rows(nb, q), cn, shift, a + l * ld,
+                       b + l * ld);
+        }
+    }
+}
+
+SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
+                                 int64_t xs, size_t rows, size_t cn, unsigned lane,
+                                 const double *center, double *a, double *b, size_t ld)
+{
+    const int64_t dstep = SBN_LANES * dys * (int64_t)sbn512_esize(dt);
+    const int64_t xstep = SBN_LANES * xs * (int64_t)sbn512_esize(dt);
+    size_t r, q;
+    if (cn == 0) return;
+    for (r = 0; r < rows; r += ROW_BLOCK) {
+        size_t nb = rows - r < ROW_BLOCK ? rows - r : ROW_BLOCK;
+        for (q = 0; q < SBN_LANES && q < nb; q++) {
+            size_t l = (lane + r + q) % SBN_LANES;
+            lane_bwd_accum(dt, row_at(dt, dy, dys, r + q), dstep, row_at(dt, x, xs, r + q), xstep,
+                           lane_rows(nb, q), cn, center, a + l * ld, b + l * ld);
+        }
+    }
+}
+
+/* ---- the 16 entry points: one per family and element type ---- */
+
+#define SBN_DEFINE_STREAM_AVX512(dt, kd)                                                        \
     void sbn_##dt##_accum_ukernel__avx512(const void *x, size_t n, unsigned lane, double shift, \
-                                         double *acc)                                         \
-    { sbn_##dt##_accum_ukernel__scalar(x, n, lane, shift, acc); }                              \
+                                          double *acc)                                         \
+    {                                                                                          \
+        accum(kd, x, n, lane, shift, acc);                                                     \
+    }                                                                                          \
     void sbn_##dt##_bwd_accum_ukernel__avx512(const void *dy, const void *x, size_t n,          \
-                                             unsigned lane, double center, double *acc)       \
-    { sbn_##dt##_bwd_accum_ukernel__scalar(dy, x, n, lane, center, acc); }                     \
-    void sbn_##dt##_row_accum_ukernel__avx512(const void *x, int64_t xs, size_t rows, size_t cn, \
-                                             unsigned lane, const double *shift, double *a,    \
-                                             double *b, size_t ld)                            \
-    { sbn_##dt##_row_accum_ukernel__scalar(x, xs, rows, cn, lane, shift, a, b, ld); }          \
+                                              unsigned lane, double center, double *acc)       \
+    {                                                                                          \
+        bwd_accum(kd, dy, x, n, lane, center, acc);                                            \
+    }                                                                                          \
+    void sbn_##dt##_row_accum_ukernel__avx512(const void *x, int64_t xs, size_t rows,           \
+                                              size_t cn, unsigned lane, const double *shift,   \
+                                              double *a, double *b, size_t ld)                 \
+    {                                                                                          \
+        row_accum(kd, x, xs, rows, cn, lane, shift, a, b, ld);                                 \
+    }                                                                                          \
     void sbn_##dt##_row_bwd_accum_ukernel__avx512(const void *dy, int64_t dys, const void *x,   \
-                                                 int64_t xs, size_t rows, size_t cn,          \
-                                                 unsigned lane, const double *center,         \
-                                                 double *a, double *b, size_t ld)             \
-    { sbn_##dt##_row_bwd_accum_ukernel__scalar(dy, dys, x, xs, rows, cn, lane, center, a, b, ld); } \
-    void sbn_##dt##_normalize_ukernel__avx512(const void *x, size_t n, const double *k, void *y) \
-    { sbn_##dt##_normalize_ukernel__scalar(x, n, k, y); }                                      \
-    void sbn_##dt##_backward_ukernel__avx512(const void *dy, const void *x, size_t n,           \
-                                            const double *k, void *gi)                        \
-    { sbn_##dt##_backward_ukernel__scalar(dy, x, n, k, gi); }                                  \
-    void sbn_##dt##_row_normalize_ukernel__avx512(const void *x, int64_t xs, size_t rows,       \
-                                                 size_t cn, const double *k, size_t ldk,      \
-                                                 void *y, int64_t ys)                         \
-    { sbn_##dt##_row_normalize_ukernel__scalar(x, xs, rows, cn, k, ldk, y, ys); }              \
-    void sbn_##dt##_row_backward_ukernel__avx512(const void *dy, int64_t dys, const void *x,    \
-                                                int64_t xs, size_t rows, size_t cn,           \
-                                                const double *k, size_t ldk, void *gi,        \
-                                                int64_t gs)                                   \
-    { sbn_##dt##_row_backward_ukernel__scalar(dy, dys, x, xs, rows, cn, k, ldk, gi, gs); }
+                                                  int64_t xs, size_t rows, size_t cn,          \
+                                                  unsigned lane, const double *center,         \
+                                                  double *a, double *b, size_t ld)             \
+    {                                                                                          \
+        row_bwd_accum(kd, dy, dys, x, xs, rows, cn, lane, center, a, b, ld);                   \
+    }
 
-SBN_FORWARD_STREAM(f64)
-SBN_FORWARD_STREAM(f32)
-SBN_FORWARD_STREAM(f16)
-SBN_FORWARD_STREAM(bf16)
+SBN_DEFINE_STREAM_AVX512(f64, SBN_KD_F64)
+SBN_DEFINE_STREAM_AVX512(f32, SBN_KD_F32)
+SBN_DEFINE_STREAM_AVX512(f16, SBN_KD_F16)
+SBN_DEFINE_STREAM_AVX512(bf16, SBN_KD_BF16)
