@@ -142,6 +142,15 @@ void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__r
  * NCHW is plain memory order.
  */
 int sbn__walk_is_rows(const sbn__walk *w);
+/* out[i] = ptr[i] advanced by `steps` elements of stride[i] (tensor i's dtype). */
+void sbn__walk_advance(const sbn__walk *w, char *const *ptr, const int64_t *stride, int64_t steps,
+                       const char **out);
+/* The end of the piece of [rr, run_end) that stays inside rr's chunk. */
+static inline int64_t sbn__chunk_piece_end(int64_t rr, int64_t run_end)
+{
+    int64_t end = (rr / SBN_CHUNK + 1) * SBN_CHUNK;
+    return end < run_end ? end : run_end;
+}
 /* The kernel element type (sbn_kdtype) shared by every tensor of the walk, or -1. */
 int sbn__walk_kdtype(const sbn__walk *w);
 /* 1 when every tensor steps by one element along the innermost walk dim. */

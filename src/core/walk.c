@@ -94,6 +94,14 @@ void sbn__walk_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__r
     }
 }
 
+void sbn__walk_advance(const sbn__walk *w, char *const *ptr, const int64_t *stride, int64_t steps,
+                       const char **out)
+{
+    int i;
+    for (i = 0; i < w->ntensors; i++)
+        out[i] = ptr[i] + steps * stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+}
+
 int sbn__walk_is_rows(const sbn__walk *w)
 {
     int i;

@@ -94,17 +94,15 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     const sbn__walk *w = &job->walk;
     int64_t r = pt->r0 + at, j, i;
     for (j = 0; j < pt->cn; j++) {
-        const char *p[SBN_WALK_MAX_TENSORS];
+        char *p[SBN_WALK_MAX_TENSORS];
         int64_t done = 0;
         for (i = 0; i < w->ntensors; i++)
             p[i] = ptr[i] + j * w->channel_stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
         while (done < len) {
-            int64_t rr = r + done, k = rr / SBN_CHUNK, end = (k + 1) * SBN_CHUNK, n;
+            int64_t rr = r + done, k = rr / SBN_CHUNK, end = sbn__chunk_piece_end(rr, r + len);
+            int64_t n = end - rr;
             const char *q[SBN_WALK_MAX_TENSORS];
-            if (end > r + len) end = r + len;
-            n = end - rr;
-            for (i = 0; i < w->ntensors; i++)
-                q[i] = p[i] + done * stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+            sbn__walk_advance(w, p, stride, done, q);
             if (rr % SBN_CHUNK == 0) { /* a chunk starts: fresh lanes, its shift */
                 memset(pt->acc[j], 0, sizeof pt->acc[j]);
                 if (job->kind == SBN_REDUCE_MOMENTS) {

@@ -76,14 +76,12 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
     row_task *rt = arg;
     const sbn__reduce_job *job = rt->job;
     const sbn__walk *w = &job->walk;
-    int64_t r = rt->r0 + at, done = 0, i, j;
+    int64_t r = rt->r0 + at, done = 0, j;
     while (done < len) {
-        int64_t rr = r + done, k = rr / SBN_CHUNK, end = (k + 1) * SBN_CHUNK, n;
+        int64_t rr = r + done, k = rr / SBN_CHUNK, end = sbn__chunk_piece_end(rr, r + len);
+        int64_t n = end - rr;
         const char *q[SBN_WALK_MAX_TENSORS];
-        if (end > r + len) end = r + len;
-        n = end - rr;
-        for (i = 0; i < w->ntensors; i++)
-            q[i] = ptr[i] + done * stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+        sbn__walk_advance(w, ptr, stride, done, q);
         if (rr % SBN_CHUNK == 0) {
             memset(rt->a, 0, sizeof rt->a);
             memset(rt->b, 0, sizeof rt->b);
