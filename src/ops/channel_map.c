@@ -73,10 +73,31 @@ static void map_channel_run(const map_job *job, int64_t c, char *const *p, const
 static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
     const map_task *mt = arg;
-    const sbn__walk *w = &mt->job->walk;
-    int64_t j;
+    const map_job *job = mt->job;
+    const sbn__walk *w = &job->walk;
+    int64_t j, C = w->channels;
     int i;
     (void)at;
+    if (job->kd >= 0 && job->unit) { /* the common case, kept lean: short planes (7x7) are many */
+        const sbn_kernels *kern = sbn__kernels();
+        int64_t es0 = (int64_t)es(w, 0), eso = (int64_t)es(w, w->ntensors - 1);
+        int64_t s0 = w->channel_stride[0] * es0, so = w->channel_stride[w->ntensors - 1] * eso;
+        for (j = 0; j < mt->cn; j++) {
+            int64_t c = mt->c0 + j;
+            double k[4];
+            k[0] = job->coef[c];
+            k[1] = job->coef[C + c];
+            k[2] = job->coef[2 * C + c];
+            k[3] = job->coef[3 * C + c];
+            if (job->kind == SBN_MAP_NORMALIZE)
+                kern->normalize[job->kd](ptr[0] + j * s0, (size_t)len, k, ptr[1] + j * so);
+            else
+                kern->backward[job->kd](ptr[0] + j * s0,
+                                        ptr[1] + j * w->channel_stride[1] * (int64_t)es(w, 1),
+                                        (size_t)len, k, ptr[2] + j * so);
+        }
+        return;
+    }
     for (j = 0; j < mt->cn; j++) {
         char *p[SBN_WALK_MAX_TENSORS];
         for (i = 0; i < w->ntensors; i++)
@@ -141,6 +162,7 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
 {
     map_job job;
     const sbn_tensor *tensors[3];
+    int64_t threads = pool ? sbn_pool_threads(pool) : 1, block;
     int n = 0;
     tensors[n++] = in0;
     if (kind == SBN_MAP_BACKWARD) tensors[n++] = in1;
@@ -151,6 +173,10 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
-    sbn__plan_tasks(&job.plan, &job.walk, job.rows ? SBN_MAP_ROW_BLOCK : SBN_PLANE_BLOCK, pool);
+    /* No state to carry: one block of every channel keeps the sweep in memory order,
+     * unless there are fewer chunks than threads (short rows, many channels). */
+    block = job.rows ? SBN_MAP_ROW_BLOCK : job.walk.channels;
+    if (job.walk.chunks < threads) block = (job.walk.channels + threads - 1) / threads;
+    sbn__plan_tasks(&job.plan, &job.walk, block, pool);
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, map_tasks, &job);
 }
