@@ -46,6 +46,9 @@ void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a
 /* The chunks in progress of one plane-path task: channels [c0, c0 + cn). */
 typedef struct plane_task {
     const sbn__reduce_job *job;
+    const sbn_kernels *kern;
+    int direct;                          /* one kernel dtype, unit inner strides */
+    int64_t cs[SBN_WALK_MAX_TENSORS];   /* channel strides in bytes */
     int64_t r0, c0, cn;
     double acc[SBN_PLANE_BLOCK][2 * SBN_LANES];
     double shift[SBN_PLANE_BLOCK];
@@ -93,11 +96,23 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     const sbn__reduce_job *job = pt->job;
     const sbn__walk *w = &job->walk;
     int64_t r = pt->r0 + at, j, i;
+    if (pt->direct && r % SBN_CHUNK != 0 && r + len < (r / SBN_CHUNK + 1) * SBN_CHUNK &&
+        r + len != w->reduction) { /* inside one chunk: the common case of short planes */
+        unsigned lane = (unsigned)(r % SBN_LANES);
+        for (j = 0; j < pt->cn; j++) {
+            if (job->kind == SBN_REDUCE_BACKWARD)
+                pt->kern->bwd_accum[job->kd](ptr[0] + j * pt->cs[0], ptr[1] + j * pt->cs[1],
+                                             (size_t)len, lane, pt->shift[j], pt->acc[j]);
+            else
+                pt->kern->accum[job->kd](ptr[0] + j * pt->cs[0], (size_t)len, lane, pt->shift[j],
+                                         pt->acc[j]);
+        }
+        return;
+    }
     for (j = 0; j < pt->cn; j++) {
         char *p[SBN_WALK_MAX_TENSORS];
         int64_t done = 0;
-        for (i = 0; i < w->ntensors; i++)
-            p[i] = ptr[i] + j * w->channel_stride[i] * (int64_t)sbn_dtype_size(w->dtype[i]);
+        for (i = 0; i < w->ntensors; i++) p[i] = ptr[i] + j * pt->cs[i];
         while (done < len) {
             int64_t rr = r + done, k = rr / SBN_CHUNK, end = sbn__chunk_piece_end(rr, r + len);
             int64_t n = end - rr;
@@ -132,7 +147,13 @@ static void reduce_tasks(void *ctx, int64_t begin, int64_t end)
         }
         {
             plane_task pt;
+            int i;
             pt.job = job;
+            pt.kern = sbn__kernels();
+            pt.direct = job->kd >= 0 && sbn__walk_unit_inner(&job->walk);
+            for (i = 0; i < job->walk.ntensors; i++)
+                pt.cs[i] = job->walk.channel_stride[i] *
+                           (int64_t)sbn_dtype_size(job->walk.dtype[i]);
             sbn__plan_task(&job->plan, &job->walk, t, &pt.r0, &r1, &pt.c0, &pt.cn);
             for (j = 0; j < pt.cn; j++)
                 pt.shift[j] = job->kind == SBN_REDUCE_BACKWARD ? sbn__load1(job->center, pt.c0 + j)
