@@ -14,7 +14,11 @@
  *              trick of convert.c for bf16. NaNs come out as convert.c writes them
  *              (fp16: the canonical quiet NaN with the sign; bf16: the high half,
  *              quieted). Sixteen at a time, fp16 takes a cheaper sticky bit that
- *              gives the same fp16 bits (double16_to_f16).
+ *              gives the same fp16 bits (double16_to_f16), and bf16 rounds the
+ *              truncated float half up, falling back to the exact path only for
+ *              a float on a bf16 midpoint or a NaN (double16_to_bf16_hi).
+ *   bf16 runs: sixteen elements in a lane-interleaved order (bf16x16_load_p /
+ *              bf16x16_narrow_p: in-lane unpacks in, one word permute out).
  * The float from round-to-odd differs from sbn__narrow_round_to_odd only above
  * FLT_MAX (FLT_MAX here, infinity there), which both narrowings turn into
  * infinity. The element type is a parameter of always-inline functions: every
@@ -126,6 +130,62 @@ static inline __m256i float16_to_bf16(__m512i u)
     return _mm512_cvtepi32_epi16(r);
 }
 
+/* Sixteen doubles to bf16, the same bits as round_to_odd16 then float16_to_bf16, in
+ * fewer steps, as sixteen dwords whose high halves are the bf16 (dword i holds
+ * element i of lo then hi). Truncated to float (t, FLT_MAX above it), the value
+ * lies on the same side of every bf16 midpoint as the double (the midpoints are
+ * floats, truncation is monotone), so rounding t half up on its low 16 bits (+0x8000,
+ * the carry trick) is exact unless t is itself a midpoint (low half 0x8000: the
+ * double may lie above it) or a NaN (a payload must not carry): then, rarely, one
+ * test and a branch, the exact path recomputes the sixteen. */
+static inline __m512i double16_to_bf16_hi(__m512d lo, __m512d hi)
+{
+    __m256 t0 = _mm512_cvt_roundpd_ps(lo, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 t1 = _mm512_cvt_roundpd_ps(hi, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512 t = _mm512_insertf32x8(_mm512_castps256_ps512(t0), t1, 1);
+    __m512i u = _mm512_castps_si512(t);
+    __m512i w = _mm512_ternarylogic_epi32(u, _mm512_set1_epi32(0x8000), _mm512_set1_epi32(0xFFFF),
+                                          0x28); /* (u ^ 0x8000) & 0xFFFF */
+    __mmask16 tie = _mm512_testn_epi32_mask(w, w), nan = _mm512_fpclass_ps_mask(t, 0x81);
+    if (__builtin_expect(!_kortestz_mask16_u8(tie, nan), 0)) {
+        __m256i h = float16_to_bf16(round_to_odd16(lo, hi));
+        return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+    }
+    return _mm512_add_epi32(u, _mm512_set1_epi32(0x8000));
+}
+
+/* The high halves of sixteen dwords, in order. */
+static inline __m256i hi_halves16(__m512i s)
+{
+    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 29, 27,
+                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, s));
+}
+
+static inline __m256i double16_to_bf16(__m512d lo, __m512d hi)
+{
+    return hi_halves16(double16_to_bf16_hi(lo, hi));
+}
+
+/* ---- sixteen bf16 in a lane-interleaved order (runs: any order read and written
+ * alike will do). load16p widens elements 0-3, 8-11 into lo and 4-7, 12-15 into hi
+ * (two in-lane unpacks put each bf16 in the high half of a float, no shifts);
+ * store16p undoes it. ---- */
+
+static inline void bf16x16_load_p(__m256i h, __m512d *lo, __m512d *hi)
+{
+    const __m256i z = _mm256_setzero_si256();
+    *lo = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_unpacklo_epi16(z, h)));
+    *hi = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_unpackhi_epi16(z, h)));
+}
+
+static inline __m256i bf16x16_narrow_p(__m512d lo, __m512d hi)
+{
+    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 29, 27,
+                                         25, 15, 13, 11, 9, 23, 21, 19, 17, 7, 5, 3, 1);
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, double16_to_bf16_hi(lo, hi)));
+}
+
 /* ---- eight elements of element type dt (sbn_kdtype) at p ---- */
 
 SBN512_INLINE size_t sbn512_esize(sbn_kdtype dt)
@@ -193,7 +253,7 @@ SBN512_INLINE void sbn512_store16(sbn_kdtype dt, void *p, __m512d lo, __m512d hi
 {
     switch (dt) {
     case SBN_KD_F16: _mm256_storeu_si256((__m256i *)p, double16_to_f16(lo, hi)); break;
-    case SBN_KD_BF16: _mm256_storeu_si256((__m256i *)p, float16_to_bf16(round_to_odd16(lo, hi))); break;
+    case SBN_KD_BF16: _mm256_storeu_si256((__m256i *)p, double16_to_bf16(lo, hi)); break;
     default:
         sbn512_store8(dt, p, lo);
         sbn512_store8(dt, (char *)p + 8 * sbn512_esize(dt), hi);
@@ -206,7 +266,7 @@ SBN512_INLINE void sbn512_store16m(sbn_kdtype dt, void *p, __mmask16 m, __m512d 
 {
     switch (dt) {
     case SBN_KD_F16: _mm256_mask_storeu_epi16(p, m, double16_to_f16(lo, hi)); break;
-    case SBN_KD_BF16: _mm256_mask_storeu_epi16(p, m, float16_to_bf16(round_to_odd16(lo, hi))); break;
+    case SBN_KD_BF16: _mm256_mask_storeu_epi16(p, m, double16_to_bf16(lo, hi)); break;
     default:
         sbn512_store8m(dt, p, (__mmask8)m, lo);
         sbn512_store8m(dt, (char *)p + 8 * sbn512_esize(dt), (__mmask8)(m >> 8), hi);
@@ -222,7 +282,7 @@ SBN512_INLINE void sbn512_store8x2m(sbn_kdtype dt, void *p, void *q, __mmask8 m,
     __m256i h;
     switch (dt) {
     case SBN_KD_F16: h = double16_to_f16(v, w); break;
-    case SBN_KD_BF16: h = float16_to_bf16(round_to_odd16(v, w)); break;
+    case SBN_KD_BF16: h = double16_to_bf16(v, w); break;
     default:
         sbn512_store8m(dt, p, m, v);
         sbn512_store8m(dt, q, m, w);

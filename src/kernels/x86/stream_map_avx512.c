@@ -8,7 +8,9 @@
  *   backward:   gi = ((dy - k0) - (x - k1) * k2) * k3
  * No FMA: a product is rounded before it is added. Runs of one channel take 16
  * elements a step (fp16/bf16 narrowed sixteen at once) with the coefficients in
- * registers, then eight at a time with masked loads and stores for the tail.
+ * registers, then eight at a time with masked loads and stores for the tail
+ * (bf16: sixteen at a time in io_avx512.h's interleaved order, a masked sixteen
+ * for the tail).
  * Rows of a block of channels: up to 16 channels, the coefficients stay in
  * registers for all the rows (up to 8, rows go in pairs to narrow sixteen at
  * once); more, the rows go in groups of four, each block of 16 channels' (then
@@ -44,6 +46,23 @@ SBN512_INLINE void normalize(sbn_kdtype dt, const void *x, size_t n, const doubl
 {
     const __m512d k0 = _mm512_set1_pd(k[0]), k1 = _mm512_set1_pd(k[1]), k2 = _mm512_set1_pd(k[2]);
     size_t i = 0;
+    if (dt == SBN_KD_BF16) { /* sixteen at a time in the interleaved order */
+        const uint16_t *xp = x;
+        uint16_t *yp = y;
+        __m512d v0, v1;
+        for (; i + 16 <= n; i += 16) {
+            bf16x16_load_p(_mm256_loadu_si256((const __m256i *)(xp + i)), &v0, &v1);
+            _mm256_storeu_si256((__m256i *)(yp + i), bf16x16_narrow_p(normalize8(v0, k0, k1, k2),
+                                                                       normalize8(v1, k0, k1, k2)));
+        }
+        if (i < n) {
+            const __mmask16 m = tail_mask16(n - i);
+            bf16x16_load_p(_mm256_maskz_loadu_epi16(m, xp + i), &v0, &v1);
+            _mm256_mask_storeu_epi16(yp + i, m, bf16x16_narrow_p(normalize8(v0, k0, k1, k2),
+                                                                  normalize8(v1, k0, k1, k2)));
+        }
+        return;
+    }
     for (; i + 16 <= n; i += 16) {
         __m512d v0 = sbn512_load8(dt, sbn512_at(dt, x, i));
         __m512d v1 = sbn512_load8(dt, sbn512_at(dt, x, i + 8));
@@ -63,6 +82,26 @@ SBN512_INLINE void backward(sbn_kdtype dt, const void *dy, const void *x, size_t
     const __m512d k0 = _mm512_set1_pd(k[0]), k1 = _mm512_set1_pd(k[1]);
     const __m512d k2 = _mm512_set1_pd(k[2]), k3 = _mm512_set1_pd(k[3]);
     size_t i = 0;
+    if (dt == SBN_KD_BF16) { /* sixteen at a time in the interleaved order */
+        const uint16_t *gp = dy, *xp = x;
+        uint16_t *op = gi;
+        __m512d g0, g1, v0, v1;
+        for (; i + 16 <= n; i += 16) {
+            bf16x16_load_p(_mm256_loadu_si256((const __m256i *)(gp + i)), &g0, &g1);
+            bf16x16_load_p(_mm256_loadu_si256((const __m256i *)(xp + i)), &v0, &v1);
+            _mm256_storeu_si256((__m256i *)(op + i),
+                                bf16x16_narrow_p(backward8(g0, v0, k0, k1, k2, k3),
+                                                 backward8(g1, v1, k0, k1, k2, k3)));
+        }
+        if (i < n) {
+            const __mmask16 m = tail_mask16(n - i);
+            bf16x16_load_p(_mm256_maskz_loadu_epi16(m, gp + i), &g0, &g1);
+            bf16x16_load_p(_mm256_maskz_loadu_epi16(m, xp + i), &v0, &v1);
+            _mm256_mask_storeu_epi16(op + i, m, bf16x16_narrow_p(backward8(g0, v0, k0, k1, k2, k3),
+                                                                  backward8(g1, v1, k0, k1, k2, k3)));
+        }
+        return;
+    }
     for (; i + 16 <= n; i += 16) {
         __m512d g0 = sbn512_load8(dt, sbn512_at(dt, dy, i));
         __m512d g1 = sbn512_load8(dt, sbn512_at(dt, dy, i + 8));
