@@ -215,8 +215,13 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;
         return;
     }
-    sbn__plan_tasks(&job.plan, &job.walk,
-                    sbn__walk_is_rows(&job.walk) ? SBN_ROW_BLOCK : SBN_PLANE_BLOCK, pool);
+    if (sbn__walk_is_rows(&job.walk)) { /* every channel per task, unless chunks are too few */
+        int64_t threads = pool ? sbn_pool_threads(pool) : 1, block = job.walk.channels;
+        if (job.walk.chunks < threads) block = (block + threads - 1) / threads;
+        sbn__plan_tasks(&job.plan, &job.walk, block, pool);
+    } else {
+        sbn__plan_tasks(&job.plan, &job.walk, SBN_PLANE_BLOCK, pool);
+    }
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, reduce_tasks, &job);
     sbn__parallel_for(pool, job.walk.channels, merge_channels, &job);
 }

@@ -1,9 +1,10 @@
 /*
  * row_reduce.c - the row path of the channel reductions, for tensors whose
- * channels sit side by side in memory (channels-last, (N, C)): a task reads the
- * rows of its segment for a block of up to SBN_ROW_BLOCK channels, row after row,
- * and the row kernels of kernels.h add row r to lane r % 16 of every channel of
- * the block (lanes stored lane-major, a[l][j]). Chunks, shifts and the fold are
+ * channels sit side by side in memory (channels-last, (N, C)): a task takes its
+ * segment chunk by chunk, and each chunk's rows once per block of up to
+ * SBN_ROW_BLOCK channels (the chunk stays in the cache between blocks); the row
+ * kernels of kernels.h add row r to lane r % 16 of every channel of the block
+ * (lanes stored lane-major, a[l][j]). Chunks, shifts and the fold are
  * those of the plane path (channel_reduce.c), so the bits are the same whatever
  * the layout. Everything lives on the task's stack (about 17 KB).
  */
@@ -99,12 +100,22 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
 void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t)
 {
     row_task rt;
-    int64_t r1, j;
+    int64_t r0, r1, c0, cn, r, b, j;
     rt.job = job;
-    sbn__plan_task(&job->plan, &job->walk, t, &rt.r0, &r1, &rt.c0, &rt.cn);
-    for (j = 0; j < SBN_ROW_BLOCK; j++)
-        rt.shift[j] = job->kind == SBN_REDUCE_BACKWARD && j < rt.cn
-                          ? sbn__load1(job->center, rt.c0 + j)
-                          : 0.0;
-    sbn__walk_runs(&job->walk, rt.c0, rt.r0, r1 - rt.r0, row_run, &rt);
+    sbn__plan_task(&job->plan, &job->walk, t, &r0, &r1, &c0, &cn);
+    /* Chunk by chunk, every block of the task's channels in turn: a chunk of rows is
+     * read from memory once and its other blocks come from the cache, instead of one
+     * pass over the whole segment per block reading a slice of every row. */
+    for (r = r0; r < r1; r += SBN_CHUNK)
+        for (b = c0; b < c0 + cn; b += SBN_ROW_BLOCK) {
+            rt.r0 = r;
+            rt.c0 = b;
+            rt.cn = c0 + cn - b < SBN_ROW_BLOCK ? c0 + cn - b : SBN_ROW_BLOCK;
+            for (j = 0; j < SBN_ROW_BLOCK; j++)
+                rt.shift[j] = job->kind == SBN_REDUCE_BACKWARD && j < rt.cn
+                                  ? sbn__load1(job->center, rt.c0 + j)
+                                  : 0.0;
+            sbn__walk_runs(&job->walk, rt.c0, r, r1 - r < SBN_CHUNK ? r1 - r : SBN_CHUNK, row_run,
+                           &rt);
+        }
 }
