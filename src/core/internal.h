@@ -167,6 +167,11 @@ typedef struct sbn__plan {
     int64_t segments, seg_chunks, blocks, block;
 } sbn__plan;
 void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool);
+/* The block for passes with no per-channel state to carry (maps, row reductions):
+ * every channel, or C / T when there are fewer chunks than threads. */
+int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool);
+/* Elements converted to double at a time where a kernel cannot read a tensor directly. */
+#define SBN_CONVERT_PIECE 256
 /* Rows [r0, r1) and channels [c0, c0 + cn) of task t. */
 void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_t *r0,
                     int64_t *r1, int64_t *c0, int64_t *cn);

@@ -16,8 +16,6 @@
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
-#define SBN_MAP_ROW_BLOCK 1024 /* channels per row-path map task */
-#define SBN_CONVERT_PIECE 256
 
 typedef struct map_job {
     sbn__map_kind kind;
@@ -39,7 +37,8 @@ static size_t es(const sbn__walk *w, int i)
     return sbn_dtype_size(w->dtype[i]);
 }
 
-/* Plane path, one run of len elements of channel c (tensor i at p[i], stride[i] apart). */
+/* Plane path, one run of len elements of channel c (tensor i at p[i], stride[i] apart),
+ * through doubles: strided runs or mixed element types. */
 static void map_channel_run(const map_job *job, int64_t c, char *const *p, const int64_t *stride,
                             int64_t len)
 {
@@ -49,13 +48,6 @@ static void map_channel_run(const map_job *job, int64_t c, char *const *p, const
     double k[4], a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
     int j;
     for (j = 0; j < 4; j++) k[j] = job->coef[j * C + c];
-    if (job->kd >= 0 && job->unit) {
-        if (job->kind == SBN_MAP_NORMALIZE)
-            kern->normalize[job->kd](p[0], (size_t)len, k, p[1]);
-        else
-            kern->backward[job->kd](p[0], p[1], (size_t)len, k, p[2]);
-        return;
-    }
     for (done = 0; done < len; done += m) {
         m = len - done < SBN_CONVERT_PIECE ? len - done : SBN_CONVERT_PIECE;
         sbn__load_run(p[0] + done * stride[0] * (int64_t)es(w, 0), w->dtype[0], stride[0], m, a);
@@ -162,7 +154,6 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
 {
     map_job job;
     const sbn_tensor *tensors[3];
-    int64_t threads = pool ? sbn_pool_threads(pool) : 1, block;
     int n = 0;
     tensors[n++] = in0;
     if (kind == SBN_MAP_BACKWARD) tensors[n++] = in1;
@@ -173,10 +164,7 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
-    /* No state to carry: one block of every channel keeps the sweep in memory order,
-     * unless there are fewer chunks than threads (short rows, many channels). */
-    block = job.rows ? SBN_MAP_ROW_BLOCK : job.walk.channels;
-    if (job.walk.chunks < threads) block = (job.walk.channels + threads - 1) / threads;
-    sbn__plan_tasks(&job.plan, &job.walk, block, pool);
+    /* No state to carry: one block of every channel keeps the sweep in memory order. */
+    sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_all(&job.walk, pool), pool);
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, map_tasks, &job);
 }

@@ -54,8 +54,6 @@ typedef struct plane_task {
     double shift[SBN_PLANE_BLOCK];
 } plane_task;
 
-#define SBN_CONVERT_PIECE 256
-
 /* Adds n elements (tensor i at p[i], stride[i] apart) to channel j's lanes from lane `lane`. */
 static void accumulate(plane_task *pt, int64_t j, const char *const *p, const int64_t *stride,
                        int64_t n, unsigned lane)
@@ -66,7 +64,7 @@ static void accumulate(plane_task *pt, int64_t j, const char *const *p, const in
     int backward = job->kind == SBN_REDUCE_BACKWARD;
     double buf0[SBN_CONVERT_PIECE], buf1[SBN_CONVERT_PIECE];
     int64_t done, m;
-    if (job->kd >= 0 && sbn__walk_unit_inner(w)) {
+    if (pt->direct) {
         if (backward)
             kern->bwd_accum[job->kd](p[0], p[1], (size_t)n, lane, pt->shift[j], pt->acc[j]);
         else
@@ -215,13 +213,10 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;
         return;
     }
-    if (sbn__walk_is_rows(&job.walk)) { /* every channel per task, unless chunks are too few */
-        int64_t threads = pool ? sbn_pool_threads(pool) : 1, block = job.walk.channels;
-        if (job.walk.chunks < threads) block = (block + threads - 1) / threads;
-        sbn__plan_tasks(&job.plan, &job.walk, block, pool);
-    } else {
-        sbn__plan_tasks(&job.plan, &job.walk, SBN_PLANE_BLOCK, pool);
-    }
+    sbn__plan_tasks(&job.plan, &job.walk,
+                    sbn__walk_is_rows(&job.walk) ? sbn__plan_block_all(&job.walk, pool)
+                                                 : SBN_PLANE_BLOCK,
+                    pool);
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, reduce_tasks, &job);
     sbn__parallel_for(pool, job.walk.channels, merge_channels, &job);
 }

@@ -34,3 +34,9 @@ void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_
     *c0 = b * plan->block;
     *cn = w->channels - *c0 < plan->block ? w->channels - *c0 : plan->block;
 }
+
+int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
+{
+    int64_t threads = pool ? sbn_pool_threads(pool) : 1;
+    return w->chunks < threads ? (w->channels + threads - 1) / threads : w->channels;
+}
