@@ -175,8 +175,19 @@ SBN512_INLINE void row_normalize_narrow(sbn_kdtype dt, const void *x, int64_t xs
 }
 
 /* Rows [0, m) of more than 16 channels, m <= ROW_GROUP: each block of coefficients is
- * loaded once for the m rows. */
+ * loaded once for the m rows. Only narrow rows are grouped (group_rows): walking
+ * several wide rows side by side splits each tensor into that many short streams,
+ * which the prefetchers follow badly (bf16 backward over 1024 channels: 0.80
+ * ns/element with groups of 4 against 0.29 over 64 channels). */
 #define ROW_GROUP 4
+#define ROW_GROUP_BYTES 1024
+
+/* Rows per group for rows of cn elements of dt: ROW_GROUP while a group spans at most
+ * ROW_GROUP_BYTES of each tensor, else 1. */
+static inline size_t group_rows(sbn_kdtype dt, size_t cn)
+{
+    return cn * sbn512_esize(dt) * ROW_GROUP <= ROW_GROUP_BYTES ? ROW_GROUP : 1;
+}
 
 SBN512_INLINE void normalize_rows(sbn_kdtype dt, const void *x, int64_t xs, size_t m, size_t cn,
                                   const double *k, size_t ldk, void *y, int64_t ys)
@@ -209,15 +220,15 @@ SBN512_INLINE void normalize_rows(sbn_kdtype dt, const void *x, int64_t xs, size
 SBN512_INLINE void row_normalize(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
                                  const double *k, size_t ldk, void *y, int64_t ys)
 {
-    size_t r;
+    size_t r, g = group_rows(dt, cn);
     if (cn == 0 || rows == 0) return;
     if (cn <= 16) {
         row_normalize_narrow(dt, x, xs, rows, cn, k, ldk, y, ys);
         return;
     }
-    for (r = 0; r < rows; r += ROW_GROUP)
-        normalize_rows(dt, row_at(dt, x, xs, r), xs, rows - r < ROW_GROUP ? rows - r : ROW_GROUP,
-                       cn, k, ldk, row_at_w(dt, y, ys, r), ys);
+    for (r = 0; r < rows; r += g)
+        normalize_rows(dt, row_at(dt, x, xs, r), xs, rows - r < g ? rows - r : g, cn, k, ldk,
+                       row_at_w(dt, y, ys, r), ys);
 }
 
 SBN512_INLINE void row_backward_narrow(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
@@ -294,16 +305,15 @@ SBN512_INLINE void row_backward(sbn_kdtype dt, const void *dy, int64_t dys, cons
                                 int64_t xs, size_t rows, size_t cn, const double *k, size_t ldk,
                                 void *gi, int64_t gs)
 {
-    size_t r;
+    size_t r, g = group_rows(dt, cn);
     if (cn == 0 || rows == 0) return;
     if (cn <= 16) {
         row_backward_narrow(dt, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
         return;
     }
-    for (r = 0; r < rows; r += ROW_GROUP)
+    for (r = 0; r < rows; r += g)
         backward_rows(dt, row_at(dt, dy, dys, r), dys, row_at(dt, x, xs, r), xs,
-                      rows - r < ROW_GROUP ? rows - r : ROW_GROUP, cn, k, ldk,
-                      row_at_w(dt, gi, gs, r), gs);
+                      rows - r < g ? rows - r : g, cn, k, ldk, row_at_w(dt, gi, gs, r), gs);
 }
 
 /* ---- the 16 entry points: one per family and element type ---- */
