@@ -172,6 +172,8 @@ void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_poo
 int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool);
 /* Elements converted to double at a time where a kernel cannot read a tensor directly. */
 #define SBN_CONVERT_PIECE 256
+/* At most max_segments segments (longer ones). */
+void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_segments);
 /* Rows [r0, r1) and channels [c0, c0 + cn) of task t. */
 void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_t *r0,
                     int64_t *r1, int64_t *c0, int64_t *cn);
@@ -213,10 +215,15 @@ typedef struct sbn__reduce_job {
     int kd;          /* kernel element type of every tensor, or -1 (convert to double first) */
     double *partial; /* [C][chunks][2] */
     double *out;     /* [C][2] */
+    double *row_state; /* row path: SBN_ROW_SLOTS slots of [16][C] a, [16][C] b, [C] shift */
 } sbn__reduce_job;
 /* The row path's task t (row_reduce.c). */
 void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t);
-#define SBN_ROW_BLOCK 64   /* channels per row-path reduction task */
+/* The row path keeps the lanes of every channel of a row (so a chunk's rows are read
+ * whole, in order) in the workspace, one slot per segment; at most SBN_ROW_SLOTS
+ * segments run at once (more threads split the channels instead). */
+#define SBN_ROW_SLOTS 4
+#define SBN_ROW_SLOT_DOUBLES(C) ((size_t)(C) * (2 * 16 + 1))
 #define SBN_PLANE_BLOCK 64 /* channels per plane-path task */
 
 /* Workspace bytes that sbn__channel_reduce needs for x's shape. */

@@ -187,11 +187,21 @@ static void merge_channels(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* The row path's state slots. Counted for every layout: workspace sizes depend on
+ * the shapes alone (ops.h), and any tensor of this shape may take the row path.
+ * At most 4 x C x 264 bytes; for tensors of several chunks, under 4% of fp32 x. */
+static size_t row_state_doubles(const sbn_tensor *x, int64_t chunks)
+{
+    int64_t c = x->shape[1];
+    if (c < 2 || chunks == 0) return 0;
+    return (size_t)(chunks < SBN_ROW_SLOTS ? chunks : SBN_ROW_SLOTS) * SBN_ROW_SLOT_DOUBLES(c);
+}
+
 size_t sbn__channel_reduce_bytes(const sbn_tensor *x)
 {
     int64_t c = x->shape[1], r = c > 0 ? sbn_tensor_numel(x) / c : 0;
     int64_t chunks = (r + SBN_CHUNK - 1) / SBN_CHUNK;
-    return (size_t)(c * chunks * 2) * sizeof(double);
+    return ((size_t)(c * chunks * 2) + row_state_doubles(x, chunks)) * sizeof(double);
 }
 
 void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const sbn_tensor *x,
@@ -213,10 +223,13 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;
         return;
     }
-    sbn__plan_tasks(&job.plan, &job.walk,
-                    sbn__walk_is_rows(&job.walk) ? sbn__plan_block_all(&job.walk, pool)
-                                                 : SBN_PLANE_BLOCK,
-                    pool);
+    job.row_state = scratch + 2 * job.walk.channels * job.walk.chunks;
+    if (sbn__walk_is_rows(&job.walk)) {
+        sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_all(&job.walk, pool), pool);
+        sbn__plan_cap_segments(&job.plan, &job.walk, SBN_ROW_SLOTS);
+    } else {
+        sbn__plan_tasks(&job.plan, &job.walk, SBN_PLANE_BLOCK, pool);
+    }
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, reduce_tasks, &job);
     sbn__parallel_for(pool, job.walk.channels, merge_channels, &job);
 }

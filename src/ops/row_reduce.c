@@ -1,12 +1,14 @@
 /*
  * row_reduce.c - the row path of the channel reductions, for tensors whose
- * channels sit side by side in memory (channels-last, (N, C)): a task takes its
- * segment chunk by chunk, and each chunk's rows once per block of up to
- * SBN_ROW_BLOCK channels (the chunk stays in the cache between blocks); the row
- * kernels of kernels.h add row r to lane r % 16 of every channel of the block
- * (lanes stored lane-major, a[l][j]). Chunks, shifts and the fold are
- * those of the plane path (channel_reduce.c), so the bits are the same whatever
- * the layout. Everything lives on the task's stack (about 17 KB).
+ * channels sit side by side in memory (channels-last, (N, C)). A task takes its
+ * segment's rows in order, whole (all of its channels at once), and the row
+ * kernels of kernels.h add row r to lane r % 16 of every channel (lanes stored
+ * lane-major, a[l][c]). The lanes of all C channels live in the workspace, one
+ * slot per segment (SBN_ROW_SLOTS at most): with a block of channels on the stack
+ * instead, each block re-read a slice of every row, which ran at 39-53% of the
+ * reference on 32x64x56x56-sized NHWC tensors with C = 256. Chunks, shifts and the
+ * fold are those of the plane path (channel_reduce.c), so the bits are the same
+ * whatever the layout.
  */
 #include <string.h>
 
@@ -15,9 +17,9 @@
 
 typedef struct row_task {
     const sbn__reduce_job *job;
-    int64_t r0, c0, cn;
-    double a[SBN_LANES * SBN_ROW_BLOCK], b[SBN_LANES * SBN_ROW_BLOCK];
-    double shift[SBN_ROW_BLOCK];
+    int64_t c0, cn, ld; /* the task's channels; ld = C, the lane stride of the slot */
+    double *a, *b;      /* lane l of channel c0 + j at a[l * ld + j] (offset by c0) */
+    double *shift;      /* [cn], offset by c0 */
 } row_task;
 
 /* Adds rows [0, n) at p[i] (stride[i] apart) to the lanes from lane `lane`. */
@@ -28,32 +30,47 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
     const sbn__walk *w = &job->walk;
     const sbn_kernels *kern = sbn__kernels();
     int backward = job->kind == SBN_REDUCE_BACKWARD;
-    double v0[SBN_ROW_BLOCK], v1[SBN_ROW_BLOCK];
-    int64_t r;
+    double v0[SBN_CONVERT_PIECE], v1[SBN_CONVERT_PIECE];
+    int64_t r, j, m;
     if (job->kd >= 0) {
         if (backward)
             kern->row_bwd_accum[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
                                          (size_t)rt->cn, lane, rt->shift, rt->a, rt->b,
-                                         SBN_ROW_BLOCK);
+                                         (size_t)rt->ld);
         else
             kern->row_accum[job->kd](p[0], stride[0], (size_t)n, (size_t)rt->cn, lane, rt->shift,
-                                     rt->a, rt->b, SBN_ROW_BLOCK);
+                                     rt->a, rt->b, (size_t)rt->ld);
         return;
     }
-    for (r = 0; r < n; r++) { /* mixed dtypes: row by row through doubles */
-        unsigned l = (unsigned)((lane + r) % SBN_LANES);
-        sbn__load_run(p[0] + r * stride[0] * (int64_t)sbn_dtype_size(w->dtype[0]), w->dtype[0], 1,
-                      rt->cn, v0);
-        if (backward) {
-            sbn__load_run(p[1] + r * stride[1] * (int64_t)sbn_dtype_size(w->dtype[1]),
-                          w->dtype[1], 1, rt->cn, v1);
-            kern->row_bwd_accum[SBN_KD_F64](v0, 0, v1, 0, 1, (size_t)rt->cn, l, rt->shift, rt->a,
-                                            rt->b, SBN_ROW_BLOCK);
-        } else {
-            kern->row_accum[SBN_KD_F64](v0, 0, 1, (size_t)rt->cn, l, rt->shift, rt->a, rt->b,
-                                        SBN_ROW_BLOCK);
+    for (r = 0; r < n; r++) /* mixed dtypes: row by row, a piece of channels at a time */
+        for (j = 0; j < rt->cn; j += m) {
+            unsigned l = (unsigned)((lane + r) % SBN_LANES);
+            m = rt->cn - j < SBN_CONVERT_PIECE ? rt->cn - j : SBN_CONVERT_PIECE;
+            sbn__load_run(p[0] + (r * stride[0] + j) * (int64_t)sbn_dtype_size(w->dtype[0]),
+                          w->dtype[0], 1, m, v0);
+            if (backward) {
+                sbn__load_run(p[1] + (r * stride[1] + j) * (int64_t)sbn_dtype_size(w->dtype[1]),
+                              w->dtype[1], 1, m, v1);
+                kern->row_bwd_accum[SBN_KD_F64](v0, 0, v1, 0, 1, (size_t)m, l, rt->shift + j,
+                                                rt->a + j, rt->b + j, (size_t)rt->ld);
+            } else {
+                kern->row_accum[SBN_KD_F64](v0, 0, 1, (size_t)m, l, rt->shift + j, rt->a + j,
+                                            rt->b + j, (size_t)rt->ld);
+            }
         }
+}
+
+static void start_chunk(row_task *rt, const char *first_row)
+{
+    const sbn__reduce_job *job = rt->job;
+    int64_t l, j;
+    for (l = 0; l < SBN_LANES; l++) {
+        memset(rt->a + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
+        memset(rt->b + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
     }
+    if (job->kind != SBN_REDUCE_MOMENTS) return;
+    sbn__load_run(first_row, job->walk.dtype[0], 1, rt->cn, rt->shift);
+    for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
 }
 
 static void finish_chunk(row_task *rt, int64_t k)
@@ -63,34 +80,32 @@ static void finish_chunk(row_task *rt, int64_t k)
     for (j = 0; j < rt->cn; j++) {
         double a[SBN_LANES], b[SBN_LANES];
         for (l = 0; l < SBN_LANES; l++) {
-            a[l] = rt->a[l * SBN_ROW_BLOCK + j];
-            b[l] = rt->b[l * SBN_ROW_BLOCK + j];
+            a[l] = rt->a[l * rt->ld + j];
+            b[l] = rt->b[l * rt->ld + j];
         }
         sbn__chunk_finish(rt->job->kind, n, rt->shift[j], a, b,
                           rt->job->partial + 2 * ((rt->c0 + j) * w->chunks + k));
     }
 }
 
-/* One run of rows [r, r + len): split at chunk boundaries. */
+/* One run of rows [r, r + len) (r = the segment's start + at): split at chunk boundaries. */
+typedef struct run_ctx {
+    row_task *rt;
+    int64_t r0;
+} run_ctx;
+
 static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
-    row_task *rt = arg;
-    const sbn__reduce_job *job = rt->job;
-    const sbn__walk *w = &job->walk;
-    int64_t r = rt->r0 + at, done = 0, j;
+    const run_ctx *rc = arg;
+    row_task *rt = rc->rt;
+    const sbn__walk *w = &rt->job->walk;
+    int64_t r = rc->r0 + at, done = 0;
     while (done < len) {
         int64_t rr = r + done, k = rr / SBN_CHUNK, end = sbn__chunk_piece_end(rr, r + len);
         int64_t n = end - rr;
         const char *q[SBN_WALK_MAX_TENSORS];
         sbn__walk_advance(w, ptr, stride, done, q);
-        if (rr % SBN_CHUNK == 0) {
-            memset(rt->a, 0, sizeof rt->a);
-            memset(rt->b, 0, sizeof rt->b);
-            if (job->kind == SBN_REDUCE_MOMENTS) {
-                sbn__load_run(q[0], w->dtype[0], 1, rt->cn, rt->shift);
-                for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
-            }
-        }
+        if (rr % SBN_CHUNK == 0) start_chunk(rt, q[0]);
         accumulate_rows(rt, q, stride, n, (unsigned)(rr % SBN_LANES));
         if (end % SBN_CHUNK == 0 || end == w->reduction) finish_chunk(rt, k);
         done += n;
@@ -99,23 +114,19 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
 
 void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t)
 {
+    int64_t C = job->walk.channels, r0, r1, j;
+    double *slot = job->row_state + (size_t)(t / job->plan.blocks) * SBN_ROW_SLOT_DOUBLES(C);
     row_task rt;
-    int64_t r0, r1, c0, cn, r, b, j;
+    run_ctx rc;
     rt.job = job;
-    sbn__plan_task(&job->plan, &job->walk, t, &r0, &r1, &c0, &cn);
-    /* Chunk by chunk, every block of the task's channels in turn: a chunk of rows is
-     * read from memory once and its other blocks come from the cache, instead of one
-     * pass over the whole segment per block reading a slice of every row. */
-    for (r = r0; r < r1; r += SBN_CHUNK)
-        for (b = c0; b < c0 + cn; b += SBN_ROW_BLOCK) {
-            rt.r0 = r;
-            rt.c0 = b;
-            rt.cn = c0 + cn - b < SBN_ROW_BLOCK ? c0 + cn - b : SBN_ROW_BLOCK;
-            for (j = 0; j < SBN_ROW_BLOCK; j++)
-                rt.shift[j] = job->kind == SBN_REDUCE_BACKWARD && j < rt.cn
-                                  ? sbn__load1(job->center, rt.c0 + j)
-                                  : 0.0;
-            sbn__walk_runs(&job->walk, rt.c0, r, r1 - r < SBN_CHUNK ? r1 - r : SBN_CHUNK, row_run,
-                           &rt);
-        }
+    rt.ld = C;
+    sbn__plan_task(&job->plan, &job->walk, t, &r0, &r1, &rt.c0, &rt.cn);
+    rt.a = slot + rt.c0;
+    rt.b = slot + SBN_LANES * C + rt.c0;
+    rt.shift = slot + 2 * SBN_LANES * C + rt.c0;
+    for (j = 0; j < rt.cn; j++) /* MOMENTS sets its shifts per chunk (start_chunk) */
+        rt.shift[j] = job->kind == SBN_REDUCE_BACKWARD ? sbn__load1(job->center, rt.c0 + j) : 0.0;
+    rc.rt = &rt;
+    rc.r0 = r0;
+    sbn__walk_runs(&job->walk, rt.c0, r0, r1 - r0, row_run, &rc);
 }

@@ -40,3 +40,10 @@ int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
     int64_t threads = pool ? sbn_pool_threads(pool) : 1;
     return w->chunks < threads ? (w->channels + threads - 1) / threads : w->channels;
 }
+
+void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_segments)
+{
+    if (plan->segments <= max_segments) return;
+    plan->seg_chunks = (w->chunks + max_segments - 1) / max_segments;
+    plan->segments = (w->chunks + plan->seg_chunks - 1) / plan->seg_chunks;
+}
