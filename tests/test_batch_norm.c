@@ -12,7 +12,7 @@
  * elemt/ref_backward_reduce with zero sums), every output mask. The matrix crosses
  * shapes, layouts (y and dy in layouts other than x's), dtype sets including
  * f16/bf16 activations with f32 per-channel tensors, momentum, eps and pools; a
- * large-offset case and bitwise equality for pool NULL/1/2/3 close the file.
+ * large-offset case and bitwise equality for pool NULL/1/2/3/6 close the file.
  * Tolerances: output rounding plus a few unit roundoffs of the compute precision
  * times the absolute terms of each formula, plus the double reductions' error
  * (8 R u64 relative, scaled by 1 + |mean|/std) for statistics.
@@ -542,12 +542,15 @@ static void batch_norm_mean_offset(void)
     }
 }
 
-/* Every output's bytes (per-channel ones in f64) for pool NULL, 1, 2, 3 threads, many chunks. */
+/* Every output's bytes (per-channel ones in f64) for pool NULL, 1, 2, 3 and 6 threads,
+ * many chunks (6 threads: more segments than the row path's state slots, so the
+ * channels are split instead). */
 static void batch_norm_threads_bitwise(void)
 {
     static const tsup_shape sh = {3, {3, 5, 4000}};
     static const sbn_dtype xdts[2] = {SBN_F32, SBN_BF16};
-    int di, xl, t, k, training;
+    static const int k_threads[] = {0, 1, 2, 3, 6};
+    int di, xl, t, ti, k, training;
     for (di = 0; di < 2; di++) {
         for (xl = 0; xl < 2; xl++) {
             for (training = 1; training >= 0; training--) {
@@ -564,8 +567,11 @@ static void batch_norm_threads_bitwise(void)
                 c = d.c;
                 ws_f = tsup_workspace(sbn_batch_norm_workspace_size, &d.x.view, &wsf);
                 ws_b = tsup_workspace(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
-                for (t = 0; t <= 3; t++) {
-                    tsup_buf *o = t == 0 ? base : cur, w = tsup_make_1d(SBN_F64, c, d.pv[0]);
+                for (ti = 0; ti < (int)(sizeof k_threads / sizeof k_threads[0]); ti++) {
+                    tsup_buf *o, w;
+                    t = k_threads[ti];
+                    o = t == 0 ? base : cur;
+                    w = tsup_make_1d(SBN_F64, c, d.pv[0]);
                     sbn_pool_t *pool = t == 0 ? NULL : tsup_pool(t);
                     CHECK_MSG(t == 0 || pool != NULL, "sbn_pool_create(%d) failed", t);
                     o[0] = tsup_make_view(sp.dt.y, sh.rank, sh.d, sp.yl, NULL);
