@@ -16,7 +16,7 @@
  * or the kernel ISA. Memory is read once, in order: the plane path (here) takes
  * each run along the innermost walk dim for every channel of a block in turn,
  * carrying each channel's chunk in progress across runs; the row path
- * (row_reduce.c) takes rows of a block of channels (channels-last).
+ * (row_reduce.c, channels-last) takes whole rows, its lanes in the workspace.
  */
 #include <math.h>
 #include <string.h>
