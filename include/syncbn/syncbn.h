@@ -55,7 +55,9 @@ extern "C" {
     X(SBN_ERR_COMM_MISMATCH, -12, "the ranks called different collectives or disagreed on "  \
       "their arguments")                                                                     \
     X(SBN_ERR_TIMEOUT, -13, "a collective timed out waiting for the other ranks")            \
-    X(SBN_ERR_PEER_FAILED, -14, "another rank failed before this collective")
+    X(SBN_ERR_PEER_FAILED, -14, "another rank failed before this collective")                \
+    X(SBN_ERR_MISALIGNED, -15, "a tensor's data is not aligned to its element size")          \
+    X(SBN_ERR_TOO_LARGE, -16, "a size, extent or byte range does not fit in 64 bits")
 
 typedef enum sbn_status {
 #define SBN_STATUS_ENUM_ROW(name, value, text) name = value,
@@ -111,7 +113,7 @@ sbn_tensor sbn_tensor_channels_last(void *data, sbn_dtype dtype, int rank, const
 /* A contiguous 1-D view of length n. */
 sbn_tensor sbn_tensor_1d(void *data, sbn_dtype dtype, int64_t n);
 /* The number of elements of a view (product of its shape); 0 when any dim is 0. */
-int64_t sbn_tensor_numel(const sbn_tensor *t);
+int64_t sbn_tensor_numel(const sbn_tensor *t); /* INT64_MAX when the count does not fit */
 
 /*
  * Thread pool owned by the caller. An op given a pool splits its work over the

@@ -69,6 +69,7 @@ static sbn_status check_dims(const sbn_tensor *t, const char *name, int need_dat
     if (need_data && numel > 0 && t->data == NULL)
         return sbn__error(SBN_ERR_NULL_ARGUMENT, "%s has shape %s but its data pointer is NULL",
                           name, sbn__shape_str(t, shape, sizeof shape));
+    if (need_data) return sbn__check_view_memory(t, name);
     return SBN_OK;
 }
 
@@ -183,7 +184,7 @@ sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n)
     for (i = 0; i < n; i++) {
         double v = sbn__load1(t, i);
         if (!isfinite(v) || v < 0)
-            return sbn__error(SBN_ERR_BAD_VALUE, "%s[%lld] is %g; counts must be finite and >= 0",
+            return sbn__error(SBN_ERR_BAD_VALUE, "%s[%lld] is %.17g; counts must be finite and >= 0",
                               name, (long long)i, v);
     }
     return SBN_OK;
@@ -192,14 +193,14 @@ sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n)
 sbn_status sbn__check_eps(double eps)
 {
     if (!isfinite(eps) || eps < 0)
-        return sbn__error(SBN_ERR_BAD_VALUE, "eps is %g; expected a finite value >= 0", eps);
+        return sbn__error(SBN_ERR_BAD_VALUE, "eps is %.17g; expected a finite value >= 0", eps);
     return SBN_OK;
 }
 
 sbn_status sbn__check_momentum(double momentum)
 {
     if (!isfinite(momentum) || momentum < 0 || momentum > 1)
-        return sbn__error(SBN_ERR_BAD_VALUE, "momentum is %g; expected a value in [0, 1]",
+        return sbn__error(SBN_ERR_BAD_VALUE, "momentum is %.17g; expected a value in [0, 1]",
                           momentum);
     return SBN_OK;
 }
@@ -209,17 +210,24 @@ sbn_status sbn__check_momentum(double momentum)
 sbn_status sbn__activation_workspace(const sbn_tensor *x, size_t *bytes,
                                      size_t (*need)(const sbn_tensor *x))
 {
+    size_t total;
     sbn_status s;
     sbn__clear_error();
     if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
     if ((s = sbn__check_activation_shape(x, "x")) != SBN_OK) return s;
-    *bytes = sbn__ws_bytes(need(x));
+    total = sbn__ws_bytes(need(x));
+    if (total == SIZE_MAX) {
+        char shape[160];
+        return sbn__error(SBN_ERR_TOO_LARGE, "x has shape %s: the workspace it needs does not fit "
+                          "in size_t", sbn__shape_str(x, shape, sizeof shape));
+    }
+    *bytes = total;
     return SBN_OK;
 }
 
 size_t sbn__ws_bytes(size_t need)
 {
-    return need == 0 ? 0 : need + SBN_WS_ALIGN;
+    return need == 0 ? 0 : sbn__sat_add(need, SBN_WS_ALIGN);
 }
 
 double *sbn__ws_align(void *workspace)
@@ -236,35 +244,33 @@ sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need
     if (workspace == NULL)
         return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
                           "workspace is NULL but the op needs %zu bytes", total);
+    if (total == SIZE_MAX)
+        return sbn__error(SBN_ERR_TOO_LARGE, "the op's workspace does not fit in size_t");
     if (bytes < total)
         return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
                           "workspace_bytes is %zu but the op needs %zu bytes", bytes, total);
     return SBN_OK;
 }
 
-/* The byte range [lo, hi) a view touches; empty when the view has no elements. */
-static int byte_range(const sbn_tensor *t, uintptr_t *lo, uintptr_t *hi)
+sbn_status sbn__check_workspace_apart(const void *workspace, size_t total, const sbn__arg *a,
+                                      int na, const sbn__arg *b, int nb)
 {
-    int64_t low = 0, high = 0, es = (int64_t)sbn_dtype_size(t->dtype);
-    int d;
-    if (sbn_tensor_numel(t) == 0) return 0;
-    for (d = 0; d < t->rank; d++) {
-        int64_t span = (t->shape[d] - 1) * t->strides[d];
-        if (span < 0)
-            low += span;
-        else
-            high += span;
+    const sbn__arg *list;
+    int i, k, n;
+    if (total == 0 || workspace == NULL) return SBN_OK;
+    for (k = 0; k < 2; k++) {
+        list = k == 0 ? a : b;
+        n = k == 0 ? na : nb;
+        for (i = 0; i < n; i++) {
+            if (list[i].t == NULL || !sbn__view_overlaps_bytes(list[i].t, workspace, total))
+                continue;
+            return sbn__error(SBN_ERR_ALIAS,
+                              "the workspace [%p, +%zu bytes) overlaps %s in memory; the op writes "
+                              "its scratch there",
+                              workspace, total, list[i].name);
+        }
     }
-    *lo = (uintptr_t)t->data + (uintptr_t)(low * es);
-    *hi = (uintptr_t)t->data + (uintptr_t)((high + 1) * es);
-    return 1;
-}
-
-static int ranges_overlap(const sbn_tensor *a, const sbn_tensor *b)
-{
-    uintptr_t alo, ahi, blo, bhi;
-    if (!byte_range(a, &alo, &ahi) || !byte_range(b, &blo, &bhi)) return 0;
-    return alo < bhi && blo < ahi;
+    return SBN_OK;
 }
 
 int sbn__same_view(const sbn_tensor *a, const sbn_tensor *b)
@@ -318,7 +324,7 @@ sbn_status sbn__check_aliases(const sbn__arg *outputs, int n_out, const sbn__arg
                               outputs[i].name);
         for (j = 0; j < n_in; j++) {
             const sbn_tensor *in = inputs[j].t;
-            if (in == NULL || !ranges_overlap(out, in)) continue;
+            if (in == NULL || !sbn__views_overlap(out, in)) continue;
             if (out == inplace_out && in == inplace_in && sbn__same_view(out, in)) continue;
             return sbn__error(SBN_ERR_ALIAS, "%s overlaps input %s in memory%s", outputs[i].name,
                               inputs[j].name,
@@ -327,7 +333,7 @@ sbn_status sbn__check_aliases(const sbn__arg *outputs, int n_out, const sbn__arg
                                   : "");
         }
         for (j = 0; j < i; j++) {
-            if (outputs[j].t != NULL && ranges_overlap(out, outputs[j].t))
+            if (outputs[j].t != NULL && sbn__views_overlap(out, outputs[j].t))
                 return sbn__error(SBN_ERR_ALIAS, "outputs %s and %s overlap in memory",
                                   outputs[j].name, outputs[i].name);
         }

@@ -50,7 +50,73 @@ void sbn__store1(const sbn_tensor *t, int64_t i, double value);
 /* Element (i, j) of a 2-D view. */
 double sbn__load2(const sbn_tensor *t, int64_t i, int64_t j);
 
+/* ---- size-checked arithmetic and view extents (extent.c) ---- */
+/* *out = a * b or a + b; 0 (and *out unchanged) when the result does not fit. */
+static inline int sbn__mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return 0;
+    *out = r;
+    return 1;
+}
+static inline int sbn__add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return 0;
+    *out = r;
+    return 1;
+}
+static inline int sbn__mul_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return 0;
+    *out = r;
+    return 1;
+}
+static inline int sbn__add_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_add_overflow(a, b, &r)) return 0;
+    *out = r;
+    return 1;
+}
+/*
+ * Where a view lies, relative to its data pointer: the lowest and highest element
+ * offsets it touches (lo <= 0 <= hi, from sum over dims of (shape[d] - 1) * strides[d]
+ * split by sign), and the byte range [byte_lo, byte_hi) as addresses. Every step is
+ * overflow-checked, including the address arithmetic.
+ */
+typedef struct sbn__extent {
+    int64_t lo, hi;            /* element offsets, inclusive */
+    uintptr_t byte_lo, byte_hi; /* addresses: [byte_lo, byte_hi) */
+} sbn__extent;
+typedef enum sbn__extent_result {
+    SBN_EXTENT_EMPTY = 0, /* no elements (a dim is 0): touches no memory */
+    SBN_EXTENT_OK = 1,
+    SBN_EXTENT_OVERFLOW = -1 /* the extent or a byte address does not fit */
+} sbn__extent_result;
+/* The extent of t (rank 0..SBN_MAX_RANK, dims >= 0, known dtype). */
+sbn__extent_result sbn__view_extent(const sbn_tensor *t, sbn__extent *e);
+/*
+ * The checks every view with data passes before an op touches it: its extent and
+ * byte range fit (else SBN_ERR_TOO_LARGE naming `name`, the shape, the strides and
+ * the offending dim) and its data is aligned to its element size (else
+ * SBN_ERR_MISALIGNED). Views without elements pass.
+ */
+sbn_status sbn__check_view_memory(const sbn_tensor *t, const char *name);
+/* "[1, 2, 3]" of t's strides into buf. */
+const char *sbn__strides_str(const sbn_tensor *t, char *buf, size_t size);
+/* 1 when the byte ranges of two views intersect (views without elements never do). */
+int sbn__views_overlap(const sbn_tensor *a, const sbn_tensor *b);
+/* 1 when the byte range of t intersects [p, p + bytes). */
+int sbn__view_overlaps_bytes(const sbn_tensor *t, const void *p, size_t bytes);
+
 /* ---- tensor checks (check.c) ---- */
+/* A tensor argument and the name messages use for it. */
+typedef struct sbn__arg {
+    const sbn_tensor *t;
+    const char *name;
+} sbn__arg;
 /* "[2, 3, 4]" into buf. */
 const char *sbn__shape_str(const sbn_tensor *t, char *buf, size_t size);
 /* Fails with SBN_ERR_NULL_ARGUMENT naming `name` when t is NULL. */
@@ -76,6 +142,25 @@ sbn_status sbn__check_momentum(double momentum);
 /* Workspace large enough for `need` bytes (plus alignment slack, see sbn__ws_align). */
 sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need);
 /*
+ * The bytes [workspace, workspace + used) that a call writes its scratch to overlap
+ * none of the views in `a` and `b` (NULL entries skipped): the scratch is written
+ * while the inputs are still read and before the outputs are. An op passes
+ * sbn__ws_bytes(need); NULL or used == 0 passes.
+ */
+sbn_status sbn__check_workspace_apart(const void *workspace, size_t used, const sbn__arg *a,
+                                      int na, const sbn__arg *b, int nb);
+/* a + b and a * b, or SIZE_MAX when they do not fit (workspace sizes; SIZE_MAX is refused). */
+static inline size_t sbn__sat_add(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+static inline size_t sbn__sat_mul(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+/*
  * The common body of sbn_<op>_workspace_size: checks `bytes` and x (an
  * activation's dtype, rank and dims; its data may still be NULL), then stores
  * need(x) plus the alignment slack in *bytes.
@@ -92,10 +177,6 @@ size_t sbn__ws_bytes(size_t need);
  * except that an output may be exactly one input view (pairs listed in `same_ok`).
  * Views are compared by byte ranges (conservative). NULL entries are skipped.
  */
-typedef struct sbn__arg {
-    const sbn_tensor *t;
-    const char *name;
-} sbn__arg;
 sbn_status sbn__check_aliases(const sbn__arg *outputs, int n_out, const sbn__arg *inputs,
                               int n_in, const sbn_tensor *inplace_out,
                               const sbn_tensor *inplace_in);
@@ -198,7 +279,8 @@ typedef enum sbn__reduce_kind {
  * One channel's chunk in progress: the kernels' 2 x 16 lanes and the shift (the
  * chunk's first element for MOMENTS when finite, else 0; 0 for SUMS; the channel's
  * center for BACKWARD). sbn__chunk_finish folds the lanes of a chunk of n elements
- * into its two partials: MOMENTS (mean, M2) = (shift + A/n, max(B - A*A/n, 0)),
+ * into its two partials: MOMENTS (mean, M2) = (shift + A/n, B - A*A/n, raised to 0 when
+ * negative; NaN stays NaN),
  * SUMS and BACKWARD (A, B), with A, B the folded lane sums (kernels.h).
  */
 void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a, double *b,

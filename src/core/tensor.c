@@ -28,7 +28,9 @@ SBN_API sbn_tensor sbn_tensor_contiguous(void *data, sbn_dtype dtype, int rank,
     if (rank < 0 || rank > SBN_MAX_RANK || shape == NULL) return t;
     for (d = rank - 1; d >= 0; d--) {
         t.strides[d] = stride;
-        stride *= shape[d] > 0 ? shape[d] : 1;
+        /* a shape whose element count does not fit is refused by every op's checks;
+         * the strides past that point stay 0 instead of wrapping */
+        if (!sbn__mul_i64(stride, shape[d] > 0 ? shape[d] : 1, &stride)) break;
     }
     return t;
 }
@@ -44,7 +46,7 @@ SBN_API sbn_tensor sbn_tensor_channels_last(void *data, sbn_dtype dtype, int ran
     stride = shape[1] > 0 ? shape[1] : 1;
     for (d = rank - 1; d >= 2; d--) {
         t.strides[d] = stride;
-        stride *= shape[d] > 0 ? shape[d] : 1;
+        if (!sbn__mul_i64(stride, shape[d] > 0 ? shape[d] : 1, &stride)) return t;
     }
     t.strides[0] = stride;
     return t;
@@ -62,7 +64,8 @@ SBN_API int64_t sbn_tensor_numel(const sbn_tensor *t)
     if (t == NULL || t->rank < 0 || t->rank > SBN_MAX_RANK) return 0;
     for (d = 0; d < t->rank; d++) {
         if (t->shape[d] <= 0) return 0;
-        n *= t->shape[d];
     }
+    for (d = 0; d < t->rank; d++)
+        if (!sbn__mul_i64(n, t->shape[d], &n)) return INT64_MAX; /* saturates */
     return n;
 }

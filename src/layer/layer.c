@@ -25,13 +25,15 @@ typedef struct layer_ws {
     size_t ops_bytes;
 } layer_ws;
 
+/* SIZE_MAX when the count does not fit (refused as SBN_ERR_TOO_LARGE). */
 static size_t arrays_bytes(int64_t channels, int64_t world)
 {
-    return (size_t)channels * (size_t)(world + 2) * sizeof(sbn_moments) +
-           (size_t)channels * 4 * sizeof(double);
+    size_t moments = sbn__sat_mul(sbn__sat_mul((size_t)channels, (size_t)world + 2),
+                                  sizeof(sbn_moments));
+    return sbn__sat_add(moments, sbn__sat_mul((size_t)channels, 4 * sizeof(double)));
 }
 
-/* The largest workspace any op of the layer needs for x. */
+/* The largest workspace any op of the layer needs for x; SIZE_MAX when one does not fit. */
 static size_t ops_bytes(const sbn_tensor *x)
 {
     sbn_status (*sizers[])(const sbn_tensor *, size_t *) = {
@@ -40,9 +42,25 @@ static size_t ops_bytes(const sbn_tensor *x)
         sbn_batch_norm_workspace_size, sbn_batch_norm_backward_workspace_size};
     size_t most = 0, bytes;
     unsigned i;
-    for (i = 0; i < sizeof sizers / sizeof sizers[0]; i++)
-        if (sizers[i](x, &bytes) == SBN_OK && bytes > most) most = bytes;
+    for (i = 0; i < sizeof sizers / sizeof sizers[0]; i++) {
+        if (sizers[i](x, &bytes) != SBN_OK) return SIZE_MAX;
+        if (bytes > most) most = bytes;
+    }
     return most;
+}
+
+/* The whole layer workspace for x over `world` ranks; SIZE_MAX when it does not fit. */
+static size_t layer_bytes(const sbn_tensor *x, int64_t world)
+{
+    return sbn__sat_add(sbn__ws_bytes(arrays_bytes(x->shape[1], world)), ops_bytes(x));
+}
+
+static sbn_status too_large(const sbn_tensor *x, int64_t world)
+{
+    char shape[160];
+    return sbn__error(SBN_ERR_TOO_LARGE,
+                      "x has shape %s and the world %lld ranks: the layer workspace does not fit "
+                      "in size_t", sbn__shape_str(x, shape, sizeof shape), (long long)world);
 }
 
 SBN_API void sbn_syncbn_config_default(sbn_syncbn_config *config)
@@ -56,13 +74,16 @@ SBN_API void sbn_syncbn_config_default(sbn_syncbn_config *config)
 
 SBN_API sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, size_t *bytes)
 {
+    size_t need;
     sbn_status s;
     sbn__clear_error();
     if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
     if ((s = sbn__check_activation_shape(x, "x")) != SBN_OK) return s;
     if (world < 1)
         return sbn__error(SBN_ERR_BAD_VALUE, "world is %d; expected >= 1", world);
-    *bytes = sbn__ws_bytes(arrays_bytes(x->shape[1], world)) + ops_bytes(x);
+    need = layer_bytes(x, world);
+    if (need == SIZE_MAX) return too_large(x, world);
+    *bytes = need;
     return SBN_OK;
 }
 
@@ -111,17 +132,34 @@ static sbn_status check_config(const sbn_syncbn_config *config)
     return SBN_OK;
 }
 
-/* The layer's workspace: its arrays for this world plus the largest op workspace. */
+/*
+ * The layer's workspace: its arrays for this world plus the largest op workspace,
+ * apart from every tensor of the call (outputs and inputs) and from the int64
+ * counters num_batches_tracked and global_count (either may be NULL).
+ */
 static sbn_status check_layer_workspace(sbn_comm_t *comm, const sbn_tensor *x,
-                                        const void *workspace, size_t workspace_bytes)
+                                        const void *workspace, size_t workspace_bytes,
+                                        const sbn__arg *outputs, int n_out,
+                                        const sbn__arg *inputs, int n_in,
+                                        int64_t *num_batches_tracked, int64_t *global_count)
 {
-    size_t need = sbn__ws_bytes(arrays_bytes(x->shape[1], sbn_comm_size(comm))) + ops_bytes(x);
+    size_t need = layer_bytes(x, sbn_comm_size(comm));
+    sbn_tensor counter_views[2];
+    sbn__arg counters[2] = {{NULL, "num_batches_tracked"}, {NULL, "global_count"}};
+    sbn_status s;
+    if (need == SIZE_MAX) return too_large(x, sbn_comm_size(comm));
     if (workspace_bytes < need || workspace == NULL)
         return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
                           "workspace_bytes is %zu but the layer needs %zu bytes "
                           "(sbn_syncbn_workspace_size)", workspace == NULL ? 0 : workspace_bytes,
                           need);
-    return SBN_OK;
+    counter_views[0] = sbn_tensor_1d(num_batches_tracked, SBN_I64, 1);
+    counter_views[1] = sbn_tensor_1d(global_count, SBN_I64, 1);
+    if (num_batches_tracked) counters[0].t = &counter_views[0];
+    if (global_count) counters[1].t = &counter_views[1];
+    s = sbn__check_workspace_apart(workspace, need, outputs, n_out, inputs, n_in);
+    if (s != SBN_OK) return s;
+    return sbn__check_workspace_apart(workspace, need, counters, 2, NULL, 0);
 }
 
 /* Every check of the forward call that can be made before the collective. */
@@ -162,7 +200,8 @@ static sbn_status check_forward(sbn_comm_t *comm, const sbn_syncbn_config *confi
         return sbn__error(SBN_ERR_NULL_ARGUMENT,
                           "eval mode needs both running_mean and running_var (or neither)");
     if ((s = sbn__check_aliases(outputs, 5, inputs, 5, y, x)) != SBN_OK) return s;
-    return check_layer_workspace(comm, x, workspace, workspace_bytes);
+    return check_layer_workspace(comm, x, workspace, workspace_bytes, outputs, 5, inputs, 5,
+                                 num_batches_tracked, global_count);
 }
 
 /* Eval, or training without a world to sync with: plain batch norm, no collective. */
@@ -173,11 +212,13 @@ static sbn_status forward_local(const sbn_syncbn_config *config, const sbn_tenso
                                 int64_t *global_count, layer_ws *ws, sbn_pool_t *pool)
 {
     int use_running = running_mean != NULL && running_var != NULL;
-    if (global_count) *global_count = sbn_tensor_numel(x) / x->shape[1];
-    return sbn_batch_norm(x, weight, bias, !use_running, 0.0, config->eps,
-                          use_running ? running_mean : NULL, use_running ? running_var : NULL, y,
-                          use_running ? NULL : save_mean, use_running ? NULL : save_invstd,
-                          ws->ops, ws->ops_bytes, pool);
+    sbn_status s = sbn_batch_norm(x, weight, bias, !use_running, 0.0, config->eps,
+                                  use_running ? running_mean : NULL,
+                                  use_running ? running_var : NULL, y,
+                                  use_running ? NULL : save_mean, use_running ? NULL : save_invstd,
+                                  ws->ops, ws->ops_bytes, pool);
+    if (global_count && !SBN_FAILED(s)) *global_count = sbn_tensor_numel(x) / x->shape[1];
+    return s;
 }
 
 /* 1 when every merged channel has finite mean and M2. */
@@ -202,7 +243,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     sbn_status s, result = SBN_OK;
     sbn_tensor mean_view, invstd_view;
     double mark = now_seconds(), factor;
-    int64_t channels, world, c;
+    int64_t channels, world, c, batches;
     int tracking = running_mean != NULL || running_var != NULL, update = 1;
     layer_ws ws;
 
@@ -229,17 +270,14 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     lap(config, &timing->comm_seconds, &mark);
     if (s != SBN_OK) return s;
 
-    /* 3. merge in rank order; 4. running stats (PyTorch counts every training call) */
-    if (tracking && num_batches_tracked) (*num_batches_tracked)++;
-    factor = config->cumulative ? (num_batches_tracked && *num_batches_tracked > 0
-                                       ? 1.0 / (double)*num_batches_tracked
-                                       : 0.0)
-                                : config->momentum;
+    /* 3. merge in rank order (PyTorch counts every training call in num_batches_tracked) */
+    batches = tracking && num_batches_tracked ? *num_batches_tracked + 1 : 0;
+    factor = config->cumulative ? (batches > 0 ? 1.0 / (double)batches : 0.0) : config->momentum;
     mean_view = sbn_tensor_1d(ws.mean, SBN_F64, channels);
     invstd_view = sbn_tensor_1d(ws.invstd, SBN_F64, channels);
     s = sbn_gather_moments(ws.gathered, world, channels, factor, config->eps, NULL, NULL,
                            ws.merged, &mean_view, &invstd_view);
-    if (SBN_FAILED(s)) return s;
+    if (SBN_FAILED(s)) return sbn_comm_fail(comm, s);
     result = s;
     if (result != SBN_NO_SAMPLES && !merged_finite(ws.merged, channels)) {
         if (config->nan_guard) {
@@ -247,6 +285,14 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
             result = SBN_NON_FINITE_STATS;
         }
     }
+
+    /* 4. y = (x - mean) * invstd * w + b with the global statistics */
+    s = sbn_elemt(x, &mean_view, &invstd_view, weight, bias, y, ws.ops, ws.ops_bytes, pool);
+    lap(config, &timing->elemt_seconds, &mark);
+    if (SBN_FAILED(s)) return sbn_comm_fail(comm, s); /* the peers' next collective fails */
+
+    /* 5. the layer's state, only once nothing can fail any more */
+    if (tracking && num_batches_tracked) *num_batches_tracked = batches;
     for (c = 0; c < channels; c++) {
         if (update && tracking)
             sbn__finish_channel(&ws.merged[c], c, factor, config->eps, running_mean, running_var,
@@ -255,11 +301,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
         sbn__store1(save_invstd, c, ws.invstd[c]);
     }
     *global_count = channels > 0 ? (int64_t)ws.merged[0].count : 0;
-
-    /* 5. y = (x - mean) * invstd * w + b with the global statistics */
-    s = sbn_elemt(x, &mean_view, &invstd_view, weight, bias, y, ws.ops, ws.ops_bytes, pool);
-    lap(config, &timing->elemt_seconds, &mark);
-    return SBN_FAILED(s) ? s : result;
+    return result;
 }
 
 static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
@@ -299,7 +341,8 @@ static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *conf
                           "global_count is %lld but x holds %lld samples per channel",
                           (long long)global_count, (long long)r);
     if ((s = sbn__check_aliases(outputs, 3, inputs, 7, grad_input, dy)) != SBN_OK) return s;
-    return check_layer_workspace(comm, x, workspace, workspace_bytes);
+    return check_layer_workspace(comm, x, workspace, workspace_bytes, outputs, 3, inputs, 7, NULL,
+                                 NULL);
 }
 
 SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
@@ -353,20 +396,22 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
         lap(config, &timing->comm_seconds, &mark);
         if (s != SBN_OK) return s;
     }
-    /* grad_weight = sum_dy_xmu * invstd, grad_bias = sum_dy: this rank's share or the world's */
+    /* 3. grad_input with the global sums and count */
+    if (grad_input) {
+        s = sbn_backward_elemt(dy, x, save_mean, save_invstd, weight, &sum_dy, &sum_dy_xmu,
+                               global_count, grad_input, ws.ops, ws.ops_bytes, pool);
+        if (SBN_FAILED(s)) return sbn_comm_fail(comm, s); /* the peers' next collective fails */
+    }
+    /* 4. grad_weight = sum_dy_xmu * invstd, grad_bias = sum_dy: this rank's share or the
+     * world's; an all-empty world has invstd NaN and gradients 0 */
     param_sums = sync_params ? ws.sums : ws.mean;
-    for (c = 0; c < channels; c++) { /* an all-empty world has invstd NaN and gradients 0 */
+    for (c = 0; c < channels; c++) {
         if (grad_weight)
             sbn__store1(grad_weight, c,
                         global_count > 0 ? param_sums[channels + c] * sbn__load1(save_invstd, c)
                                          : 0.0);
         if (grad_bias) sbn__store1(grad_bias, c, param_sums[c]);
     }
-
-    /* 3. grad_input with the global sums and count */
-    if (grad_input)
-        s = sbn_backward_elemt(dy, x, save_mean, save_invstd, weight, &sum_dy, &sum_dy_xmu,
-                               global_count, grad_input, ws.ops, ws.ops_bytes, pool);
     lap(config, &timing->elemt_seconds, &mark);
-    return s;
+    return SBN_OK;
 }

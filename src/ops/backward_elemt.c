@@ -8,7 +8,7 @@
 
 static size_t backward_elemt_need(const sbn_tensor *x)
 {
-    return (size_t)x->shape[1] * 4 * sizeof(double);
+    return sbn__sat_mul((size_t)x->shape[1], 4 * sizeof(double));
 }
 
 SBN_API sbn_status sbn_backward_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -49,6 +49,9 @@ SBN_API sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x,
     if ((s = sbn__check_aliases(outputs, 1, inputs, 7, grad_input, dy)) != SBN_OK) return s;
     if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_elemt_need(x))) != SBN_OK)
         return s;
+    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(backward_elemt_need(x)), outputs, 1,
+                                   inputs, 7);
+    if (s != SBN_OK) return s;
     if (r == 0) return SBN_OK;
 
     coef = sbn__ws_align(workspace);

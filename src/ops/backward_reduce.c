@@ -9,7 +9,8 @@
 
 static size_t backward_reduce_need(const sbn_tensor *x)
 {
-    return sbn__channel_reduce_bytes(x) + (size_t)x->shape[1] * 2 * sizeof(double);
+    return sbn__sat_add(sbn__channel_reduce_bytes(x),
+                        sbn__sat_mul((size_t)x->shape[1], 2 * sizeof(double)));
 }
 
 SBN_API sbn_status sbn_backward_reduce_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -43,6 +44,9 @@ SBN_API sbn_status sbn_backward_reduce(const sbn_tensor *dy, const sbn_tensor *x
     if ((s = sbn__check_aliases(outputs, 4, inputs, 4, NULL, NULL)) != SBN_OK) return s;
     if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_reduce_need(x))) != SBN_OK)
         return s;
+    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(backward_reduce_need(x)), outputs, 4,
+                                   inputs, 4);
+    if (s != SBN_OK) return s;
 
     scratch = sbn__ws_align(workspace);
     sums = scratch + sbn__channel_reduce_bytes(x) / sizeof(double);

@@ -11,7 +11,8 @@
 /* Scratch: chunk partials, per-channel (mean, M2), per-channel map coefficients. */
 static size_t batch_norm_need(const sbn_tensor *x)
 {
-    return sbn__channel_reduce_bytes(x) + (size_t)x->shape[1] * 6 * sizeof(double);
+    return sbn__sat_add(sbn__channel_reduce_bytes(x),
+                        sbn__sat_mul((size_t)x->shape[1], 6 * sizeof(double)));
 }
 
 SBN_API sbn_status sbn_batch_norm_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -22,7 +23,8 @@ SBN_API sbn_status sbn_batch_norm_workspace_size(const sbn_tensor *x, size_t *by
 static sbn_status check_args(const sbn_tensor *x, const sbn_tensor *weight, const sbn_tensor *bias,
                              int training, double momentum, double eps, sbn_tensor *running_mean,
                              sbn_tensor *running_var, sbn_tensor *y, sbn_tensor *save_mean,
-                             sbn_tensor *save_invstd)
+                             sbn_tensor *save_invstd, const void *workspace,
+                             size_t workspace_bytes)
 {
     /* running stats are written in training and only read in eval */
     const sbn__arg outputs[] = {{y, "y"}, {save_mean, "save_mean"}, {save_invstd, "save_invstd"},
@@ -46,7 +48,11 @@ static sbn_status check_args(const sbn_tensor *x, const sbn_tensor *weight, cons
     if ((s = sbn__check_vector(save_invstd, "save_invstd", channels, 0)) != SBN_OK) return s;
     if (training && (s = sbn__check_momentum(momentum)) != SBN_OK) return s;
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
-    return sbn__check_aliases(outputs, 5, inputs, 5, y, x);
+    if ((s = sbn__check_aliases(outputs, 5, inputs, 5, y, x)) != SBN_OK) return s;
+    if ((s = sbn__check_workspace(workspace, workspace_bytes, batch_norm_need(x))) != SBN_OK)
+        return s;
+    return sbn__check_workspace_apart(workspace, sbn__ws_bytes(batch_norm_need(x)), outputs, 5,
+                                      inputs, 5);
 }
 
 SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
@@ -61,10 +67,8 @@ SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
 
     sbn__clear_error();
     s = check_args(x, weight, bias, training, momentum, eps, running_mean, running_var, y,
-                   save_mean, save_invstd);
+                   save_mean, save_invstd, workspace, workspace_bytes);
     if (s != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, batch_norm_need(x))) != SBN_OK)
-        return s;
 
     channels = x->shape[1];
     r = sbn_tensor_numel(x) / channels;

@@ -11,7 +11,8 @@
 
 static size_t backward_need(const sbn_tensor *x)
 {
-    return sbn__channel_reduce_bytes(x) + (size_t)x->shape[1] * 6 * sizeof(double);
+    return sbn__sat_add(sbn__channel_reduce_bytes(x),
+                        sbn__sat_mul((size_t)x->shape[1], 6 * sizeof(double)));
 }
 
 SBN_API sbn_status sbn_batch_norm_backward_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -23,7 +24,8 @@ static sbn_status check_args(const sbn_tensor *dy, const sbn_tensor *x, const sb
                              const sbn_tensor *running_mean, const sbn_tensor *running_var,
                              const sbn_tensor *save_mean, const sbn_tensor *save_invstd,
                              int training, double eps, sbn_tensor *grad_input,
-                             sbn_tensor *grad_weight, sbn_tensor *grad_bias)
+                             sbn_tensor *grad_weight, sbn_tensor *grad_bias,
+                             const void *workspace, size_t workspace_bytes)
 {
     const sbn__arg outputs[] = {{grad_input, "grad_input"}, {grad_weight, "grad_weight"},
                                 {grad_bias, "grad_bias"}};
@@ -47,7 +49,11 @@ static sbn_status check_args(const sbn_tensor *dy, const sbn_tensor *x, const sb
     if ((s = sbn__check_vector(grad_weight, "grad_weight", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_vector(grad_bias, "grad_bias", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
-    return sbn__check_aliases(outputs, 3, inputs, 7, grad_input, dy);
+    if ((s = sbn__check_aliases(outputs, 3, inputs, 7, grad_input, dy)) != SBN_OK) return s;
+    if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_need(x))) != SBN_OK)
+        return s;
+    return sbn__check_workspace_apart(workspace, sbn__ws_bytes(backward_need(x)), outputs, 3,
+                                      inputs, 7);
 }
 
 SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tensor *x,
@@ -68,10 +74,8 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
 
     sbn__clear_error();
     s = check_args(dy, x, weight, running_mean, running_var, save_mean, save_invstd, training, eps,
-                   grad_input, grad_weight, grad_bias);
+                   grad_input, grad_weight, grad_bias, workspace, workspace_bytes);
     if (s != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_need(x))) != SBN_OK)
-        return s;
 
     channels = x->shape[1];
     r = sbn_tensor_numel(x) / channels;

@@ -36,7 +36,10 @@ void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a
     if (kind == SBN_REDUCE_MOMENTS) {
         double m2 = sb - sa * sa / (double)n;
         part[0] = shift + sa / (double)n;
-        part[1] = m2 > 0 ? m2 : 0.0;
+        /* rounding can leave a tiny negative M2: clamp it, but let NaN (from NaN or
+         * Inf data, or squares past DBL_MAX) through, so non-finite data gives a
+         * non-finite variance whatever R and the chunking */
+        part[1] = m2 < 0 ? 0.0 : m2;
     } else {
         part[0] = sa;
         part[1] = sb;
@@ -194,14 +197,17 @@ static size_t row_state_doubles(const sbn_tensor *x, int64_t chunks)
 {
     int64_t c = x->shape[1];
     if (c < 2 || chunks == 0) return 0;
-    return (size_t)(chunks < SBN_ROW_SLOTS ? chunks : SBN_ROW_SLOTS) * SBN_ROW_SLOT_DOUBLES(c);
+    return sbn__sat_mul((size_t)(chunks < SBN_ROW_SLOTS ? chunks : SBN_ROW_SLOTS),
+                        sbn__sat_mul((size_t)c, 2 * 16 + 1));
 }
 
+/* SIZE_MAX when the count does not fit (the shape is then refused). */
 size_t sbn__channel_reduce_bytes(const sbn_tensor *x)
 {
     int64_t c = x->shape[1], r = c > 0 ? sbn_tensor_numel(x) / c : 0;
-    int64_t chunks = (r + SBN_CHUNK - 1) / SBN_CHUNK;
-    return ((size_t)(c * chunks * 2) + row_state_doubles(x, chunks)) * sizeof(double);
+    int64_t chunks = r / SBN_CHUNK + (r % SBN_CHUNK != 0);
+    size_t partials = sbn__sat_mul(sbn__sat_mul((size_t)c, (size_t)chunks), 2);
+    return sbn__sat_mul(sbn__sat_add(partials, row_state_doubles(x, chunks)), sizeof(double));
 }
 
 void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const sbn_tensor *x,

@@ -8,7 +8,7 @@
 
 static size_t elemt_need(const sbn_tensor *x)
 {
-    return (size_t)x->shape[1] * 4 * sizeof(double);
+    return sbn__sat_mul((size_t)x->shape[1], 4 * sizeof(double));
 }
 
 SBN_API sbn_status sbn_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -37,6 +37,9 @@ SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const 
     if ((s = sbn__check_like(y, "y", x, "x")) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 1, inputs, 5, y, x)) != SBN_OK) return s;
     if ((s = sbn__check_workspace(workspace, workspace_bytes, elemt_need(x))) != SBN_OK) return s;
+    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(elemt_need(x)), outputs, 1,
+                                   inputs, 5);
+    if (s != SBN_OK) return s;
 
     coef = sbn__ws_align(workspace);
     for (c = 0; c < channels; c++) {

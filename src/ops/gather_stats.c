@@ -70,7 +70,7 @@ SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, i
                           {mean, "mean"}, {invstd, "invstd"}, {NULL, "total"}};
     sbn__arg inputs[] = {{NULL, "parts"}};
     sbn_status s, channel, result = SBN_OK;
-    int64_t c, j;
+    int64_t c, j, cells;
 
     sbn__clear_error();
     if ((s = sbn__check_present(parts, "parts")) != SBN_OK) return s;
@@ -83,14 +83,20 @@ SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, i
     if ((s = sbn__check_vector(invstd, "invstd", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_momentum(momentum)) != SBN_OK) return s;
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
-    for (j = 0; j < world * channels; j++) {
+    if (!sbn__mul_i64(world, channels, &cells) || cells > ((int64_t)1 << 56) / 3)
+        return sbn__error(SBN_ERR_TOO_LARGE,
+                          "parts is [world = %lld][channels = %lld]: more than 2^56 / 3 moments",
+                          (long long)world, (long long)channels);
+    parts_view = sbn_tensor_1d((void *)parts, SBN_F64, cells * 3);
+    total_view = sbn_tensor_1d(total, SBN_F64, channels * 3);
+    if ((s = sbn__check_view_memory(&parts_view, "parts")) != SBN_OK) return s;
+    if (total && (s = sbn__check_view_memory(&total_view, "total")) != SBN_OK) return s;
+    for (j = 0; j < cells; j++) {
         if (!(parts[j].count >= 0) || parts[j].count > 9.007199254740992e15)
             return sbn__error(SBN_ERR_BAD_VALUE,
-                              "parts[rank %lld][channel %lld].count is %g; counts must be finite and >= 0",
+                              "parts[rank %lld][channel %lld].count is %.17g; counts must be finite and >= 0",
                               (long long)(j / channels), (long long)(j % channels), parts[j].count);
     }
-    parts_view = sbn_tensor_1d((void *)parts, SBN_F64, world * channels * 3);
-    total_view = sbn_tensor_1d(total, SBN_F64, channels * 3);
     inputs[0].t = &parts_view;
     if (total) outputs[4].t = &total_view;
     if ((s = sbn__check_aliases(outputs, 5, inputs, 1, NULL, NULL)) != SBN_OK) return s;

@@ -11,7 +11,8 @@
 /* Scratch: the chunk partials, then the per-channel (mean, M2) results. */
 static size_t stats_need(const sbn_tensor *x)
 {
-    return sbn__channel_reduce_bytes(x) + (size_t)x->shape[1] * 2 * sizeof(double);
+    return sbn__sat_add(sbn__channel_reduce_bytes(x),
+                        sbn__sat_mul((size_t)x->shape[1], 2 * sizeof(double)));
 }
 
 SBN_API sbn_status sbn_stats_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -50,6 +51,9 @@ SBN_API sbn_status sbn_stats(const sbn_tensor *x, double eps, sbn_tensor *mean, 
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 2, inputs, 1, NULL, NULL)) != SBN_OK) return s;
     if ((s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x))) != SBN_OK) return s;
+    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(stats_need(x)), outputs, 2,
+                                   inputs, 1);
+    if (s != SBN_OK) return s;
 
     r = sbn_tensor_numel(x) / channels;
     result = run_moments(x, workspace, pool);
@@ -78,6 +82,9 @@ SBN_API sbn_status sbn_stats_moments(const sbn_tensor *x, sbn_moments *moments, 
     outputs[0].name = "moments";
     if ((s = sbn__check_aliases(outputs, 1, inputs, 1, NULL, NULL)) != SBN_OK) return s;
     if ((s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x))) != SBN_OK) return s;
+    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(stats_need(x)), outputs, 1,
+                                   inputs, 1);
+    if (s != SBN_OK) return s;
 
     channels = x->shape[1];
     r = sbn_tensor_numel(x) / channels;
