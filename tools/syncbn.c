@@ -1,7 +1,8 @@
 /*
  * syncbn.c - the `syncbn` command, the project's main job.
  *   syncbn demo   [--ranks W] [--shape NxCxHxW] [--iters K] [--backend threads|mpi]
- *                 [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty] [--threads T]
+ *                 [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty] [--cumulative]
+ *                 [--threads T]
  *       W ranks train K steps of forward + backward on a synthetic, deliberately uneven
  *       batch (rank 1 empty by default) and print per step the max difference against
  *       whole-batch BN and the time split into stats, communication and elementwise work.
@@ -9,8 +10,14 @@
  *       The same comparison over a matrix of shapes, dtypes, layouts and splits; exits
  *       non-zero on any mismatch.
  * With --backend mpi the command runs under mpirun: `mpirun -np W syncbn demo --backend mpi`.
+ * Every flag is checked strictly (whole integers, no trailing characters) against the
+ * documented limits below; a bad, unknown or incomplete flag is named on stderr and
+ * the command exits with status 2 without running anything.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +28,21 @@
 #include "syncbn/comm_mpi.h"
 #endif
 
+/*
+ * Limits of the flags (every flag out of range is refused with a message naming it and
+ * its limit, exit status 2). Every rank of a demo holds the whole global batch in
+ * double several times over (about 48 bytes per element), so the batch is bounded
+ * alone and times the ranks; the bounds also keep every size product far from
+ * overflowing int64.
+ */
+#define MAX_RANKS 64
+#define MAX_ITERS 100000
+#define MAX_THREADS 256
+#define MAX_TOTAL_THREADS 1024             /* ranks x threads: the compute threads of a demo */
+#define MAX_ELEMENTS ((int64_t)1 << 24)    /* N x C x d2 x ... x dk of the global batch */
+#define MAX_RANK_ELEMENTS ((int64_t)1 << 26) /* ranks x elements: about 3 GiB in all */
+#define USAGE_ERROR 2
+
 typedef struct options {
     const char *command;
     const char *backend;
@@ -28,13 +50,35 @@ typedef struct options {
     check_config cfg;
 } options;
 
-static int usage(void)
+static void print_usage(FILE *out)
 {
-    fprintf(stderr,
+    fprintf(out,
             "usage: syncbn demo [--ranks W] [--shape NxCxHxW] [--iters K] [--backend threads|mpi]\n"
-            "                   [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty] [--threads T]\n"
-            "       syncbn verify [--backend threads|mpi]\n");
-    return 2;
+            "                   [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty]\n"
+            "                   [--cumulative] [--threads T]\n"
+            "       syncbn verify [--backend threads|mpi]\n"
+            "limits: --ranks 1 to %d, --iters 1 to %d, --threads 1 to %d (ranks x threads at most %d);\n"
+            "        --shape has 2 to %d dims NxCx..., N >= 0, the others >= 1, at most %lld elements\n"
+            "        (and ranks x elements at most %lld: every rank holds the whole batch)\n",
+            MAX_RANKS, MAX_ITERS, MAX_THREADS, MAX_TOTAL_THREADS, CHECK_MAX_RANK,
+            (long long)MAX_ELEMENTS, (long long)MAX_RANK_ELEMENTS);
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int usage_error(const char *format, ...);
+
+/* Prints "syncbn: <message>" and a pointer to the usage; returns the usage exit status. */
+static int usage_error(const char *format, ...)
+{
+    va_list args;
+    fprintf(stderr, "syncbn: ");
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fprintf(stderr, "\n(syncbn --help shows the usage)\n");
+    return USAGE_ERROR;
 }
 
 static int parse_dtype(const char *s, sbn_dtype *out)
@@ -49,14 +93,129 @@ static int parse_dtype(const char *s, sbn_dtype *out)
     return 0;
 }
 
+/*
+ * A whole decimal integer in [lo, hi]: optional '-', digits, nothing else (no blanks,
+ * no '+', no trailing characters). Returns 1 and sets *out, or 0.
+ */
+static int parse_integer(const char *text, size_t length, long long lo, long long hi,
+                         long long *out)
+{
+    char digits[32], *end = NULL;
+    long long value;
+    size_t i;
+    if (length == 0 || length >= sizeof digits) return 0;
+    for (i = 0; i < length; i++)
+        if (!(isdigit((unsigned char)text[i]) || (i == 0 && text[i] == '-' && length > 1)))
+            return 0;
+    memcpy(digits, text, length);
+    digits[length] = '\0';
+    errno = 0;
+    value = strtoll(digits, &end, 10);
+    if (errno != 0 || end != digits + length || value < lo || value > hi) return 0;
+    *out = value;
+    return 1;
+}
+
+static int parse_int_flag(const char *flag, const char *value, int lo, int hi, int *out)
+{
+    long long v;
+    if (parse_integer(value, strlen(value), lo, hi, &v)) {
+        *out = (int)v;
+        return 0;
+    }
+    return usage_error("%s %s: expected an integer from %d to %d", flag, value, lo, hi);
+}
+
+/* --shape NxCx...: 2..CHECK_MAX_RANK dims, N >= 0, the others >= 1, bounded product. */
+static int parse_shape(const char *value, check_config *cfg)
+{
+    const char *p = value;
+    int64_t elements = 1, others = 1;
+    int rank = 0, d;
+    for (;;) {
+        const char *x = strchr(p, 'x');
+        size_t length = x ? (size_t)(x - p) : strlen(p);
+        long long dim;
+        if (rank == CHECK_MAX_RANK) {
+            return usage_error("--shape %s: more than %d dims; expected 2 to %d dims NxCx...", value,
+                               CHECK_MAX_RANK, CHECK_MAX_RANK);
+        }
+        if (!parse_integer(p, length, rank == 0 ? 0 : 1, MAX_ELEMENTS, &dim)) {
+            return usage_error("--shape %s: dim %d ('%.*s') must be an integer from %d to %lld "
+                               "(expected NxCx... with 2 to %d dims)",
+                               value, rank, (int)length, p, rank == 0 ? 0 : 1,
+                               (long long)MAX_ELEMENTS, CHECK_MAX_RANK);
+        }
+        cfg->shape[rank++] = dim;
+        if (x == NULL) break;
+        p = x + 1;
+    }
+    if (rank < 2) {
+        return usage_error("--shape %s: %d dim; expected 2 to %d dims NxCx...", value, rank,
+                           CHECK_MAX_RANK);
+    }
+    /* every dim <= 2^24 and every partial product checked against 2^24: nothing overflows */
+    for (d = 1; d < rank; d++) {
+        others *= cfg->shape[d];
+        if (others > MAX_ELEMENTS) break;
+    }
+    elements = others > MAX_ELEMENTS ? others : others * cfg->shape[0];
+    if (elements > MAX_ELEMENTS) {
+        return usage_error("--shape %s: more than %lld elements (the limit of --shape)", value,
+                           (long long)MAX_ELEMENTS);
+    }
+    cfg->rank = rank;
+    return 0;
+}
+
+static int64_t batch_elements(const check_config *cfg)
+{
+    int64_t n = 1;
+    int d;
+    for (d = 0; d < cfg->rank; d++) n *= cfg->shape[d];
+    return n;
+}
+
+/* Flags that take a value, and the commands that accept them. */
+static int takes_value(const char *flag)
+{
+    static const char *const with_value[] = {"--ranks", "--iters", "--threads", "--backend",
+                                             "--dtype", "--shape"};
+    unsigned i;
+    for (i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
+        if (strcmp(flag, with_value[i]) == 0) return 1;
+    return 0;
+}
+
+static int is_switch(const char *flag)
+{
+    return strcmp(flag, "--channels-last") == 0 || strcmp(flag, "--no-empty") == 0 ||
+           strcmp(flag, "--cumulative") == 0;
+}
+
+/*
+ * Parses argv into o. Returns -1 to run, 0 after printing the usage on request
+ * (--help), or USAGE_ERROR after printing a message that names the argument.
+ */
 static int parse(int argc, char **argv, options *o)
 {
-    int i, no_empty = 0;
+    int i, no_empty = 0, rc;
     memset(o, 0, sizeof *o);
-    if (argc < 2) return 0;
+    if (argc < 2) {
+        print_usage(stderr);
+        return USAGE_ERROR;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
     o->command = argv[1];
+    if (strcmp(o->command, "demo") != 0 && strcmp(o->command, "verify") != 0)
+        return usage_error("unknown command '%s': expected demo or verify", o->command);
     o->backend = "threads";
     o->ranks = 4;
+    o->cfg.rank = 4;
     o->cfg.shape[0] = 16;
     o->cfg.shape[1] = 32;
     o->cfg.shape[2] = 28;
@@ -66,38 +225,61 @@ static int parse(int argc, char **argv, options *o)
     o->cfg.threads = 1;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--channels-last") == 0) {
-            o->cfg.channels_last = 1;
-        } else if (strcmp(a, "--no-empty") == 0) {
-            no_empty = 1;
-        } else if (strcmp(a, "--cumulative") == 0) {
-            o->cfg.cumulative = 1;
-        } else if (v == NULL) {
-            return 0;
-        } else if (strcmp(a, "--ranks") == 0) {
-            o->ranks = atoi(v), i++;
-        } else if (strcmp(a, "--iters") == 0) {
-            o->cfg.iters = atoi(v), i++;
-        } else if (strcmp(a, "--threads") == 0) {
-            o->cfg.threads = atoi(v), i++;
-        } else if (strcmp(a, "--backend") == 0) {
-            o->backend = v, i++;
-        } else if (strcmp(a, "--dtype") == 0) {
-            if (!parse_dtype(v, &o->cfg.dtype)) return 0;
-            i++;
-        } else if (strcmp(a, "--shape") == 0) {
-            long long n, c, h, w;
-            if (sscanf(v, "%lldx%lldx%lldx%lld", &n, &c, &h, &w) != 4) return 0;
-            o->cfg.shape[0] = n, o->cfg.shape[1] = c, o->cfg.shape[2] = h, o->cfg.shape[3] = w;
-            i++;
-        } else {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_usage(stdout);
             return 0;
         }
+        if (!takes_value(a) && !is_switch(a))
+            return usage_error("unknown flag '%s' for %s", a, o->command);
+        if (strcmp(o->command, "verify") == 0 && strcmp(a, "--backend") != 0)
+            return usage_error("%s is not a flag of %s (verify takes only --backend)", a,
+                               o->command);
+        if (is_switch(a)) {
+            if (strcmp(a, "--channels-last") == 0) o->cfg.channels_last = 1;
+            if (strcmp(a, "--no-empty") == 0) no_empty = 1;
+            if (strcmp(a, "--cumulative") == 0) o->cfg.cumulative = 1;
+            continue;
+        }
+        if (v == NULL) return usage_error("%s needs a value", a);
+        i++;
+        rc = 0;
+        if (strcmp(a, "--ranks") == 0) {
+            rc = parse_int_flag(a, v, 1, MAX_RANKS, &o->ranks);
+        } else if (strcmp(a, "--iters") == 0) {
+            rc = parse_int_flag(a, v, 1, MAX_ITERS, &o->cfg.iters);
+        } else if (strcmp(a, "--threads") == 0) {
+            rc = parse_int_flag(a, v, 1, MAX_THREADS, &o->cfg.threads);
+        } else if (strcmp(a, "--backend") == 0) {
+            if (strcmp(v, "threads") != 0 && strcmp(v, "mpi") != 0)
+                return usage_error("--backend %s: expected threads or mpi", v);
+#ifndef SBN_HAVE_MPI
+            if (strcmp(v, "mpi") == 0)
+                return usage_error("--backend %s: this build has no MPI (expected threads)", v);
+#endif
+            o->backend = v;
+        } else if (strcmp(a, "--dtype") == 0) {
+            if (!parse_dtype(v, &o->cfg.dtype))
+                return usage_error("--dtype %s: expected f32, bf16, f16 or f64", v);
+        } else {
+            rc = parse_shape(v, &o->cfg);
+        }
+        if (rc != 0) return rc;
     }
     o->cfg.empty_rank = no_empty ? -1 : 1;
-    return o->ranks >= 1 && o->ranks <= 256 && o->cfg.iters >= 1 && o->cfg.threads >= 1 &&
-           o->cfg.shape[0] >= 0 && o->cfg.shape[1] >= 1 && o->cfg.shape[2] >= 1 &&
-           o->cfg.shape[3] >= 1;
+    /* limits that bind two flags (threads backend: --ranks is the world) */
+    if (strcmp(o->backend, "threads") == 0 && strcmp(o->command, "demo") == 0) {
+        if (o->ranks * o->cfg.threads > MAX_TOTAL_THREADS)
+            return usage_error("--ranks %d with --threads %d: %d compute threads; expected ranks x "
+                               "threads at most %d",
+                               o->ranks, o->cfg.threads, o->ranks * o->cfg.threads,
+                               MAX_TOTAL_THREADS);
+        if (o->ranks * batch_elements(&o->cfg) > MAX_RANK_ELEMENTS)
+            return usage_error("--ranks %d with --shape of %lld elements: every rank holds the "
+                               "whole batch; expected ranks x elements at most %lld",
+                               o->ranks, (long long)batch_elements(&o->cfg),
+                               (long long)MAX_RANK_ELEMENTS);
+    }
+    return -1;
 }
 
 typedef struct rank_job {
@@ -223,9 +405,10 @@ static int demo(options *o)
     o->cfg.progress = 1;
     if (o->cfg.empty_rank >= world) o->cfg.empty_rank = -1;
     if (printer) {
-        printf("syncbn demo: global batch %lldx%lldx%lldx%lld %s %s, %d ranks (%s backend), %d steps\n",
-               (long long)o->cfg.shape[0], (long long)o->cfg.shape[1], (long long)o->cfg.shape[2],
-               (long long)o->cfg.shape[3], sbn_dtype_name(o->cfg.dtype),
+        printf("syncbn demo: global batch ");
+        for (j = 0; j < o->cfg.rank; j++)
+            printf("%s%lld", j ? "x" : "", (long long)o->cfg.shape[j]);
+        printf(" %s %s, %d ranks (%s backend), %d steps\n", sbn_dtype_name(o->cfg.dtype),
                o->cfg.channels_last ? "channels-last" : "channels-first", world, o->backend,
                o->cfg.iters);
         printf("  samples per rank:");
@@ -259,7 +442,8 @@ static int verify(options *o)
                     check_config cfg;
                     check_result r;
                     memset(&cfg, 0, sizeof cfg);
-                    memcpy(cfg.shape, shapes[si], sizeof cfg.shape);
+                    cfg.rank = 4;
+                    memcpy(cfg.shape, shapes[si], sizeof shapes[si]);
                     cfg.dtype = dtypes[di];
                     cfg.channels_last = (int)layout;
                     cfg.iters = 2;
@@ -288,8 +472,8 @@ static int verify(options *o)
 int main(int argc, char **argv)
 {
     options o;
-    int rc;
-    if (!parse(argc, argv, &o)) return usage();
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0) return rc;
 #ifdef SBN_HAVE_MPI
     if (strcmp(o.backend, "mpi") == 0) {
         MPI_Init(&argc, &argv);
@@ -301,7 +485,7 @@ int main(int argc, char **argv)
     else if (strcmp(o.command, "verify") == 0)
         rc = verify(&o);
     else
-        rc = usage();
+        rc = USAGE_ERROR; /* parse() accepts only demo and verify */
 #ifdef SBN_HAVE_MPI
     if (strcmp(o.backend, "mpi") == 0) MPI_Finalize();
 #endif

@@ -73,17 +73,16 @@ typedef struct run_state {
     int64_t num_batches_tracked, nbt_ref;
 } run_state;
 
-/* A (rows, C, H, W) view of data, channels-first or channels-last. */
-static sbn_tensor view4(void *data, sbn_dtype dtype, int64_t rows, const int64_t *shape,
-                        int channels_last)
+/* A (rows, C, d2, ..., dk) view of data with cfg's rank and dims, channels-first or -last. */
+static sbn_tensor view_of(void *data, sbn_dtype dtype, int64_t rows, const check_config *cfg,
+                          int channels_last)
 {
-    int64_t s[4];
+    int64_t s[CHECK_MAX_RANK];
+    int d;
     s[0] = rows;
-    s[1] = shape[1];
-    s[2] = shape[2];
-    s[3] = shape[3];
-    return channels_last ? sbn_tensor_channels_last(data, dtype, 4, s)
-                         : sbn_tensor_contiguous(data, dtype, 4, s);
+    for (d = 1; d < cfg->rank; d++) s[d] = cfg->shape[d];
+    return channels_last ? sbn_tensor_channels_last(data, dtype, cfg->rank, s)
+                         : sbn_tensor_contiguous(data, dtype, cfg->rank, s);
 }
 
 /* Copies src into dst (any dtypes and layouts): elemt with mean 0, invstd 1 is a rounding copy. */
@@ -136,7 +135,7 @@ static int allocate(run_state *st, const check_config *cfg, int world)
     st->gb = xcalloc(c, 4, &ok);
     if (!ok) return 0;
     /* one workspace for the layer, the whole-batch reference and the conversions */
-    whole = view4(st->x, SBN_F64, st->n, cfg->shape, 0);
+    whole = view_of(st->x, SBN_F64, st->n, cfg, 0);
     if (sbn_syncbn_workspace_size(&whole, world, &bytes) != SBN_OK) return 0;
     {
         size_t more = 0;
@@ -164,9 +163,9 @@ static void release(run_state *st)
 /* Fills the step's whole batch, rounded through the dtype, and this rank's dtype copies. */
 static sbn_status make_batch(run_state *st, const check_config *cfg, int step)
 {
-    sbn_tensor full = view4(st->x, SBN_F64, st->n, cfg->shape, 0);
-    sbn_tensor full_dy = view4(st->dy, SBN_F64, st->n, cfg->shape, 0);
-    sbn_tensor cast = view4(st->full_cast, cfg->dtype, st->n, cfg->shape, 0);
+    sbn_tensor full = view_of(st->x, SBN_F64, st->n, cfg, 0);
+    sbn_tensor full_dy = view_of(st->dy, SBN_F64, st->n, cfg, 0);
+    sbn_tensor cast = view_of(st->full_cast, cfg->dtype, st->n, cfg, 0);
     sbn_tensor shard, shard_dy, mine, mine_dy;
     int64_t i, offset = st->first * st->c * st->hw;
     sbn_status s;
@@ -180,10 +179,10 @@ static sbn_status make_batch(run_state *st, const check_config *cfg, int step)
         return s;
     if ((s = convert(&full_dy, &cast, st)) != SBN_OK || (s = convert(&cast, &full_dy, st)) != SBN_OK)
         return s;
-    shard = view4(st->x + offset, SBN_F64, st->rows, cfg->shape, 0);
-    shard_dy = view4(st->dy + offset, SBN_F64, st->rows, cfg->shape, 0);
-    mine = view4(st->x_r, cfg->dtype, st->rows, cfg->shape, cfg->channels_last);
-    mine_dy = view4(st->dy_r, cfg->dtype, st->rows, cfg->shape, cfg->channels_last);
+    shard = view_of(st->x + offset, SBN_F64, st->rows, cfg, 0);
+    shard_dy = view_of(st->dy + offset, SBN_F64, st->rows, cfg, 0);
+    mine = view_of(st->x_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
+    mine_dy = view_of(st->dy_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
     if ((s = convert(&shard, &mine, st)) != SBN_OK) return s;
     return convert(&shard_dy, &mine_dy, st);
 }
@@ -191,10 +190,10 @@ static sbn_status make_batch(run_state *st, const check_config *cfg, int step)
 /* Whole-batch batch norm in double: y_ref, gi_ref, gw_ref, gb_ref, running stats. */
 static sbn_status reference_step(run_state *st, const check_config *cfg)
 {
-    sbn_tensor x = view4(st->x, SBN_F64, st->n, cfg->shape, 0);
-    sbn_tensor dy = view4(st->dy, SBN_F64, st->n, cfg->shape, 0);
-    sbn_tensor y = view4(st->y_ref, SBN_F64, st->n, cfg->shape, 0);
-    sbn_tensor gi = view4(st->gi_ref, SBN_F64, st->n, cfg->shape, 0);
+    sbn_tensor x = view_of(st->x, SBN_F64, st->n, cfg, 0);
+    sbn_tensor dy = view_of(st->dy, SBN_F64, st->n, cfg, 0);
+    sbn_tensor y = view_of(st->y_ref, SBN_F64, st->n, cfg, 0);
+    sbn_tensor gi = view_of(st->gi_ref, SBN_F64, st->n, cfg, 0);
     sbn_tensor w = sbn_tensor_1d(st->weight, SBN_F32, st->c), b = sbn_tensor_1d(st->bias, SBN_F32, st->c);
     sbn_tensor rm = sbn_tensor_1d(st->rm_ref, SBN_F64, st->c), rv = sbn_tensor_1d(st->rv_ref, SBN_F64, st->c);
     sbn_tensor m = sbn_tensor_1d(st->mean_ref, SBN_F64, st->c), is = sbn_tensor_1d(st->invstd_ref, SBN_F64, st->c);
@@ -215,10 +214,10 @@ static sbn_status layer_step(run_state *st, const check_config *cfg, sbn_comm_t 
                              sbn_pool_t *pool, sbn_syncbn_timing *timing)
 {
     sbn_syncbn_config config;
-    sbn_tensor x = view4(st->x_r, cfg->dtype, st->rows, cfg->shape, cfg->channels_last);
-    sbn_tensor dy = view4(st->dy_r, cfg->dtype, st->rows, cfg->shape, cfg->channels_last);
-    sbn_tensor y = view4(st->y_r, cfg->dtype, st->rows, cfg->shape, cfg->channels_last);
-    sbn_tensor gi = view4(st->gi_r, cfg->dtype, st->rows, cfg->shape, cfg->channels_last);
+    sbn_tensor x = view_of(st->x_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
+    sbn_tensor dy = view_of(st->dy_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
+    sbn_tensor y = view_of(st->y_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
+    sbn_tensor gi = view_of(st->gi_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
     sbn_tensor w = sbn_tensor_1d(st->weight, SBN_F32, st->c), b = sbn_tensor_1d(st->bias, SBN_F32, st->c);
     sbn_tensor rm = sbn_tensor_1d(st->rm, SBN_F32, st->c), rv = sbn_tensor_1d(st->rv, SBN_F32, st->c);
     sbn_tensor m = sbn_tensor_1d(st->save_mean, SBN_F64, st->c);
@@ -250,8 +249,8 @@ static double max_abs(const double *a, int64_t n)
 /* max |got (dtype, this rank's rows) - want (whole-batch f64 at this rank's rows)| */
 static double slice_diff(run_state *st, const check_config *cfg, void *got, const double *want)
 {
-    sbn_tensor src = view4(got, cfg->dtype, st->rows, cfg->shape, cfg->channels_last);
-    sbn_tensor dst = view4(st->tmp, SBN_F64, st->rows, cfg->shape, 0);
+    sbn_tensor src = view_of(got, cfg->dtype, st->rows, cfg, cfg->channels_last);
+    sbn_tensor dst = view_of(st->tmp, SBN_F64, st->rows, cfg, 0);
     int64_t i, n = st->rows * st->c * st->hw, offset = st->first * st->c * st->hw;
     double worst = 0.0;
     if (n == 0) return 0.0;
@@ -315,7 +314,8 @@ void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result)
     memset(result, 0, sizeof *result);
     st.n = cfg->shape[0];
     st.c = cfg->shape[1];
-    st.hw = cfg->shape[2] * cfg->shape[3];
+    st.hw = 1;
+    for (i = 2; i < cfg->rank; i++) st.hw *= cfg->shape[i];
     st.numel = st.n * st.c * st.hw;
     check_split(st.n, world, rank, cfg->empty_rank, &st.first, &st.rows);
     all = calloc((size_t)world * 8, sizeof *all);
@@ -324,7 +324,18 @@ void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result)
         snprintf(result->message, sizeof result->message, "rank %d: out of memory", rank);
         goto done;
     }
-    if (cfg->threads > 1 && sbn_pool_create(cfg->threads, &pool) != SBN_OK) pool = NULL;
+    if (cfg->threads > 1) {
+        sbn_status s = sbn_pool_create(cfg->threads, &pool);
+        if (SBN_FAILED(s)) {
+            /* refuse rather than run serially: the caller asked for these threads */
+            snprintf(result->message, sizeof result->message,
+                     "rank %d: cannot create a pool of %d threads: %s", rank, cfg->threads,
+                     sbn_last_error());
+            result->status = sbn_comm_fail(comm, s);
+            pool = NULL;
+            goto done;
+        }
+    }
     for (c = 0; c < st.c; c++) {
         st.weight[c] = (float)(1.0 + 0.25 * (double)(c % 3));
         st.bias[c] = (float)(0.125 * (double)(c % 4) - 0.25);

@@ -3,15 +3,21 @@
  * one rank: the rank takes its uneven share of a synthetic batch, runs the layer's
  * forward and backward over its communicator for a number of steps, and compares
  * every output with whole-batch batch norm computed in double on the same
- * (dtype-rounded) values. demo and verify are both built on it.
+ * (dtype-rounded) values. demo and verify are both built on it. The caller
+ * bounds the sizes (the command validates its flags): every rank holds the whole
+ * batch in double, and a pool of `threads` that cannot be created fails the run.
  */
 #ifndef SYNCBN_TOOLS_CHECK_H
 #define SYNCBN_TOOLS_CHECK_H
 
 #include "syncbn/layer.h"
 
+/* The largest rank of a run's batch (the library's SBN_MAX_RANK). */
+#define CHECK_MAX_RANK 8
+
 typedef struct check_config {
-    int64_t shape[4];     /* the global batch (N, C, H, W) */
+    int rank;                     /* of the batch, 2..CHECK_MAX_RANK */
+    int64_t shape[CHECK_MAX_RANK]; /* the global batch (N, C, d2, ..., dk); its first `rank` dims */
     sbn_dtype dtype;      /* of x, y, dy, grad_input */
     int channels_last;
     int iters;
