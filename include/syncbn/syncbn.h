@@ -94,7 +94,15 @@ size_t sbn_dtype_size(sbn_dtype dtype);
 /* "f32", "f64", "f16", "bf16", "i32", "i64"; "?" otherwise. */
 const char *sbn_dtype_name(sbn_dtype dtype);
 
-/* A strided view of a tensor. Strides count elements and may be zero or negative for inputs. */
+/*
+ * A strided view of a tensor. Strides count elements and may be zero or negative for
+ * inputs. Every op checks a view before touching it: data must be a multiple of the
+ * element size (else SBN_ERR_MISALIGNED; numpy, PyTorch and malloc'd buffers always
+ * are), and the view's extent, sum over dims of (shape - 1) * |stride| elements, and
+ * its byte range from data must fit in 64-bit arithmetic and in the address space
+ * (else SBN_ERR_TOO_LARGE). That the memory behind a view exists is the caller's
+ * promise; every overlap between arguments (and with the workspace) is checked.
+ */
 typedef struct sbn_tensor {
     void *data;
     sbn_dtype dtype;
