@@ -31,8 +31,12 @@ void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors
     for (d = 0; d < x->rank; d++) {
         int mergeable = n > 0;
         if (d == 1 || x->shape[d] == 1) continue;
-        for (i = 0; mergeable && i < ntensors; i++)
-            mergeable = w->stride[i][n - 1] == tensors[i]->strides[d] * x->shape[d];
+        for (i = 0; mergeable && i < ntensors; i++) { /* checked views: the product may still
+                                                         * pass INT64_MAX by one stride */
+            int64_t step;
+            mergeable = sbn__mul_i64(tensors[i]->strides[d], x->shape[d], &step) &&
+                        w->stride[i][n - 1] == step;
+        }
         if (mergeable) {
             w->size[n - 1] *= x->shape[d];
             for (i = 0; i < ntensors; i++) w->stride[i][n - 1] = tensors[i]->strides[d];
