@@ -39,25 +39,40 @@ static aclnnStatus dummy_run(aclOpExecutor *e, void *workspace, uint64_t workspa
     return (aclnnStatus)e->ints[7];
 }
 
-/* A small 2-D FLOAT tensor over `data` at `offset` elements. */
+/* The objects behind handles (internal API): the executor's views, a tensor's data. */
+#define EX(h) ((aclOpExecutor *)sbn__acl_object_get((h), SBN_ACL_KIND_EXECUTOR))
+#define TENSOR(h) sbn__acl_tensor_of(h)
+
+/* A small 2-D FLOAT tensor over `data` at `offset` elements (its storage: offset + 6). */
 static aclTensor *tensor_at(float *data, int64_t offset)
 {
-    const int64_t dims[2] = {2, 3};
-    return aclCreateTensor(dims, 2, ACL_FLOAT, NULL, offset, ACL_FORMAT_ND, dims, 2, data);
+    const int64_t dims[2] = {2, 3}, storage[1] = {offset + 6};
+    return aclCreateTensor(dims, 2, ACL_FLOAT, NULL, offset, ACL_FORMAT_ND, storage, 1, data);
 }
 
-/* An executor with inputs a, b and output c (views from sbn__acl_view). */
-static aclOpExecutor *make3(aclTensor *a, aclTensor *b, aclTensor *c, uint64_t workspace)
+/* Adds tensor handle t to the executor object e with its view (channels_last as given). */
+static int add(aclOpExecutor *e, const aclTensor *t, int channels_last, int is_output)
+{
+    return sbn__acl_exec_add(e, TENSOR(t), sbn__acl_view(TENSOR(t), channels_last), is_output);
+}
+
+/* A new executor of OP; its handle (what phase 2 and the public calls take). */
+static aclOpExecutor *create(uint64_t workspace)
 {
     aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, workspace);
-    if (e == NULL) return NULL;
-    if (sbn__acl_exec_add(e, a, sbn__acl_view(a, 0), 0) != 0 ||
-        sbn__acl_exec_add(e, b, sbn__acl_view(b, 0), 0) != 1 ||
-        sbn__acl_exec_add(e, c, sbn__acl_view(c, 0), 1) != 2) {
-        sbn__acl_exec_discard(e);
+    return e == NULL ? NULL : sbn__acl_exec_handle(e);
+}
+
+/* The handle of an executor with inputs a, b and output c (views from sbn__acl_view). */
+static aclOpExecutor *make3(aclTensor *a, aclTensor *b, aclTensor *c, uint64_t workspace)
+{
+    aclOpExecutor *h = create(workspace);
+    if (h == NULL) return NULL;
+    if (add(EX(h), a, 0, 0) != 0 || add(EX(h), b, 0, 0) != 1 || add(EX(h), c, 0, 1) != 2) {
+        sbn__acl_exec_discard(h);
         return NULL;
     }
-    return e;
+    return h;
 }
 
 static void lifecycle_and_double_run(void)
@@ -66,8 +81,8 @@ static void lifecycle_and_double_run(void)
     aclTensor *a = tensor_at(x, 0), *b = tensor_at(y, 2), *c = tensor_at(z, 1);
     aclOpExecutor *e = make3(a, b, c, 0);
     CHECK(e != NULL);
-    CHECK(sbn__acl_exec_view(e, 1)->data == (void *)(y + 2));
-    CHECK(sbn__acl_exec_view(e, -1) == NULL && sbn__acl_exec_view(e, 3) == NULL);
+    CHECK(sbn__acl_exec_view(EX(e), 1)->data == (void *)(y + 2));
+    CHECK(sbn__acl_exec_view(EX(e), -1) == NULL && sbn__acl_exec_view(EX(e), 3) == NULL);
     g_runs = 0;
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_runs == 1 && g_seen[0] == x && g_seen[1] == y + 2 && g_seen[2] == z + 1);
@@ -86,7 +101,7 @@ static void run_status_is_returned_and_executor_freed(void)
     aclTensor *a = tensor_at(x, 0);
     aclOpExecutor *e = make3(a, a, a, 0);
     CHECK(e != NULL);
-    e->ints[7] = ACLNN_ERR_PARAM_INVALID;
+    EX(e)->ints[7] = ACLNN_ERR_PARAM_INVALID;
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
     aclDestroyTensor(a);
@@ -168,9 +183,9 @@ static void repeatable_reuse(void)
     g_runs = 0;
     for (i = 0; i < 500; i++) CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_runs == 500);
-    e->ints[7] = ACLNN_ERR_PARAM_INVALID; /* a failing run does not free a repeatable executor */
+    EX(e)->ints[7] = ACLNN_ERR_PARAM_INVALID; /* a failing run does not free a repeatable executor */
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
-    e->ints[7] = 0;
+    EX(e)->ints[7] = 0;
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_INNER_NULLPTR);
@@ -186,18 +201,18 @@ static void address_refresh(void)
     CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
     /* input index 1 is b; the view keeps its offset of 3 elements */
     CHECK_ACL(aclSetInputTensorAddr(e, 1, b, y2), ACLNN_SUCCESS);
-    CHECK(b->data == y2 && e->views[1].data == (void *)(y2 + 3));
+    CHECK(TENSOR(b)->data == y2 && EX(e)->views[1].data == (void *)(y2 + 3));
     CHECK_ACL(aclSetInputTensorAddr(e, 0, a, x2), ACLNN_SUCCESS);
-    CHECK(e->views[0].data == x2);
+    CHECK(EX(e)->views[0].data == x2);
     CHECK_ACL(aclSetOutputTensorAddr(e, 0, c, z2), ACLNN_SUCCESS);
-    CHECK(e->views[2].data == (void *)(z2 + 5));
+    CHECK(EX(e)->views[2].data == (void *)(z2 + 5));
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_seen[0] == x2 && g_seen[1] == y2 + 3 && g_seen[2] == z2 + 5);
     /* aclSetTensorAddr counts inputs then outputs: 0 = a, 1 = b, 2 = c */
     CHECK_ACL(aclSetTensorAddr(e, 2, c, z), ACLNN_SUCCESS);
-    CHECK(e->views[2].data == (void *)(z + 5));
+    CHECK(EX(e)->views[2].data == (void *)(z + 5));
     CHECK_ACL(aclSetTensorAddr(e, 1, b, y), ACLNN_SUCCESS);
-    CHECK(e->views[1].data == (void *)(y + 3));
+    CHECK(EX(e)->views[1].data == (void *)(y + 3));
     /* out of range */
     CHECK_ACL(aclSetInputTensorAddr(e, 2, b, y), ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("has 2 inputs"));
@@ -209,7 +224,7 @@ static void address_refresh(void)
     CHECK_ACL(aclSetInputTensorAddr(e, 0, NULL, x), ACLNN_ERR_INNER_NULLPTR);
     /* a NULL address is stored as NULL (no arithmetic on it) */
     CHECK_ACL(aclSetInputTensorAddr(e, 1, b, NULL), ACLNN_SUCCESS);
-    CHECK(e->views[1].data == NULL && b->data == NULL);
+    CHECK(EX(e)->views[1].data == NULL && TENSOR(b)->data == NULL);
     CHECK_ACL(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
     aclDestroyTensor(a), aclDestroyTensor(b), aclDestroyTensor(c);
 }
@@ -217,24 +232,24 @@ static void address_refresh(void)
 static void address_refresh_in_place_and_late_data(void)
 {
     float x[16], r[4], r2[4];
-    const int64_t dims[1] = {3};
+    const int64_t dims[1] = {3}, storage[1] = {4};
     aclTensor *in = tensor_at(x, 0);
     /* created without data, as CANN allows; it is both an input and an output */
-    aclTensor *run = aclCreateTensor(dims, 1, ACL_FLOAT, NULL, 1, ACL_FORMAT_ND, dims, 1, NULL);
+    aclTensor *run = aclCreateTensor(dims, 1, ACL_FLOAT, NULL, 1, ACL_FORMAT_ND, storage, 1, NULL);
     aclOpExecutor *e;
     CHECK(in != NULL && run != NULL);
-    e = sbn__acl_exec_create(OP, dummy_run, 0);
+    e = create(0);
     CHECK(e != NULL);
-    CHECK(sbn__acl_exec_add(e, in, sbn__acl_view(in, 0), 0) == 0);
-    CHECK(sbn__acl_exec_add(e, NULL, sbn__acl_view(NULL, 0), 0) == -1); /* absent optional */
-    CHECK(sbn__acl_exec_add(e, run, sbn__acl_view(run, 0), 0) == 1);
-    CHECK(sbn__acl_exec_add(e, run, sbn__acl_view(run, 0), 1) == 2);
-    CHECK(e->views[1].data == NULL && e->views[2].data == NULL);
+    CHECK(add(EX(e), in, 0, 0) == 0);
+    CHECK(sbn__acl_exec_add(EX(e), NULL, sbn__acl_view(NULL, 0), 0) == -1); /* absent optional */
+    CHECK(add(EX(e), run, 0, 0) == 1);
+    CHECK(add(EX(e), run, 0, 1) == 2);
+    CHECK(EX(e)->views[1].data == NULL && EX(e)->views[2].data == NULL);
     /* input index 1 is `run` (the absent optional is not counted); both views follow */
     CHECK_ACL(aclSetInputTensorAddr(e, 1, run, r), ACLNN_SUCCESS);
-    CHECK(e->views[1].data == (void *)(r + 1) && e->views[2].data == (void *)(r + 1));
+    CHECK(EX(e)->views[1].data == (void *)(r + 1) && EX(e)->views[2].data == (void *)(r + 1));
     CHECK_ACL(aclSetOutputTensorAddr(e, 0, run, r2), ACLNN_SUCCESS);
-    CHECK(e->views[1].data == (void *)(r2 + 1) && e->views[2].data == (void *)(r2 + 1));
+    CHECK(EX(e)->views[1].data == (void *)(r2 + 1) && EX(e)->views[2].data == (void *)(r2 + 1));
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_seen[2] == r2 + 1);
     aclDestroyTensor(in), aclDestroyTensor(run);
@@ -243,16 +258,16 @@ static void address_refresh_in_place_and_late_data(void)
 static void address_refresh_channels_last_view(void)
 {
     float x[64], x2[64];
-    const int64_t dims[4] = {2, 2, 2, 3}; /* NHWC, C = 3 */
-    aclTensor *t = aclCreateTensor(dims, 4, ACL_FLOAT, NULL, 4, ACL_FORMAT_NHWC, dims, 4, x);
-    aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, 0);
+    const int64_t dims[4] = {2, 2, 2, 3}, storage[1] = {28}; /* NHWC, C = 3 */
+    aclTensor *t = aclCreateTensor(dims, 4, ACL_FLOAT, NULL, 4, ACL_FORMAT_NHWC, storage, 1, x);
+    aclOpExecutor *e = create(0);
     sbn_tensor v;
     CHECK(t != NULL && e != NULL);
-    v = sbn__acl_view(t, 1);
+    v = sbn__acl_view(TENSOR(t), 1);
     CHECK(v.shape[1] == 3 && v.strides[1] == 1 && v.data == (void *)(x + 4));
-    CHECK(sbn__acl_exec_add(e, t, v, 0) == 0);
+    CHECK(sbn__acl_exec_add(EX(e), TENSOR(t), v, 0) == 0);
     CHECK_ACL(aclSetInputTensorAddr(e, 0, t, x2), ACLNN_SUCCESS);
-    CHECK(e->views[0].data == (void *)(x2 + 4) && e->views[0].shape[1] == 3);
+    CHECK(EX(e)->views[0].data == (void *)(x2 + 4) && EX(e)->views[0].shape[1] == 3);
     sbn__acl_exec_discard(e);
     aclDestroyTensor(t);
 }
@@ -300,13 +315,12 @@ static void tensor_cap(void)
 {
     float x[8];
     aclTensor *a = tensor_at(x, 0);
-    aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, 0);
+    aclOpExecutor *e = create(0);
     int i;
     CHECK(e != NULL);
-    for (i = 0; i < SBN_ACL_EXEC_MAX_TENSORS; i++)
-        CHECK(sbn__acl_exec_add(e, a, sbn__acl_view(a, 0), i % 2) == i);
-    CHECK(sbn__acl_exec_add(e, a, sbn__acl_view(a, 0), 0) == -1);
-    CHECK(sbn__acl_exec_add(NULL, a, sbn__acl_view(a, 0), 0) == -1);
+    for (i = 0; i < SBN_ACL_EXEC_MAX_TENSORS; i++) CHECK(add(EX(e), a, 0, i % 2) == i);
+    CHECK(add(EX(e), a, 0, 0) == -1);
+    CHECK(add(NULL, a, 0, 0) == -1);
     sbn__acl_exec_discard(e);
     aclDestroyTensor(a);
 }
@@ -316,14 +330,14 @@ static void create_out_of_memory(void)
     tsup_counter c = {.fail_at = 1};
     aclOpExecutor *e;
     tsup_counter_install(&c);
-    e = sbn__acl_exec_create(OP, dummy_run, 0);
+    e = create(0);
     sbn_set_allocator(NULL, NULL, NULL);
     CHECK(e == NULL && c.live == 0);
     CHECK(atsup_msg_has("out of memory"));
     c.calls = 0;
     c.fail_at = 0;
     tsup_counter_install(&c);
-    e = sbn__acl_exec_create(OP, dummy_run, 0);
+    e = create(0);
     CHECK(e != NULL && c.live == 1);
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     sbn_set_allocator(NULL, NULL, NULL);
@@ -336,7 +350,7 @@ static void *create_and_run_many(void *arg)
 {
     int i, *bad = arg;
     for (i = 0; i < 300; i++) {
-        aclOpExecutor *e = sbn__acl_exec_create(OP, dummy_run, 0);
+        aclOpExecutor *e = create(0);
         if (e == NULL || sbn__acl_exec_run(OP, NULL, 0, e, NULL) != ACLNN_SUCCESS ||
             sbn__acl_exec_run(OP, NULL, 0, e, NULL) != ACLNN_ERR_INNER_NULLPTR)
             (*bad)++;
@@ -375,7 +389,7 @@ static void threads_race_for_one_executor(void)
     int round, i;
     for (round = 0; round < 50; round++) {
         shared_job j = {NULL, 0, 0};
-        j.e = sbn__acl_exec_create(OP, dummy_run, 0);
+        j.e = create(0);
         CHECK(j.e != NULL);
         for (i = 0; i < 8; i++) CHECK(pthread_create(&th[i], NULL, run_shared, &j) == 0);
         for (i = 0; i < 8; i++) pthread_join(th[i], NULL);
@@ -397,7 +411,7 @@ static void threads_destroy_while_running(void)
     pthread_t th[4];
     int i;
     shared_job j = {NULL, 0, 0};
-    j.e = sbn__acl_exec_create(OP, dummy_run, 0);
+    j.e = create(0);
     CHECK(j.e != NULL);
     CHECK_ACL(aclSetAclOpExecutorRepeatable(j.e), ACLNN_SUCCESS);
     for (i = 0; i < 4; i++)

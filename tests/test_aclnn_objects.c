@@ -24,6 +24,14 @@
 #include "harness/harness.h"
 #include "support/alloc_counter.h"
 
+/* The objects behind handles (internal API), to check what they hold. */
+#define TENSOR(h) sbn__acl_tensor_of(h)
+#define SCALAR(h) ((const aclScalar *)sbn__acl_object_get((h), SBN_ACL_KIND_SCALAR))
+#define INTS(h) ((const aclIntArray *)sbn__acl_object_get((h), SBN_ACL_KIND_INT_ARRAY))
+#define FLOATS(h) ((const aclFloatArray *)sbn__acl_object_get((h), SBN_ACL_KIND_FLOAT_ARRAY))
+#define BOOLS(h) ((const aclBoolArray *)sbn__acl_object_get((h), SBN_ACL_KIND_BOOL_ARRAY))
+#define LIST(h) ((const aclTensorList *)sbn__acl_object_get((h), SBN_ACL_KIND_TENSOR_LIST))
+
 /* ---- tensors ---- */
 
 static void tensor_create_and_getters(void)
@@ -39,7 +47,8 @@ static void tensor_create_and_getters(void)
                                    2, data);
     CHECK(t != NULL);
     in_dims[0] = 100; /* the tensor holds a copy */
-    CHECK(t->data == data && t->offset == 7 && t->magic == SBN_ACL_TENSOR_MAGIC);
+    CHECK(TENSOR(t)->data == data && TENSOR(t)->offset == 7 &&
+          TENSOR(t)->magic == SBN_ACL_TENSOR_MAGIC);
     CHECK_ACL(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 3 && memcmp(got, dims, sizeof dims) == 0);
     free(got);
@@ -68,7 +77,7 @@ static void tensor_null_stride_is_contiguous(void)
     CHECK_ACL(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 4 && got[0] == 60 && got[1] == 20 && got[2] == 5 && got[3] == 1);
     free(got);
-    CHECK(t->data == NULL); /* data may come later (aclSet*TensorAddr) */
+    CHECK(TENSOR(t)->data == NULL); /* data may come later (aclSet*TensorAddr) */
     CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
 
@@ -87,7 +96,7 @@ static void tensor_rank_zero_and_max(void)
     for (i = 0; i <= SBN_ACL_MAX_CREATE_DIMS; i++) dims[i] = 1, strides[i] = 1;
     t = aclCreateTensor(dims, SBN_ACL_MAX_CREATE_DIMS, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims,
                         SBN_ACL_MAX_CREATE_DIMS, &x);
-    CHECK(t != NULL && t->ndim == SBN_ACL_MAX_CREATE_DIMS);
+    CHECK(t != NULL && TENSOR(t)->ndim == SBN_ACL_MAX_CREATE_DIMS);
     CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
     t = aclCreateTensor(dims, SBN_ACL_MAX_CREATE_DIMS + 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND,
                         dims, 1, &x);
@@ -162,27 +171,27 @@ static void scalar_each_dtype(void)
     int8_t i8 = -5;
     aclScalar *s;
     s = aclCreateScalar(&f, ACL_FLOAT);
-    CHECK(s != NULL && s->dtype == ACL_FLOAT && memcmp(s->value.bytes, &f, sizeof f) == 0);
+    CHECK(s != NULL && SCALAR(s)->dtype == ACL_FLOAT && memcmp(SCALAR(s)->value.bytes, &f, sizeof f) == 0);
     f = 9.0f; /* a copy */
-    CHECK(*(const float *)(const void *)s->value.bytes == 1.5f);
+    CHECK(*(const float *)(const void *)SCALAR(s)->value.bytes == 1.5f);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&dbl, ACL_DOUBLE);
-    CHECK(s != NULL && memcmp(s->value.bytes, &dbl, sizeof dbl) == 0);
+    CHECK(s != NULL && memcmp(SCALAR(s)->value.bytes, &dbl, sizeof dbl) == 0);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&i64, ACL_INT64);
-    CHECK(s != NULL && memcmp(s->value.bytes, &i64, sizeof i64) == 0);
+    CHECK(s != NULL && memcmp(SCALAR(s)->value.bytes, &i64, sizeof i64) == 0);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&i32, ACL_INT32);
-    CHECK(s != NULL && memcmp(s->value.bytes, &i32, sizeof i32) == 0);
+    CHECK(s != NULL && memcmp(SCALAR(s)->value.bytes, &i32, sizeof i32) == 0);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&b, ACL_BOOL);
-    CHECK(s != NULL && s->value.bytes[0] == 1);
+    CHECK(s != NULL && SCALAR(s)->value.bytes[0] == 1);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&half, ACL_FLOAT16);
-    CHECK(s != NULL && memcmp(s->value.bytes, &half, 2) == 0 && s->value.bytes[2] == 0);
+    CHECK(s != NULL && memcmp(SCALAR(s)->value.bytes, &half, 2) == 0 && SCALAR(s)->value.bytes[2] == 0);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&i8, ACL_INT8);
-    CHECK(s != NULL && (int8_t)s->value.bytes[0] == -5);
+    CHECK(s != NULL && (int8_t)SCALAR(s)->value.bytes[0] == -5);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     CHECK(aclCreateScalar(NULL, ACL_FLOAT) == NULL && atsup_msg_has("value is NULL"));
     CHECK(aclCreateScalar(&f, ACL_STRING) == NULL && atsup_msg_has("STRING"));
@@ -204,10 +213,10 @@ static void arrays_copy_and_size(void)
     aclBoolArray *ba = aclCreateBoolArray(bv, 3);
     CHECK(ia != NULL && fa != NULL && ba != NULL);
     iv[0] = 0, fv[0] = 0, bv[0] = false;
-    CHECK(ia->values[0] == 4 && ia->values[1] == -5 && ia->values[2] == 6);
-    CHECK(fa->values[0] == 0.5f && fa->values[1] == -1.0f);
-    CHECK(ba->values[0] && !ba->values[1] && ba->values[2]);
-    CHECK((uintptr_t)ia->values % 8 == 0);
+    CHECK(INTS(ia)->values[0] == 4 && INTS(ia)->values[1] == -5 && INTS(ia)->values[2] == 6);
+    CHECK(FLOATS(fa)->values[0] == 0.5f && FLOATS(fa)->values[1] == -1.0f);
+    CHECK(BOOLS(ba)->values[0] && !BOOLS(ba)->values[1] && BOOLS(ba)->values[2]);
+    CHECK((uintptr_t)INTS(ia)->values % 8 == 0);
     CHECK_ACL(aclGetIntArraySize(ia, &n), ACLNN_SUCCESS);
     CHECK(n == 3);
     CHECK_ACL(aclGetFloatArraySize(fa, &n), ACLNN_SUCCESS);
@@ -262,7 +271,7 @@ static void tensor_list_owns_tensors(void)
     l = aclCreateTensorList(items, 4);
     CHECK(l != NULL);
     items[0] = NULL; /* the list keeps its own array */
-    CHECK(l->tensors[0] == a && l->tensors[1] == NULL && l->tensors[3] == a);
+    CHECK(LIST(l)->tensors[0] == a && LIST(l)->tensors[1] == NULL && LIST(l)->tensors[3] == a);
     CHECK_ACL(aclGetTensorListSize(l, &n), ACLNN_SUCCESS);
     CHECK(n == 4);
     CHECK_ACL(aclGetTensorListSize(NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
@@ -413,31 +422,31 @@ static void checks_codes_and_messages(void)
     CHECK_ACL(sbn__acl_check_null("aclnnX", NULL, "input"), ACLNN_ERR_PARAM_NULLPTR);
     CHECK(atsup_msg_has("aclnnX: input is NULL"));
     CHECK_ACL(sbn__acl_check_null("aclnnX", x, "input"), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_dtype("aclnnX", h, "input", &SBN_ACL_FLOATS), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_dtype("aclnnX", h, "mean", &SBN_ACL_FLOAT_ONLY),
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(h), "input", &SBN_ACL_FLOATS), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(h), "mean", &SBN_ACL_FLOAT_ONLY),
               ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("aclnnX: mean has dtype FLOAT16, format NCHW, shape [2, 3]"));
-    CHECK_ACL(sbn__acl_check_dtype("aclnnX", t, "input", &SBN_ACL_FLOATS), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(t), "input", &SBN_ACL_FLOATS), ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("must be one of: FLOAT, FLOAT16, BF16"));
     CHECK_ACL(sbn__acl_check_dtype("aclnnX", NULL, "input", &SBN_ACL_FLOATS),
               ACLNN_ERR_PARAM_NULLPTR);
     CHECK_ACL(sbn__acl_check_dtype("aclnnX", &fake, "input", &SBN_ACL_FLOATS),
               ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("not a live aclTensor"));
-    CHECK_ACL(sbn__acl_check_format("aclnnX", h, "input"), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_format("aclnnX", t, "input"), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_format("aclnnX", TENSOR(h), "input"), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_format("aclnnX", TENSOR(t), "input"), ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("format NC1HWC0"));
-    CHECK_ACL(sbn__acl_check_rank("aclnnX", h, "input", 2, 8), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_rank("aclnnX", v, "input", 2, 8), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_rank("aclnnX", TENSOR(h), "input", 2, 8), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_rank("aclnnX", TENSOR(v), "input", 2, 8), ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("rank 1 must be in 2..8"));
-    CHECK_ACL(sbn__acl_check_vector("aclnnX", v, "mean", 3), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_vector("aclnnX", v, "mean", 4), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_vector("aclnnX", TENSOR(v), "mean", 3), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_vector("aclnnX", TENSOR(v), "mean", 4), ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("shape [4]"));
-    CHECK_ACL(sbn__acl_check_vector("aclnnX", h, "mean", 3), ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", t, "out", h, "input"), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", v, "out", h, "input"), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_vector("aclnnX", TENSOR(h), "mean", 3), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(t), "out", TENSOR(h), "input"), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(v), "out", TENSOR(h), "input"), ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("equal the shape of input, [2, 3]"));
-    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", v, "out", NULL, "input"),
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(v), "out", NULL, "input"),
               ACLNN_ERR_PARAM_NULLPTR);
     aclDestroyTensor(t), aclDestroyTensor(h), aclDestroyTensor(v);
 }
@@ -464,12 +473,12 @@ static void names_formats_numel(void)
     CHECK(strcmp(sbn__acl_dtype_name((aclDataType)500), "UNKNOWN_DTYPE") == 0);
     CHECK(strcmp(sbn__acl_format_name(ACL_FRACTAL_Z_3D), "FRACTAL_Z_3D") == 0);
     CHECK(a && b && c);
-    CHECK(sbn__acl_numel(a) == 6 && sbn__acl_numel(b) == 0 && sbn__acl_numel(c) == 1);
+    CHECK(sbn__acl_numel(TENSOR(a)) == 6 && sbn__acl_numel(TENSOR(b)) == 0 && sbn__acl_numel(TENSOR(c)) == 1);
     CHECK(sbn__acl_numel(NULL) == 0);
-    CHECK(strcmp(sbn__acl_shape_str(a, buf, sizeof buf), "[2, 3]") == 0);
-    CHECK(strcmp(sbn__acl_shape_str(c, buf, sizeof buf), "[]") == 0);
+    CHECK(strcmp(sbn__acl_shape_str(TENSOR(a), buf, sizeof buf), "[2, 3]") == 0);
+    CHECK(strcmp(sbn__acl_shape_str(TENSOR(c), buf, sizeof buf), "[]") == 0);
     CHECK(strcmp(sbn__acl_shape_str(NULL, buf, sizeof buf), "(null)") == 0);
-    CHECK(strcmp(sbn__acl_shape_str(a, buf, 4), "[2,") == 0);
+    CHECK(strcmp(sbn__acl_shape_str(TENSOR(a), buf, 4), "[2,") == 0);
     aclDestroyTensor(a), aclDestroyTensor(b), aclDestroyTensor(c);
 }
 
@@ -492,25 +501,25 @@ static void views_of_tensors(void)
     sbn__acl_native_dtype(ACL_BOOL, NULL); /* ok may be NULL */
     t = aclCreateTensor(dims, 4, ACL_FLOAT, strides, 2, ACL_FORMAT_NHWC, dims, 4, x);
     CHECK(t != NULL);
-    v = sbn__acl_view(t, 0);
+    v = sbn__acl_view(TENSOR(t), 0);
     CHECK(v.data == (void *)(x + 2) && v.dtype == SBN_F32 && v.rank == 4);
     CHECK(v.shape[1] == 4 && v.strides[1] == 15 && v.shape[3] == 3);
-    v = sbn__acl_view(t, 1); /* NHWC: C = 3 moves to dim 1 with its stride */
+    v = sbn__acl_view(TENSOR(t), 1); /* NHWC: C = 3 moves to dim 1 with its stride */
     CHECK(v.data == (void *)(x + 2) && v.rank == 4);
     CHECK(v.shape[0] == 2 && v.shape[1] == 3 && v.shape[2] == 4 && v.shape[3] == 5);
     CHECK(v.strides[0] == 60 && v.strides[1] == 1 && v.strides[2] == 15 && v.strides[3] == 3);
     u = aclCreateTensor(dims + 1, 1, ACL_FLOAT16, NULL, 3, ACL_FORMAT_ND, dims + 1, 1, x);
     CHECK(u != NULL);
-    v = sbn__acl_view(u, 1); /* rank 1: channels_last changes nothing */
+    v = sbn__acl_view(TENSOR(u), 1); /* rank 1: channels_last changes nothing */
     CHECK(v.rank == 1 && v.shape[0] == 4 && v.strides[0] == 1);
     CHECK((char *)v.data == (char *)x + 6);
     n = aclCreateTensor(dims, 2, ACL_FLOAT, NULL, 5, ACL_FORMAT_ND, dims, 2, NULL);
     CHECK(n != NULL);
-    v = sbn__acl_view(n, 0);
+    v = sbn__acl_view(TENSOR(n), 0);
     CHECK(v.data == NULL && v.rank == 2); /* no arithmetic on a NULL address */
     r9 = aclCreateTensor(nine, 9, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, nine, 9, x);
     CHECK(r9 != NULL);
-    v = sbn__acl_view(r9, 0);
+    v = sbn__acl_view(TENSOR(r9), 0);
     CHECK(v.rank == -1);
     v = sbn__acl_view(NULL, 0);
     CHECK(v.rank == -1 && v.data == NULL);

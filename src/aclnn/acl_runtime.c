@@ -5,7 +5,8 @@
  * and aclInit may follow aclFinalize, as in CANN); the other calls do not
  * require aclInit, since nothing on a CPU depends on it. A device id >= 0 names
  * the CPU; the current device is per thread, as CANN's context is. Streams are
- * registered handles: an unknown one is refused, never dereferenced. Memory from
+ * handles of the shared object registry (aclnn_handles.c): an unknown or destroyed
+ * one is refused, never dereferenced, and a handle is never reused. Memory from
  * aclrtMalloc/aclrtMallocHost is 64-byte aligned, taken through sbn__malloc (so
  * the allocator hook sees it), and registered in a hash table keyed by address,
  * so that freeing an unknown pointer, a pointer twice or with the wrong free
@@ -103,22 +104,10 @@ SBN_API aclError aclrtGetDevice(int32_t *deviceId)
 
 /* ---- streams ---- */
 
-typedef struct stream_node {
+/* A stream is an object of the shared registry (aclnn_handles.c); callers hold its handle. */
+typedef struct stream_object {
     uint64_t magic;
-    struct stream_node *next;
-} stream_node;
-
-static stream_node *g_streams;
-
-/* The link to s when s is a registered stream, else NULL; the caller holds g_rt_lock. s is
- * never dereferenced. */
-static stream_node **find_stream_locked(const void *s)
-{
-    stream_node **p;
-    for (p = &g_streams; *p != NULL; p = &(*p)->next)
-        if ((const void *)*p == s) return p;
-    return NULL;
-}
+} stream_object;
 
 static aclError unknown_stream(const char *op, aclrtStream stream)
 {
@@ -128,48 +117,32 @@ static aclError unknown_stream(const char *op, aclrtStream stream)
 
 SBN_API aclError aclrtCreateStream(aclrtStream *stream)
 {
-    stream_node *s;
+    stream_object *s;
     if (stream == NULL)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream", "stream is NULL");
-    s = (stream_node *)sbn__malloc(sizeof *s);
+    s = (stream_object *)sbn__acl_object_new(SBN_ACL_KIND_STREAM, sizeof *s);
     if (s == NULL)
         return sbn__acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtCreateStream",
                              "out of memory");
     s->magic = SBN_ACL_STREAM_MAGIC;
-    pthread_mutex_lock(&g_rt_lock);
-    s->next = g_streams;
-    g_streams = s;
-    pthread_mutex_unlock(&g_rt_lock);
-    *stream = s;
+    *stream = sbn__acl_object_handle(s);
     return ACL_SUCCESS;
 }
 
 SBN_API aclError aclrtDestroyStream(aclrtStream stream)
 {
-    stream_node **p, *s = NULL;
     if (stream == NULL)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream", "stream is NULL");
-    pthread_mutex_lock(&g_rt_lock);
-    p = find_stream_locked(stream);
-    if (p != NULL) {
-        s = *p;
-        *p = s->next;
-    }
-    pthread_mutex_unlock(&g_rt_lock);
-    if (s == NULL) return unknown_stream("aclrtDestroyStream", stream);
-    s->magic = 0;
-    sbn__free(s);
+    if (!sbn__acl_object_destroy(stream, SBN_ACL_KIND_STREAM))
+        return unknown_stream("aclrtDestroyStream", stream);
     return ACL_SUCCESS;
 }
 
 SBN_API aclError aclrtSynchronizeStream(aclrtStream stream)
 {
-    int known;
     if (stream == NULL) return ACL_SUCCESS; /* the default stream */
-    pthread_mutex_lock(&g_rt_lock);
-    known = find_stream_locked(stream) != NULL;
-    pthread_mutex_unlock(&g_rt_lock);
-    if (!known) return unknown_stream("aclrtSynchronizeStream", stream);
+    if (sbn__acl_object_get(stream, SBN_ACL_KIND_STREAM) == NULL)
+        return unknown_stream("aclrtSynchronizeStream", stream);
     return ACL_SUCCESS; /* every op already ran to completion */
 }
 

@@ -156,9 +156,9 @@ static aclnnStatus check_live(const char *op, const aclTensor *t, const char *na
     SBN_ACL_TRY(sbn__acl_check_null(op, t, name));
     if (!sbn__acl_tensor_is_live(t))
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
-                             "%s (%p) is not a live aclTensor: it was destroyed or never made by "
+                             "%s is not a live aclTensor: it was destroyed or never made by "
                              "aclCreateTensor",
-                             name, (const void *)t);
+                             name);
     return ACLNN_SUCCESS;
 }
 

@@ -1,12 +1,15 @@
 /*
  * aclnn_executor.c - the aclOpExecutor of the two-phase protocol and the public
- * executor calls. Phase 1 of an op creates an executor (registered in a
- * mutex-protected list of live executors), adds the native views of its tensor
+ * executor calls. Phase 1 of an op creates an executor (an object of the shared
+ * registry, aclnn_handles.c; the caller gets its handle), adds the native views of its tensor
  * arguments and hands it out; sbn__acl_exec_build does all of that from the op's
  * argument list and records, per argument of the op's signature, the slot its
  * view went to (-1 for an absent one), which phase 2 reads back with
- * sbn__acl_arg. Phase 2 (sbn__acl_exec_run) looks the pointer up
- * in the registry, so a pointer that was already run, destroyed, discarded or
+ * sbn__acl_arg. Every tensor is checked against its storage first
+ * (sbn__acl_check_storage), and phase 2 checks each view again at the address it
+ * has then (set later by aclSet*TensorAddr), before anything is read or written.
+ * Phase 2 (sbn__acl_exec_run) looks the handle up
+ * in the registry, so a handle that was already run, destroyed, discarded or
  * never created is refused with a status and never dereferenced. A
  * non-repeatable executor is taken out of the registry before it runs (so two
  * threads cannot run it twice) and freed after; a repeatable one stays until
@@ -21,10 +24,10 @@
  * 561000 (what CANN's libnnopbase returns for a pointer without an executor
  * magic), NULL there -> 561103; in phase 2 NULL -> 161001, unknown -> 561103,
  * another op's executor or a short workspace -> 161002 (left alive for a retry).
- * Limitation: the registry compares addresses, so a stale pointer whose memory
- * was reused by a newer executor of the same op reaches that newer executor.
+ * Handles are never reused, so a stale handle stays dead even when its memory now
+ * holds a newer executor. A slot records the tensor's handle (not its object), so a
+ * tensor destroyed after phase 1 is never read again.
  */
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -33,34 +36,22 @@
 #define SBN_ACL_EXEC_MAGIC 0x53424e4558454355ull /* "SBNEXECU" */
 #define SBN_ACL_EXEC_DEAD 0x4445414445584543ull  /* "DEADEXEC" */
 
-/* The registry entry; `ex` is what callers see. */
+/* The registry object; `ex` (its first member) is what the op's run function sees. */
 typedef struct exec_node {
     struct aclOpExecutor ex;
-    struct exec_node *prev, *next;
     int busy;   /* runs of a repeatable executor in progress */
     int doomed; /* destroyed while busy: the last run frees it */
 } exec_node;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static exec_node *g_live; /* doubly linked list of registered executors */
-
-/* The node of a registered executor, or NULL; the caller holds g_lock. p is never dereferenced. */
-static exec_node *find_locked(const aclOpExecutor *p)
+/* The node of a live executor handle, or NULL; the caller holds the registry lock. */
+static exec_node *find_locked(const aclOpExecutor *handle)
 {
-    exec_node *n;
-    for (n = g_live; n != NULL; n = n->next)
-        if (&n->ex == p) return n;
-    return NULL;
+    return (exec_node *)sbn__acl_object_find_locked(handle, SBN_ACL_KIND_EXECUTOR);
 }
 
 static void unlink_locked(exec_node *n)
 {
-    if (n->prev)
-        n->prev->next = n->next;
-    else
-        g_live = n->next;
-    if (n->next) n->next->prev = n->prev;
-    n->prev = n->next = NULL;
+    sbn__acl_object_unlink_locked(n);
 }
 
 /* Records that executor is not registered; returns code (which differs by caller). */
@@ -75,12 +66,12 @@ static aclnnStatus not_live(aclnnStatus code, const char *op, const aclOpExecuto
 static void free_node(exec_node *n)
 {
     n->ex.magic = SBN_ACL_EXEC_DEAD;
-    sbn__free(n);
+    sbn__acl_object_free(n);
 }
 
 aclOpExecutor *sbn__acl_exec_create(const char *op, sbn__acl_run_fn run, uint64_t workspace_size)
 {
-    exec_node *n = (exec_node *)sbn__calloc(1, sizeof *n);
+    exec_node *n = (exec_node *)sbn__acl_object_new(SBN_ACL_KIND_EXECUTOR, sizeof *n);
     if (n == NULL) {
         sbn__acl_fail(ACLNN_ERR_INNER, op, "out of memory while creating the executor");
         return NULL;
@@ -89,23 +80,33 @@ aclOpExecutor *sbn__acl_exec_create(const char *op, sbn__acl_run_fn run, uint64_
     n->ex.op = op;
     n->ex.run = run;
     n->ex.workspace_size = workspace_size;
-    pthread_mutex_lock(&g_lock);
-    n->next = g_live;
-    if (g_live) g_live->prev = n;
-    g_live = n;
-    pthread_mutex_unlock(&g_lock);
     return &n->ex;
+}
+
+aclOpExecutor *sbn__acl_exec_handle(const aclOpExecutor *executor)
+{
+    return (aclOpExecutor *)sbn__acl_object_handle(executor);
 }
 
 void sbn__acl_exec_discard(aclOpExecutor *executor)
 {
     exec_node *n;
     if (executor == NULL) return;
-    pthread_mutex_lock(&g_lock);
+    sbn__acl_registry_lock();
     n = find_locked(executor);
     if (n != NULL) unlink_locked(n);
-    pthread_mutex_unlock(&g_lock);
+    sbn__acl_registry_unlock();
     if (n != NULL) free_node(n);
+}
+
+/* Bytes of t's storage (the product of its storage dims); -1 when that does not fit. */
+static int64_t storage_bytes(const aclTensor *t, sbn_dtype dtype)
+{
+    int64_t bytes = (int64_t)sbn_dtype_size(dtype);
+    uint64_t d;
+    for (d = 0; d < t->storage_ndim; d++)
+        if (!sbn__mul_i64(bytes, t->storage_dims[d], &bytes)) return -1;
+    return bytes;
 }
 
 int sbn__acl_exec_add(aclOpExecutor *executor, const aclTensor *t, sbn_tensor view, int is_output)
@@ -115,13 +116,16 @@ int sbn__acl_exec_add(aclOpExecutor *executor, const aclTensor *t, sbn_tensor vi
     if (executor == NULL || t == NULL || executor->ntensors >= SBN_ACL_EXEC_MAX_TENSORS) return -1;
     slot = executor->ntensors++;
     executor->views[slot] = view;
-    executor->sources[slot] = t;
+    executor->sources[slot] = (const aclTensor *)sbn__acl_object_handle(t);
+    executor->names[slot] = is_output ? "an output" : "an input";
+    executor->storage_bytes[slot] = storage_bytes(t, view.dtype);
     executor->is_output[slot] = is_output ? 1 : 0;
     if (t->data != NULL && view.data != NULL) {
         executor->view_offset_bytes[slot] = (int64_t)((uintptr_t)view.data - (uintptr_t)t->data);
     } else {
         elem = sbn_dtype_size(view.dtype);
-        executor->view_offset_bytes[slot] = t->offset * (int64_t)elem;
+        if (!sbn__mul_i64(t->offset, (int64_t)elem, &executor->view_offset_bytes[slot]))
+            executor->view_offset_bytes[slot] = -1; /* refused by the phase-2 storage check */
     }
     return slot;
 }
@@ -141,8 +145,15 @@ sbn_tensor *sbn__acl_arg(aclOpExecutor *executor, int k)
 aclnnStatus sbn__acl_exec_build(const char *op, const sbn__acl_exec_spec *spec,
                                 uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    aclOpExecutor *e = sbn__acl_exec_create(op, spec->run, spec->workspace_size);
+    aclOpExecutor *e;
     int k;
+    /* the bounded-view rule for every tensor argument, before anything is built */
+    for (k = 0; k < spec->count; k++) {
+        const aclTensor *t = spec->on == NULL || spec->on[k] ? spec->tensors[k] : NULL;
+        if (t != NULL)
+            SBN_ACL_TRY(sbn__acl_check_storage(op, t, spec->names ? spec->names[k] : "a tensor"));
+    }
+    e = sbn__acl_exec_create(op, spec->run, spec->workspace_size);
     if (e == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
     for (k = 0; k < spec->count; k++) {
         /* an argument that is off (a disabled output) is added as absent */
@@ -150,17 +161,50 @@ aclnnStatus sbn__acl_exec_build(const char *op, const sbn__acl_exec_spec *spec,
         sbn_tensor view = sbn__acl_view(t, (int)((spec->channels_last >> k) & 1u));
         int slot = sbn__acl_exec_add(e, t, view, k >= spec->first_output);
         if ((t != NULL && slot < 0) || k >= SBN_ACL_EXEC_MAX_TENSORS) {
-            sbn__acl_exec_discard(e);
+            sbn__acl_exec_discard(sbn__acl_exec_handle(e));
             return sbn__acl_fail(ACLNN_ERR_INNER, op, "the executor has no room for the tensors");
         }
+        if (slot >= 0 && spec->names != NULL) e->names[slot] = spec->names[k];
         e->arg_slots[k] = slot;
     }
     e->nargs = spec->count;
     memcpy(e->scalars, spec->scalars, sizeof e->scalars);
     memcpy(e->ints, spec->ints, sizeof e->ints);
     *workspaceSize = spec->workspace_size;
-    *executor = e;
+    *executor = sbn__acl_exec_handle(e);
     return ACLNN_SUCCESS;
+}
+
+/*
+ * Phase 2's bounded-view rule for slot: the view at its current address reaches
+ * only bytes of its tensor's storage, [data, data + storage bytes), where data is
+ * the view's address less its offset; all in checked arithmetic.
+ */
+static aclnnStatus check_slot_storage(const char *op, const aclOpExecutor *e, int slot)
+{
+    const sbn_tensor *v = &e->views[slot];
+    char shape[160], strides[220];
+    uintptr_t base, end;
+    sbn__extent x;
+    sbn__extent_result r;
+    int64_t off = e->view_offset_bytes[slot], bytes = e->storage_bytes[slot];
+    if (v->data == NULL) return ACLNN_SUCCESS; /* the native op reports the NULL data */
+    r = sbn__view_extent(v, &x);
+    if (r == SBN_EXTENT_EMPTY) return ACLNN_SUCCESS;
+    if (r == SBN_EXTENT_OK && off >= 0 && bytes >= 0 && (uint64_t)off <= (uintptr_t)v->data) {
+        base = (uintptr_t)v->data - (uintptr_t)off;
+        if ((uint64_t)bytes <= UINTPTR_MAX - base) {
+            end = base + (uintptr_t)bytes;
+            if (x.byte_lo >= base && x.byte_hi <= end) return ACLNN_SUCCESS;
+        }
+    }
+    return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                         "%s has view shape %s and strides %s at %p (offset %lld bytes into its "
+                         "storage of %lld bytes): the view reaches outside its storage",
+                         e->names[slot] ? e->names[slot] : "a tensor",
+                         sbn__shape_str(v, shape, sizeof shape),
+                         sbn__strides_str(v, strides, sizeof strides), v->data, (long long)off,
+                         (long long)bytes);
 }
 
 aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspace_size,
@@ -168,19 +212,19 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
 {
     exec_node *n;
     aclnnStatus status;
-    int repeatable;
+    int repeatable, slot;
     (void)stream; /* phase 2 computes synchronously; every stream (NULL too) is accepted */
     if (executor == NULL)
         return sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "executor is NULL");
-    pthread_mutex_lock(&g_lock);
+    sbn__acl_registry_lock();
     n = find_locked(executor);
     if (n == NULL) {
-        pthread_mutex_unlock(&g_lock);
+        sbn__acl_registry_unlock();
         return not_live(ACLNN_ERR_INNER_NULLPTR, op, executor);
     }
     if (n->ex.op == NULL || op == NULL || strcmp(n->ex.op, op) != 0) {
         const char *owner = n->ex.op ? n->ex.op : "(unknown op)";
-        pthread_mutex_unlock(&g_lock);
+        sbn__acl_registry_unlock();
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "executor %p was created by %sGetWorkspaceSize, not by "
                              "%sGetWorkspaceSize",
@@ -188,7 +232,7 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
     }
     if (n->ex.workspace_size > 0 && (workspace == NULL || workspace_size < n->ex.workspace_size)) {
         uint64_t promised = n->ex.workspace_size;
-        pthread_mutex_unlock(&g_lock);
+        sbn__acl_registry_unlock();
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "workspace %p of %llu bytes is smaller than the %llu bytes that "
                              "%sGetWorkspaceSize asked for",
@@ -200,9 +244,14 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
         n->busy++;
     else
         unlink_locked(n); /* claimed: no other call can find it from now on */
-    pthread_mutex_unlock(&g_lock);
+    sbn__acl_registry_unlock();
 
-    if (n->ex.run != NULL)
+    status = ACLNN_SUCCESS;
+    for (slot = 0; slot < n->ex.ntensors && status == ACLNN_SUCCESS; slot++)
+        status = check_slot_storage(op, &n->ex, slot);
+    if (status != ACLNN_SUCCESS)
+        ; /* refused: nothing was read or written */
+    else if (n->ex.run != NULL)
         status = n->ex.run(&n->ex, workspace, workspace_size);
     else
         status = sbn__acl_fail(ACLNN_ERR_INNER, op, "executor %p has nothing to run",
@@ -212,10 +261,10 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
         free_node(n);
     } else {
         int free_now;
-        pthread_mutex_lock(&g_lock);
+        sbn__acl_registry_lock();
         n->busy--;
         free_now = n->doomed && n->busy == 0;
-        pthread_mutex_unlock(&g_lock);
+        sbn__acl_registry_unlock();
         if (free_now) free_node(n);
     }
     return status;
@@ -228,10 +277,10 @@ SBN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
     static const char *op = "aclSetAclOpExecutorRepeatable";
     exec_node *n;
     if (executor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "executor is NULL");
-    pthread_mutex_lock(&g_lock);
+    sbn__acl_registry_lock();
     n = find_locked(executor);
     if (n != NULL) n->ex.repeatable = 1;
-    pthread_mutex_unlock(&g_lock);
+    sbn__acl_registry_unlock();
     if (n == NULL) return not_live(ACLNN_ERR_INNER, op, executor);
     return ACLNN_SUCCESS;
 }
@@ -242,7 +291,7 @@ SBN_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
     exec_node *n;
     int free_now = 0;
     if (executor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "executor is NULL");
-    pthread_mutex_lock(&g_lock);
+    sbn__acl_registry_lock();
     n = find_locked(executor);
     if (n != NULL) {
         unlink_locked(n);
@@ -251,7 +300,7 @@ SBN_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
         else
             free_now = 1;
     }
-    pthread_mutex_unlock(&g_lock);
+    sbn__acl_registry_unlock();
     if (n == NULL) return not_live(ACLNN_ERR_INNER, op, executor);
     if (free_now) free_node(n);
     return ACLNN_SUCCESS;
@@ -265,16 +314,22 @@ static aclnnStatus set_addr(const char *op, aclOpExecutor *executor, size_t inde
 {
     static const char *const scope_names[] = {"input", "output", "tensor"};
     exec_node *n;
+    aclTensor *t;
     int slot, count = 0, found = -1;
     if (executor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "executor is NULL");
     if (tensor == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "tensor is NULL");
-    if (!sbn__acl_tensor_is_live(tensor))
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "tensor %p is not a live aclTensor",
+    sbn__acl_registry_lock();
+    t = (aclTensor *)sbn__acl_object_find_locked(tensor, SBN_ACL_KIND_TENSOR);
+    if (t == NULL) {
+        sbn__acl_registry_unlock();
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "tensor %p is not a live aclTensor (destroyed, or not made by "
+                             "aclCreateTensor)",
                              (void *)tensor);
-    pthread_mutex_lock(&g_lock);
+    }
     n = find_locked(executor);
     if (n == NULL) {
-        pthread_mutex_unlock(&g_lock);
+        sbn__acl_registry_unlock();
         return not_live(ACLNN_ERR_INNER_NULLPTR, op, executor);
     }
     /* Inputs come before outputs in SCOPE_ALL, each group in signature (add) order. */
@@ -286,19 +341,19 @@ static aclnnStatus set_addr(const char *op, aclOpExecutor *executor, size_t inde
             if (n->ex.is_output[slot] && (size_t)count++ == index) found = slot;
     if (found < 0) {
         const char *owner = n->ex.op ? n->ex.op : "(unknown op)";
-        pthread_mutex_unlock(&g_lock);
+        sbn__acl_registry_unlock();
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "index %zu is out of range: the executor of %s has %d %s%s "
                              "(absent optional tensors are not counted)",
                              index, owner, count, scope_names[scope], count == 1 ? "" : "s");
     }
-    tensor->data = addr;
+    t->data = addr;
     for (slot = 0; slot < n->ex.ntensors; slot++) {
         if (n->ex.sources[slot] != tensor) continue;
         n->ex.views[slot].data =
             addr ? (void *)((uintptr_t)addr + (uintptr_t)n->ex.view_offset_bytes[slot]) : NULL;
     }
-    pthread_mutex_unlock(&g_lock);
+    sbn__acl_registry_unlock();
     return ACLNN_SUCCESS;
 }
 

@@ -73,8 +73,51 @@ struct aclTensorList {
     aclTensor **tensors;
 };
 
-/* 1 when t is non-NULL and carries the live-tensor magic (a destroyed tensor does not). */
+/* ---- the registry of live objects (aclnn_handles.c) ---- */
+/*
+ * What callers hold is a handle, never the object's address: an address in
+ * reserved, inaccessible address space, unique for the life of the process. The
+ * library's internal code works on objects; every public entry point turns the
+ * handles it is given into objects first (sbn__acl_object_get, or
+ * sbn__acl_resolve_tensors for an op's tensors) and never dereferences a handle.
+ */
+typedef enum sbn__acl_kind {
+    SBN_ACL_KIND_TENSOR = 1,
+    SBN_ACL_KIND_SCALAR,
+    SBN_ACL_KIND_INT_ARRAY,
+    SBN_ACL_KIND_FLOAT_ARRAY,
+    SBN_ACL_KIND_BOOL_ARRAY,
+    SBN_ACL_KIND_TENSOR_LIST,
+    SBN_ACL_KIND_EXECUTOR,
+    SBN_ACL_KIND_STREAM
+} sbn__acl_kind;
+
+/* A new zeroed object of `bytes` with a new handle; NULL when out of memory or handles. */
+void *sbn__acl_object_new(sbn__acl_kind kind, size_t bytes);
+/* The handle of a live object (what the caller is given). */
+void *sbn__acl_object_handle(const void *obj);
+/* The object of a live handle of `kind`; NULL for anything else. handle is never dereferenced. */
+void *sbn__acl_object_get(const void *handle, sbn__acl_kind kind);
+/* Unregisters the object of a live handle of `kind` and frees it; 1 when it was live. */
+int sbn__acl_object_destroy(const void *handle, sbn__acl_kind kind);
+/* For callers that need several steps atomically (the executor): the registry lock, */
+void sbn__acl_registry_lock(void);
+void sbn__acl_registry_unlock(void);
+/* and under it: lookup, unregistering (the handle is dead from then on), then the free. */
+void *sbn__acl_object_find_locked(const void *handle, sbn__acl_kind kind);
+void sbn__acl_object_unlink_locked(void *obj);
+void sbn__acl_object_free(void *obj);
+
+/* 1 when t is a live tensor object (the dead-tensor stand-in of sbn__acl_resolve_tensors is not). */
 int sbn__acl_tensor_is_live(const aclTensor *t);
+/* The tensor object of a live handle, else NULL. */
+aclTensor *sbn__acl_tensor_of(const aclTensor *handle);
+/*
+ * out[k] = the object of handle[k] for an op's phase 1: NULL stays NULL (the NULL
+ * checks report it), a handle that is not live becomes a read-only stand-in that
+ * every tensor check refuses with 161002 ("not a live aclTensor").
+ */
+void sbn__acl_resolve_tensors(const aclTensor *const *handle, const aclTensor **out, int n);
 
 /* ---- recent error message (aclnn_error.c) ---- */
 /* Clears the calling thread's message; every aclnn entry point calls it first. */
@@ -141,6 +184,17 @@ aclnnStatus sbn__acl_check_5d_format(const char *op, const aclTensor *t, const c
 aclnnStatus sbn__acl_check_channels(const char *op, const aclTensor *t, const char *name,
                                     int by_format, int64_t *c);
 
+/*
+ * The bounded-view rule, checked for every tensor an executor is built from (in
+ * phase 1) and again for every view in phase 2: the elements the view (dims,
+ * strides, offset) reaches lie inside its storage, the product of its storage
+ * dims elements from the data pointer, and the storage's byte range fits in the
+ * address space; all in overflow-checked arithmetic. 161002 otherwise, naming the
+ * argument, its view shape, strides and offset, and the storage size. A view
+ * without elements touches nothing and passes.
+ */
+aclnnStatus sbn__acl_check_storage(const char *op, const aclTensor *t, const char *name);
+
 /* ---- native views (aclnn_view.c) ---- */
 /* The native dtype of an aclDataType; 0 when there is none (out: *ok = 0). */
 sbn_dtype sbn__acl_native_dtype(aclDataType dtype, int *ok);
@@ -150,6 +204,8 @@ sbn_dtype sbn__acl_native_dtype(aclDataType dtype, int *ok);
  * NHWC/NDHWC tensors whose channel is the last dim).
  */
 sbn_tensor sbn__acl_view(const aclTensor *t, int channels_last);
+/* The same view without data (what the sizes of the native ops depend on). */
+sbn_tensor sbn__acl_shape_view(const aclTensor *t, int channels_last);
 
 /* ---- executor (aclnn_executor.c) ---- */
 #define SBN_ACL_EXEC_MAX_TENSORS 16
@@ -175,9 +231,11 @@ struct aclOpExecutor {
     int repeatable;
     int ntensors;
     sbn_tensor views[SBN_ACL_EXEC_MAX_TENSORS];
-    const aclTensor *sources[SBN_ACL_EXEC_MAX_TENSORS];
+    const aclTensor *sources[SBN_ACL_EXEC_MAX_TENSORS]; /* the tensors' handles */
     int is_output[SBN_ACL_EXEC_MAX_TENSORS];
     int64_t view_offset_bytes[SBN_ACL_EXEC_MAX_TENSORS]; /* view data - tensor data */
+    int64_t storage_bytes[SBN_ACL_EXEC_MAX_TENSORS];     /* the tensor's storage, -1: too large */
+    const char *names[SBN_ACL_EXEC_MAX_TENSORS];         /* argument names for messages */
     int nargs;                               /* tensor arguments of the op's signature */
     int arg_slots[SBN_ACL_EXEC_MAX_TENSORS]; /* argument k -> its slot, -1 when absent */
     double scalars[SBN_ACL_EXEC_MAX_PARAMS];
@@ -185,15 +243,18 @@ struct aclOpExecutor {
 };
 
 /*
- * Creates and registers an executor for op; NULL (with the recent message set)
- * when out of memory. The op's phase 1 fills it and hands it to the caller.
+ * Creates and registers an executor for op and returns the object (its handle is
+ * sbn__acl_exec_handle); NULL (with the recent message set) when out of memory. The
+ * op's phase 1 fills it and hands its handle to the caller.
  */
 aclOpExecutor *sbn__acl_exec_create(const char *op, sbn__acl_run_fn run, uint64_t workspace_size);
-/* Frees an executor created by phase 1 that is not handed out (a later check failed). */
-void sbn__acl_exec_discard(aclOpExecutor *executor);
+/* The handle of a live executor object (what callers and sbn__acl_exec_run take). */
+aclOpExecutor *sbn__acl_exec_handle(const aclOpExecutor *executor);
+/* Frees the executor of a handle that is not handed out (a later check failed); else nothing. */
+void sbn__acl_exec_discard(aclOpExecutor *handle);
 /*
- * Adds a tensor argument (t may be NULL: an absent optional, which gets slot -1);
- * returns its slot, whose native view is executor->views[slot].
+ * Adds a tensor argument (t, a tensor object, may be NULL: an absent optional,
+ * which gets slot -1); returns its slot, whose native view is executor->views[slot].
  */
 int sbn__acl_exec_add(aclOpExecutor *executor, const aclTensor *t, sbn_tensor view,
                       int is_output);
@@ -212,6 +273,7 @@ typedef struct sbn__acl_exec_spec {
     const aclTensor *const *tensors; /* the op's tensor arguments in signature order */
     const int *on;          /* NULL: all; on[k] == 0: tensor k is not an argument (a disabled
                                output, eval's saveMean/saveInvstd) and gets slot -1 */
+    const char *const *names; /* the argument names, for messages (NULL: "a tensor") */
     int count;              /* number of tensor arguments, <= SBN_ACL_EXEC_MAX_TENSORS */
     int first_output;       /* tensors[first_output..count - 1] are the outputs */
     unsigned channels_last; /* bit k: tensor k's view moves its last dim to dim 1 */
@@ -220,7 +282,8 @@ typedef struct sbn__acl_exec_spec {
 } sbn__acl_exec_spec;
 
 /*
- * The end of every phase 1: creates the executor of op (561101 when that fails),
+ * The end of every phase 1: checks every present tensor against its storage
+ * (sbn__acl_check_storage), creates the executor of op (561101 when that fails),
  * adds the present tensor arguments with their native views (sbn__acl_view),
  * fills the slot table, scalars and ints, and hands out *workspaceSize and
  * *executor (both non-NULL, checked before).
@@ -228,9 +291,10 @@ typedef struct sbn__acl_exec_spec {
 aclnnStatus sbn__acl_exec_build(const char *op, const sbn__acl_exec_spec *spec,
                                 uint64_t *workspaceSize, aclOpExecutor **executor);
 /*
- * The whole of a phase 2: checks that executor is a live executor of `op` (never
- * dereferencing a pointer that is not registered), that the workspace is large
- * enough, runs it, and frees it unless it is repeatable.
+ * The whole of a phase 2: checks that executor is a live executor handle of `op`
+ * (never dereferencing a pointer that is not registered), that the workspace is
+ * large enough and that every view lies inside its storage at its current address,
+ * runs it, and frees it unless it is repeatable.
  */
 aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspace_size,
                               aclOpExecutor *executor, aclrtStream stream);
@@ -250,9 +314,9 @@ aclnnStatus sbn__acl_check_momentum(const char *op, double momentum);
 typedef sbn_status (*sbn__acl_size_fn)(const sbn_tensor *x, size_t *bytes);
 /*
  * *bytes = what size_fn asks for the native view of t (channels_last as in
- * sbn__acl_view); a native failure is mapped by sbn__acl_from_native. The size
- * depends on the shape only, so t's data may still be NULL (CANN lets
- * aclSet*TensorAddr set it before phase 2): the view is handed over as it is.
+ * sbn__acl_view) without its data (sbn__acl_shape_view): the size depends on the
+ * shape only, so t's data may still be NULL (CANN lets aclSet*TensorAddr set it
+ * before phase 2); a native failure is mapped by sbn__acl_from_native.
  */
 aclnnStatus sbn__acl_workspace_size(const char *op, sbn__acl_size_fn size_fn, const aclTensor *t,
                                     int channels_last, uint64_t *bytes);

@@ -5,54 +5,71 @@
  * given (a tensor list copies the array of pointers and, as in CANN, owns the
  * tensors: aclDestroyTensorList destroys them); every allocation goes through
  * sbn__malloc, and a create returns NULL when it fails or when its arguments are
- * invalid, leaving the reason for aclGetRecentErrMsg(). Destroying NULL succeeds
- * (CANN returns 0 there), destroying something that is not a live object of that
- * type returns 161002 without freeing. aclGetViewShape, aclGetStorageShape and
+ * invalid, leaving the reason for aclGetRecentErrMsg(). Every object is registered
+ * (aclnn_handles.c): the caller holds a handle that is looked up before anything is
+ * read, so a destroyed, foreign or other-kind pointer is refused with 161002 and
+ * never dereferenced, even when a new object now sits where the old one was.
+ * Destroying NULL succeeds (CANN returns 0 there), destroying something that is
+ * not a live object of that type returns 161002 without freeing. aclGetViewShape, aclGetStorageShape and
  * aclGetViewStrides hand out a new array that the caller releases: CANN documents
  * `delete[]`; this C library allocates it with malloc(), so C callers free() it
  * (C++ `delete[]` of int64_t on glibc also ends in free(), though ASan calls that
  * an alloc-dealloc mismatch). Creation and getters do not clear the recent message.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aclnn_internal.h"
 
-#define SBN_ACL_DEAD_MAGIC 0x4445414444454144ull /* "DEADDEAD": set before an object is freed */
+/* What a handle that is not live stands for in an op's checks: never live, never written. */
+static const aclTensor k_dead_tensor = {.magic = 0};
 
 int sbn__acl_tensor_is_live(const aclTensor *t)
 {
     return t != NULL && t->magic == SBN_ACL_TENSOR_MAGIC;
 }
 
-/*
- * Every object starts with its magic. new_object allocates `bytes`, zeroes the
- * first `zeroed` of them and sets the magic; NULL (recent message set) when out of
- * memory. destroy_object frees a live object of the kind `want` names (its magic is
- * set dead first); NULL succeeds, anything else is refused with 161002 and the
- * sentence "<obj> is not a live <what>".
- */
-static void *new_object(const char *op, size_t bytes, size_t zeroed, uint64_t magic)
+aclTensor *sbn__acl_tensor_of(const aclTensor *handle)
 {
-    uint64_t *obj = (uint64_t *)sbn__malloc(bytes);
+    return (aclTensor *)sbn__acl_object_get(handle, SBN_ACL_KIND_TENSOR);
+}
+
+void sbn__acl_resolve_tensors(const aclTensor *const *handle, const aclTensor **out, int n)
+{
+    int k;
+    for (k = 0; k < n; k++) {
+        const aclTensor *t = sbn__acl_tensor_of(handle[k]);
+        out[k] = handle[k] == NULL ? NULL : t != NULL ? t : &k_dead_tensor;
+    }
+}
+
+/*
+ * Every object starts with its magic. new_object makes a registered zeroed object
+ * of `bytes` (the handle out in *handle) and sets the magic; NULL (recent message
+ * set) when out of memory. destroy_object frees the object of a live handle of
+ * `kind`; NULL succeeds, anything else is refused with 161002 and the sentence
+ * "<handle> is not a live <what>", without reading it.
+ */
+static void *new_object(const char *op, sbn__acl_kind kind, size_t bytes, uint64_t magic,
+                        void **handle)
+{
+    uint64_t *obj = (uint64_t *)sbn__acl_object_new(kind, bytes);
     if (obj == NULL) {
         sbn__acl_fail(ACLNN_ERR_INNER, op, "out of memory");
         return NULL;
     }
-    memset(obj, 0, zeroed);
     *obj = magic;
+    *handle = sbn__acl_object_handle(obj);
     return obj;
 }
 
-static aclnnStatus destroy_object(const char *op, const void *obj, uint64_t want,
+static aclnnStatus destroy_object(const char *op, const void *handle, sbn__acl_kind kind,
                                   const char *what)
 {
-    uint64_t *magic = (uint64_t *)(uintptr_t)obj;
-    if (obj == NULL) return ACLNN_SUCCESS;
-    if (*magic != want)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not a live %s", obj, what);
-    *magic = SBN_ACL_DEAD_MAGIC;
-    sbn__free(magic);
+    if (handle == NULL) return ACLNN_SUCCESS;
+    if (!sbn__acl_object_destroy(handle, kind))
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not a live %s", handle, what);
     return ACLNN_SUCCESS;
 }
 
@@ -65,6 +82,7 @@ SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum
 {
     static const char *op = "aclCreateTensor";
     aclTensor *t;
+    void *handle = NULL;
     uint64_t d;
     if (viewDims == NULL && viewDimsNum > 0) {
         sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "viewDims is NULL but viewDimsNum is %llu",
@@ -109,7 +127,7 @@ SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum
                       (long long)offset);
         return NULL;
     }
-    t = (aclTensor *)new_object(op, sizeof *t, sizeof *t, SBN_ACL_TENSOR_MAGIC);
+    t = (aclTensor *)new_object(op, SBN_ACL_KIND_TENSOR, sizeof *t, SBN_ACL_TENSOR_MAGIC, &handle);
     if (t == NULL) return NULL;
     t->dtype = dataType;
     t->format = format;
@@ -130,12 +148,12 @@ SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum
             if (viewDims[d] > 0 && step <= INT64_MAX / viewDims[d]) step *= viewDims[d];
         }
     }
-    return t;
+    return (aclTensor *)handle;
 }
 
 SBN_API aclnnStatus aclDestroyTensor(const aclTensor *tensor)
 {
-    return destroy_object("aclDestroyTensor", tensor, SBN_ACL_TENSOR_MAGIC,
+    return destroy_object("aclDestroyTensor", tensor, SBN_ACL_KIND_TENSOR,
                           "aclTensor (already destroyed, or not made by aclCreateTensor)");
 }
 
@@ -180,6 +198,7 @@ SBN_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
     static const char *op = "aclCreateScalar";
     size_t bytes = scalar_bytes(dataType);
     aclScalar *s;
+    void *handle = NULL;
     if (value == NULL) {
         sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "value is NULL");
         return NULL;
@@ -189,26 +208,27 @@ SBN_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
                       sbn__acl_dtype_name(dataType), (int)dataType);
         return NULL;
     }
-    s = (aclScalar *)new_object(op, sizeof *s, sizeof *s, SBN_ACL_SCALAR_MAGIC);
+    s = (aclScalar *)new_object(op, SBN_ACL_KIND_SCALAR, sizeof *s, SBN_ACL_SCALAR_MAGIC, &handle);
     if (s == NULL) return NULL;
     s->dtype = dataType;
     memcpy(s->value.bytes, value, bytes);
-    return s;
+    return (aclScalar *)handle;
 }
 
 SBN_API aclnnStatus aclDestroyScalar(const aclScalar *scalar)
 {
-    return destroy_object("aclDestroyScalar", scalar, SBN_ACL_SCALAR_MAGIC, "aclScalar");
+    return destroy_object("aclDestroyScalar", scalar, SBN_ACL_KIND_SCALAR, "aclScalar");
 }
 
 /* ---- arrays: one block, the header then the values ---- */
 
 /*
  * A zeroed header of `header_bytes` with `magic`, followed by size * elem bytes
- * copied from value; NULL on failure.
+ * copied from value; NULL on failure. *handle gets its handle.
  */
 static void *make_array(const char *op, const void *value, uint64_t size, size_t elem,
-                        size_t header_bytes, uint64_t magic, void **values_out)
+                        size_t header_bytes, sbn__acl_kind kind, uint64_t magic,
+                        void **values_out, void **handle)
 {
     unsigned char *block;
     if (value == NULL && size > 0) {
@@ -221,8 +241,8 @@ static void *make_array(const char *op, const void *value, uint64_t size, size_t
                       (unsigned long long)size);
         return NULL;
     }
-    block = (unsigned char *)new_object(op, header_bytes + (size_t)size * elem, header_bytes,
-                                        magic);
+    block = (unsigned char *)new_object(op, kind, header_bytes + (size_t)size * elem, magic,
+                                        handle);
     if (block == NULL) return NULL;
     if (size > 0) memcpy(block + header_bytes, value, (size_t)size * elem);
     *values_out = block + header_bytes;
@@ -236,85 +256,99 @@ static void *make_array(const char *op, const void *value, uint64_t size, size_t
  * The body of the four array creators (parameters `value` and `size`): a `type`
  * block from make_array whose `member` points at the copied `elem` values.
  */
-#define SBN_ACL_CREATE_ARRAY(op, type, elem, magic, member)                             \
+#define SBN_ACL_CREATE_ARRAY(op, type, elem, kind, magic, member)                       \
     do {                                                                                \
-        void *values_ = NULL;                                                           \
+        void *values_ = NULL, *handle_ = NULL;                                          \
         type *array_ = (type *)make_array(op, value, size, sizeof(elem),                \
-                                          SBN_ACL_HEADER(type), magic, &values_);       \
+                                          SBN_ACL_HEADER(type), kind, magic, &values_,  \
+                                          &handle_);                                    \
         if (array_ == NULL) return NULL;                                                \
         array_->size = size;                                                            \
         array_->member = (elem *)values_;                                               \
-        return array_;                                                                  \
+        return (type *)handle_;                                                         \
     } while (0)
 
 SBN_API aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size)
 {
-    SBN_ACL_CREATE_ARRAY("aclCreateIntArray", aclIntArray, int64_t, SBN_ACL_INT_ARRAY_MAGIC,
-                         values);
+    SBN_ACL_CREATE_ARRAY("aclCreateIntArray", aclIntArray, int64_t, SBN_ACL_KIND_INT_ARRAY,
+                         SBN_ACL_INT_ARRAY_MAGIC, values);
 }
 
 SBN_API aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size)
 {
-    SBN_ACL_CREATE_ARRAY("aclCreateFloatArray", aclFloatArray, float, SBN_ACL_FLOAT_ARRAY_MAGIC,
-                         values);
+    SBN_ACL_CREATE_ARRAY("aclCreateFloatArray", aclFloatArray, float, SBN_ACL_KIND_FLOAT_ARRAY,
+                         SBN_ACL_FLOAT_ARRAY_MAGIC, values);
 }
 
 SBN_API aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size)
 {
-    SBN_ACL_CREATE_ARRAY("aclCreateBoolArray", aclBoolArray, bool, SBN_ACL_BOOL_ARRAY_MAGIC,
-                         values);
+    SBN_ACL_CREATE_ARRAY("aclCreateBoolArray", aclBoolArray, bool, SBN_ACL_KIND_BOOL_ARRAY,
+                         SBN_ACL_BOOL_ARRAY_MAGIC, values);
 }
 
 SBN_API aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size)
 {
+    /* the list keeps the handles it is given */
     SBN_ACL_CREATE_ARRAY("aclCreateTensorList", aclTensorList, aclTensor *,
-                         SBN_ACL_TENSOR_LIST_MAGIC, tensors);
+                         SBN_ACL_KIND_TENSOR_LIST, SBN_ACL_TENSOR_LIST_MAGIC, tensors);
 }
 
 SBN_API aclnnStatus aclDestroyIntArray(const aclIntArray *array)
 {
-    return destroy_object("aclDestroyIntArray", array, SBN_ACL_INT_ARRAY_MAGIC, "aclIntArray");
+    return destroy_object("aclDestroyIntArray", array, SBN_ACL_KIND_INT_ARRAY, "aclIntArray");
 }
 
 SBN_API aclnnStatus aclDestroyFloatArray(const aclFloatArray *array)
 {
-    return destroy_object("aclDestroyFloatArray", array, SBN_ACL_FLOAT_ARRAY_MAGIC,
+    return destroy_object("aclDestroyFloatArray", array, SBN_ACL_KIND_FLOAT_ARRAY,
                           "aclFloatArray");
 }
 
 SBN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray *array)
 {
-    return destroy_object("aclDestroyBoolArray", array, SBN_ACL_BOOL_ARRAY_MAGIC, "aclBoolArray");
+    return destroy_object("aclDestroyBoolArray", array, SBN_ACL_KIND_BOOL_ARRAY, "aclBoolArray");
 }
 
 SBN_API aclnnStatus aclDestroyTensorList(const aclTensorList *array)
 {
+    aclTensorList *list;
     uint64_t i, j;
-    /* The list owns its tensors (CANN); a tensor listed twice is destroyed once. */
-    if (array != NULL && array->magic == SBN_ACL_TENSOR_LIST_MAGIC) {
-        for (i = 0; i < array->size; i++) {
-            const aclTensor *t = array->tensors[i];
-            int seen = 0;
-            for (j = 0; j < i && !seen; j++) seen = array->tensors[j] == t;
-            if (!seen && t != NULL) aclDestroyTensor(t);
-        }
+    if (array == NULL) return ACLNN_SUCCESS;
+    /* taken out of the registry first: a second destroy of the same list finds it dead */
+    sbn__acl_registry_lock();
+    list = (aclTensorList *)sbn__acl_object_find_locked(array, SBN_ACL_KIND_TENSOR_LIST);
+    if (list != NULL) sbn__acl_object_unlink_locked(list);
+    sbn__acl_registry_unlock();
+    if (list == NULL)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensorList",
+                             "%p is not a live aclTensorList", (const void *)array);
+    /* The list owns its tensors (CANN); a tensor listed twice is destroyed once, and a
+     * tensor already destroyed on its own is skipped (its handle is dead). */
+    for (i = 0; i < list->size; i++) {
+        const aclTensor *t = list->tensors[i];
+        int seen = 0;
+        for (j = 0; j < i && !seen; j++) seen = list->tensors[j] == t;
+        if (!seen && t != NULL) sbn__acl_object_destroy(t, SBN_ACL_KIND_TENSOR);
     }
-    return destroy_object("aclDestroyTensorList", array, SBN_ACL_TENSOR_LIST_MAGIC,
-                          "aclTensorList");
+    sbn__acl_object_free(list);
+    return ACLNN_SUCCESS;
 }
 
 /* ---- getters ---- */
 
-/* 161001 for a NULL argument, 161002 for a tensor that is not live. */
-static aclnnStatus getter_args(const char *op, const aclTensor *t, const void *out1,
-                               const void *out2)
+/* 161001 for a NULL argument, 161002 for a handle that is not a live tensor; else *t. */
+static aclnnStatus getter_args(const char *op, const aclTensor *handle, const void *out1,
+                               const void *out2, const aclTensor **t)
 {
-    if (t == NULL || out1 == NULL || out2 == NULL)
+    if (handle == NULL || out1 == NULL || out2 == NULL)
         return sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "%s is NULL",
-                             t == NULL ? "tensor" : "an output pointer");
-    if (!sbn__acl_tensor_is_live(t))
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not a live aclTensor",
-                             (const void *)t);
+                             handle == NULL ? "tensor" : "an output pointer");
+    *t = sbn__acl_tensor_of(handle);
+    if (*t == NULL)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "%p is not a live aclTensor (destroyed, or not made by "
+                             "aclCreateTensor)",
+                             (const void *)handle);
     return ACLNN_SUCCESS;
 }
 
@@ -333,82 +367,98 @@ static aclnnStatus hand_out(const char *op, const int64_t *src, uint64_t n, int6
 SBN_API aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims,
                                     uint64_t *viewDimsNum)
 {
-    SBN_ACL_TRY(getter_args("aclGetViewShape", tensor, viewDims, viewDimsNum));
-    return hand_out("aclGetViewShape", tensor->dims, tensor->ndim, viewDims, viewDimsNum);
+    const aclTensor *t = NULL;
+    SBN_ACL_TRY(getter_args("aclGetViewShape", tensor, viewDims, viewDimsNum, &t));
+    return hand_out("aclGetViewShape", t->dims, t->ndim, viewDims, viewDimsNum);
 }
 
 SBN_API aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims,
                                        uint64_t *storageDimsNum)
 {
-    SBN_ACL_TRY(getter_args("aclGetStorageShape", tensor, storageDims, storageDimsNum));
-    return hand_out("aclGetStorageShape", tensor->storage_dims, tensor->storage_ndim, storageDims,
+    const aclTensor *t = NULL;
+    SBN_ACL_TRY(getter_args("aclGetStorageShape", tensor, storageDims, storageDimsNum, &t));
+    return hand_out("aclGetStorageShape", t->storage_dims, t->storage_ndim, storageDims,
                     storageDimsNum);
 }
 
 SBN_API aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **stridesValue,
                                       uint64_t *stridesNum)
 {
-    SBN_ACL_TRY(getter_args("aclGetViewStrides", tensor, stridesValue, stridesNum));
-    return hand_out("aclGetViewStrides", tensor->strides, tensor->ndim, stridesValue, stridesNum);
+    const aclTensor *t = NULL;
+    SBN_ACL_TRY(getter_args("aclGetViewStrides", tensor, stridesValue, stridesNum, &t));
+    return hand_out("aclGetViewStrides", t->strides, t->ndim, stridesValue, stridesNum);
 }
 
 SBN_API aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset)
 {
-    SBN_ACL_TRY(getter_args("aclGetViewOffset", tensor, offset, offset));
-    *offset = tensor->offset;
+    const aclTensor *t = NULL;
+    SBN_ACL_TRY(getter_args("aclGetViewOffset", tensor, offset, offset, &t));
+    *offset = t->offset;
     return ACLNN_SUCCESS;
 }
 
 SBN_API aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format)
 {
-    SBN_ACL_TRY(getter_args("aclGetFormat", tensor, format, format));
-    *format = tensor->format;
+    const aclTensor *t = NULL;
+    SBN_ACL_TRY(getter_args("aclGetFormat", tensor, format, format, &t));
+    *format = t->format;
     return ACLNN_SUCCESS;
 }
 
 SBN_API aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType)
 {
-    SBN_ACL_TRY(getter_args("aclGetDataType", tensor, dataType, dataType));
-    *dataType = tensor->dtype;
+    const aclTensor *t = NULL;
+    SBN_ACL_TRY(getter_args("aclGetDataType", tensor, dataType, dataType, &t));
+    *dataType = t->dtype;
     return ACLNN_SUCCESS;
 }
 
 /*
- * The size getters: 161001 for NULL, 161002 for an object that is not a live one of
- * the kind `want` names (its magic is its first member); else *size = *n.
+ * The size getters: 161001 for NULL, 161002 for a handle that is not a live object
+ * of `kind`; else *size = its size. Every array kind and the list keep their size
+ * right after their magic.
  */
-static aclnnStatus get_size(const char *op, const void *obj, uint64_t want, const uint64_t *n,
+typedef struct sized_object {
+    uint64_t magic;
+    uint64_t size;
+} sized_object;
+
+static aclnnStatus get_size(const char *op, const void *handle, sbn__acl_kind kind,
                             uint64_t *size)
 {
-    if (obj == NULL || size == NULL)
+    const sized_object *obj;
+    if (handle == NULL || size == NULL)
         return sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "%s is NULL",
-                             obj == NULL ? "the array" : "size");
-    if (*(const uint64_t *)obj != want)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not live", obj);
-    *size = *n;
+                             handle == NULL ? "the array" : "size");
+    sbn__acl_registry_lock();
+    obj = (const sized_object *)sbn__acl_object_find_locked(handle, kind);
+    if (obj != NULL) *size = obj->size;
+    sbn__acl_registry_unlock();
+    if (obj == NULL) return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "%p is not live", handle);
     return ACLNN_SUCCESS;
 }
 
+_Static_assert(offsetof(aclIntArray, size) == offsetof(sized_object, size), "size member");
+_Static_assert(offsetof(aclFloatArray, size) == offsetof(sized_object, size), "size member");
+_Static_assert(offsetof(aclBoolArray, size) == offsetof(sized_object, size), "size member");
+_Static_assert(offsetof(aclTensorList, size) == offsetof(sized_object, size), "size member");
+
 SBN_API aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size)
 {
-    return get_size("aclGetIntArraySize", array, SBN_ACL_INT_ARRAY_MAGIC,
-                    array ? &array->size : NULL, size);
+    return get_size("aclGetIntArraySize", array, SBN_ACL_KIND_INT_ARRAY, size);
 }
 
 SBN_API aclnnStatus aclGetFloatArraySize(const aclFloatArray *array, uint64_t *size)
 {
-    return get_size("aclGetFloatArraySize", array, SBN_ACL_FLOAT_ARRAY_MAGIC,
-                    array ? &array->size : NULL, size);
+    return get_size("aclGetFloatArraySize", array, SBN_ACL_KIND_FLOAT_ARRAY, size);
 }
 
 SBN_API aclnnStatus aclGetBoolArraySize(const aclBoolArray *array, uint64_t *size)
 {
-    return get_size("aclGetBoolArraySize", array, SBN_ACL_BOOL_ARRAY_MAGIC,
-                    array ? &array->size : NULL, size);
+    return get_size("aclGetBoolArraySize", array, SBN_ACL_KIND_BOOL_ARRAY, size);
 }
 
 SBN_API aclnnStatus aclGetTensorListSize(const aclTensorList *tensorList, uint64_t *size)
 {
-    return get_size("aclGetTensorListSize", tensorList, SBN_ACL_TENSOR_LIST_MAGIC,
-                    tensorList ? &tensorList->size : NULL, size);
+    return get_size("aclGetTensorListSize", tensorList, SBN_ACL_KIND_TENSOR_LIST, size);
 }

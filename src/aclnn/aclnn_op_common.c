@@ -39,7 +39,7 @@ aclnnStatus sbn__acl_check_momentum(const char *op, double momentum)
 aclnnStatus sbn__acl_workspace_size(const char *op, sbn__acl_size_fn size_fn, const aclTensor *t,
                                     int channels_last, uint64_t *bytes)
 {
-    sbn_tensor view = sbn__acl_view(t, channels_last);
+    sbn_tensor view = sbn__acl_shape_view(t, channels_last); /* sizes depend on the shape */
     size_t native_bytes = 0;
     SBN_ACL_TRY(native_check(op, size_fn(&view, &native_bytes)));
     *bytes = (uint64_t)native_bytes;

@@ -102,8 +102,9 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGetWorkspaceSize(
     aclTensor *output, aclTensor *saveMean, aclTensor *saveInvstd, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {input,      weight, bias,     runningMean,
+    const aclTensor *const given[NT] = {input,      weight, bias,     runningMean,
                                     runningVar, output, saveMean, saveInvstd};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     /* in eval, saveMean and saveInvstd are not arguments (neither validated nor written) */
     const int on[NT] = {1, weight != NULL, bias != NULL, runningMean != NULL,
                         runningVar != NULL, 1, training, training};
@@ -113,15 +114,17 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGetWorkspaceSize(
     int cl;
 
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(check_args(t, on, training));
     SBN_ACL_TRY(sbn__acl_check_eps(OP, eps_f));
     if (training) SBN_ACL_TRY(sbn__acl_check_momentum(OP, momentum_f));
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
 
-    cl = sbn__acl_format_is_channels_last(input->format);
-    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_batch_norm_workspace_size, input, cl, &bytes));
+    cl = sbn__acl_format_is_channels_last(t[T_INPUT]->format);
+    SBN_ACL_TRY(
+        sbn__acl_workspace_size(OP, sbn_batch_norm_workspace_size, t[T_INPUT], cl, &bytes));
     const sbn__acl_exec_spec spec = {
-        .run = run_batch_norm, .workspace_size = bytes, .tensors = t, .on = on, .count = NT,
+        .run = run_batch_norm, .workspace_size = bytes, .tensors = t, .on = on, .names = k_names, .count = NT,
         .first_output = T_OUTPUT, .channels_last = cl ? CHANNELS_LAST_ARGS : 0u,
         .scalars = {[SCALAR_MOMENTUM] = momentum_f, [SCALAR_EPS] = eps_f},
         .ints = {[INT_TRAINING] = training}};

@@ -69,15 +69,17 @@ static aclnnStatus run_batch_norm_backward(aclOpExecutor *e, void *workspace,
 }
 
 /* The outputMask checks of the NULL stage; mask[] gets its 3 values. */
-static aclnnStatus read_mask(const aclBoolArray *output_mask, bool *mask)
+static aclnnStatus read_mask(const aclBoolArray *mask_handle, bool *mask)
 {
+    const aclBoolArray *output_mask;
     int i;
-    SBN_ACL_TRY(sbn__acl_check_null(OP, output_mask, "outputMask"));
-    if (output_mask->magic != SBN_ACL_BOOL_ARRAY_MAGIC)
+    SBN_ACL_TRY(sbn__acl_check_null(OP, mask_handle, "outputMask"));
+    output_mask = (const aclBoolArray *)sbn__acl_object_get(mask_handle, SBN_ACL_KIND_BOOL_ARRAY);
+    if (output_mask == NULL)
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
                              "outputMask (%p) is not a live aclBoolArray: it was destroyed or "
                              "never made by aclCreateBoolArray",
-                             (const void *)output_mask);
+                             (const void *)mask_handle);
     if (output_mask->size != 3)
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
                              "outputMask has %llu values; it must have 3 (gradInput, gradWeight, "
@@ -139,15 +141,17 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
     aclTensor *gradInput, aclTensor *gradWeight, aclTensor *gradBias, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {gradOut,  input,      weight,    runningMean,
+    const aclTensor *const given[NT] = {gradOut,  input,      weight,    runningMean,
                                     runningVar, saveMean, saveInvstd, gradInput,
                                     gradWeight, gradBias};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     const double eps_f = (double)(float)eps; /* CANN narrows eps to float */
     bool mask[3] = {false, false, false};
     int on[NT], k, cl, empty;
     uint64_t bytes = 0;
 
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(sbn__acl_check_null(OP, gradOut, "gradOut"));
     SBN_ACL_TRY(sbn__acl_check_null(OP, input, "input"));
     SBN_ACL_TRY(read_mask(outputMask, mask));
@@ -157,14 +161,14 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
     SBN_ACL_TRY(sbn__acl_check_eps(OP, eps_f));
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
 
-    cl = sbn__acl_format_is_channels_last(input->format);
-    empty = sbn__acl_numel(input) == 0; /* nothing to write: phase 2 does nothing */
+    cl = sbn__acl_format_is_channels_last(t[T_INPUT]->format);
+    empty = sbn__acl_numel(t[T_INPUT]) == 0; /* nothing to write: phase 2 does nothing */
     if (!empty)
-        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_batch_norm_backward_workspace_size, input,
+        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_batch_norm_backward_workspace_size, t[T_INPUT],
                                             cl, &bytes));
     const sbn__acl_exec_spec spec = {
         .run = empty ? sbn__acl_run_nothing : run_batch_norm_backward, .workspace_size = bytes,
-        .tensors = t, .on = on, .count = NT, .first_output = T_GRAD_INPUT,
+        .tensors = t, .on = on, .names = k_names, .count = NT, .first_output = T_GRAD_INPUT,
         .channels_last = cl ? CHANNELS_LAST_ARGS : 0u, .scalars = {[SCALAR_EPS] = eps_f},
         .ints = {[INT_TRAINING] = training}};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);

@@ -68,17 +68,19 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormElemtGetWorkspaceSize(
     aclTensor *invstd, double eps, aclTensor *output, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {input, weight, bias, mean, invstd, output};
+    const aclTensor *const given[NT] = {input, weight, bias, mean, invstd, output};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     uint64_t bytes = 0;
 
     (void)eps; /* cancels in CANN's formula, see the file comment */
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(check_args(t));
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
 
-    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_elemt_workspace_size, input, 0, &bytes));
+    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_elemt_workspace_size, t[T_INPUT], 0, &bytes));
     const sbn__acl_exec_spec spec = {.run = run_elemt, .workspace_size = bytes, .tensors = t,
-                                     .count = NT, .first_output = T_OUTPUT};
+                                     .names = k_names, .count = NT, .first_output = T_OUTPUT};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 

@@ -85,13 +85,14 @@ static aclnnStatus counter_total(const sbn_tensor *counter, int64_t *total)
                 if (!(run[k] >= 0.0) || run[k] != floor(run[k]) || run[k] > MAX_COUNT)
                     return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
                                          "counter holds %g; every count must be a whole number "
-                                         ">= 0",
+                                         "from 0 to 2^53 (9007199254740992)",
                                          run[k]);
                 sum += run[k];
             }
             if (sum * repeat > MAX_COUNT)
                 return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
-                                     "the counts in counter add up to more than 2^53");
+                                     "the counts in counter add up to more than 2^53 "
+                                     "(9007199254740992), the largest total N kept exactly");
             done += m;
             n -= m;
             off += m * c.strides[last];
@@ -156,22 +157,24 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormElemtBackwardGetWorkspaceSize(
     const aclTensor *sumDyXmu, aclTensor *counter, aclTensor *gradInput,
     uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {gradOut, input, mean,    invstd,   weight,
+    const aclTensor *const given[NT] = {gradOut, input, mean,    invstd,   weight,
                                     sumDy,   sumDyXmu, counter, gradInput};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     uint64_t bytes = 0;
     int empty;
 
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
     SBN_ACL_TRY(check_args(t));
 
-    empty = sbn__acl_numel(input) == 0; /* nothing to read or write: phase 2 does nothing */
+    empty = sbn__acl_numel(t[T_INPUT]) == 0; /* nothing to read or write: phase 2 does nothing */
     if (!empty)
         SBN_ACL_TRY(
-            sbn__acl_workspace_size(OP, sbn_backward_elemt_workspace_size, input, 0, &bytes));
+            sbn__acl_workspace_size(OP, sbn_backward_elemt_workspace_size, t[T_INPUT], 0, &bytes));
     const sbn__acl_exec_spec spec = {
         .run = empty ? sbn__acl_run_nothing : run_elemt_backward, .workspace_size = bytes,
-        .tensors = t, .count = NT, .first_output = T_GRAD_INPUT};
+        .tensors = t, .names = k_names, .count = NT, .first_output = T_GRAD_INPUT};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
 

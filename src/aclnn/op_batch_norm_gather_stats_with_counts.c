@@ -98,25 +98,27 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceS
     aclTensor *runningVar, double momentum, double eps, const aclTensor *counts,
     aclTensor *meanAll, aclTensor *invstdAll, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {input,      mean,   invstd,  runningMean,
+    const aclTensor *const given[NT] = {input,      mean,   invstd,  runningMean,
                                     runningVar, counts, meanAll, invstdAll};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     double momentum_f = (double)(float)momentum, eps_f = (double)(float)eps; /* as CANN */
     uint64_t bytes = 0;
     int empty_channels;
 
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
     SBN_ACL_TRY(check_args(t));
     SBN_ACL_TRY(sbn__acl_check_momentum(OP, momentum_f));
     SBN_ACL_TRY(sbn__acl_check_eps(OP, eps_f));
 
-    empty_channels = input->dims[1] == 0; /* every output is empty: phase 2 does nothing */
+    empty_channels = t[T_INPUT]->dims[1] == 0; /* every output is empty: phase 2 does nothing */
     if (!empty_channels)
-        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_gather_stats_with_counts_workspace_size, mean,
+        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_gather_stats_with_counts_workspace_size, t[T_MEAN],
                                             0, &bytes));
     const sbn__acl_exec_spec spec = {
         .run = empty_channels ? sbn__acl_run_nothing : run_gather, .workspace_size = bytes,
-        .tensors = t, .count = NT, .first_output = T_MEAN_ALL,
+        .tensors = t, .names = k_names, .count = NT, .first_output = T_MEAN_ALL,
         .scalars = {[SCALAR_MOMENTUM] = momentum_f, [SCALAR_EPS] = eps_f}};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }

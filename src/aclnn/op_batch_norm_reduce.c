@@ -21,6 +21,8 @@
 
 enum { T_X, T_SUM, T_SQUARE_SUM, NT }; /* the tensor arguments in signature order */
 
+static const char *const k_names[NT] = {"x", "sum", "squareSum"};
+
 static aclnnStatus run_reduce(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
 {
     sbn_status s = sbn_reduce(sbn__acl_arg(e, T_X), sbn__acl_arg(e, T_SUM),
@@ -70,21 +72,23 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTe
                                                                      uint64_t *workspaceSize,
                                                                      aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {x, sum, squareSum};
+    const aclTensor *const given[NT] = {x, sum, squareSum};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     uint64_t bytes = 0;
     int nhwc, empty_channels;
 
     sbn__acl_clear_error();
-    SBN_ACL_TRY(check_args(x, sum, squareSum));
+    sbn__acl_resolve_tensors(given, t, NT);
+    SBN_ACL_TRY(check_args(t[T_X], t[T_SUM], t[T_SQUARE_SUM]));
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
 
-    nhwc = x->format == ACL_FORMAT_NHWC; /* C moves to dim 1 of x's view */
-    empty_channels = x->dims[nhwc ? 3 : 1] == 0; /* sum and squareSum are empty */
+    nhwc = t[T_X]->format == ACL_FORMAT_NHWC; /* C moves to dim 1 of x's view */
+    empty_channels = t[T_X]->dims[nhwc ? 3 : 1] == 0; /* sum and squareSum are empty */
     if (!empty_channels)
-        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_reduce_workspace_size, x, nhwc, &bytes));
+        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_reduce_workspace_size, t[T_X], nhwc, &bytes));
     const sbn__acl_exec_spec spec = {
         .run = empty_channels ? sbn__acl_run_nothing : run_reduce, .workspace_size = bytes,
-        .tensors = t, .count = NT, .first_output = T_SUM,
+        .tensors = t, .names = k_names, .count = NT, .first_output = T_SUM,
         .channels_last = nhwc ? 1u << T_X : 0u};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }

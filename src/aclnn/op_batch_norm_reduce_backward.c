@@ -78,19 +78,21 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduceBackwardGetWorkspaceSize(
     const bool biasG, aclTensor *sumDy, aclTensor *sumDyXmu, aclTensor *gradWeight,
     aclTensor *gradBias, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {gradOut, input, mean, invstd, weight,
+    const aclTensor *const given[NT] = {gradOut, input, mean, invstd, weight,
                                     sumDy, sumDyXmu, gradWeight, gradBias};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     /* a disabled output is not an argument */
     const int on[NT] = {1, 1, 1, 1, weight != NULL, inputG, inputG, weightG, biasG};
     uint64_t bytes = 0;
 
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
     SBN_ACL_TRY(check_args(t, on));
 
-    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_backward_reduce_workspace_size, input, 0, &bytes));
+    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_backward_reduce_workspace_size, t[T_INPUT], 0, &bytes));
     const sbn__acl_exec_spec spec = {.run = run_reduce_backward, .workspace_size = bytes,
-                                     .tensors = t, .on = on, .count = NT,
+                                     .tensors = t, .on = on, .names = k_names, .count = NT,
                                      .first_output = T_SUM_DY};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }

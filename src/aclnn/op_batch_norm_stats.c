@@ -23,6 +23,8 @@
 enum { T_INPUT, T_MEAN, T_INVSTD, NT }; /* the tensor arguments in signature order */
 enum { SCALAR_EPS };                    /* executor->scalars[] */
 
+static const char *const k_names[NT] = {"input", "mean", "invstd"};
+
 static aclnnStatus run_stats(aclOpExecutor *e, void *workspace, uint64_t workspace_size)
 {
     sbn_status s = sbn_stats(sbn__acl_arg(e, T_INPUT), e->scalars[SCALAR_EPS],
@@ -62,18 +64,20 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTen
                                                                     uint64_t *workspaceSize,
                                                                     aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {input, mean, invstd};
+    const aclTensor *const given[NT] = {input, mean, invstd};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
     double eps_f = (double)(float)eps; /* CANN narrows eps to float */
     uint64_t bytes = 0;
 
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
-    SBN_ACL_TRY(check_args(input, mean, invstd));
+    SBN_ACL_TRY(check_args(t[T_INPUT], t[T_MEAN], t[T_INVSTD]));
     SBN_ACL_TRY(sbn__acl_check_eps(OP, eps_f));
 
-    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_stats_workspace_size, input, 0, &bytes));
+    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_stats_workspace_size, t[T_INPUT], 0, &bytes));
     const sbn__acl_exec_spec spec = {.run = run_stats, .workspace_size = bytes, .tensors = t,
-                                     .count = NT, .first_output = T_MEAN,
+                                     .names = k_names, .count = NT, .first_output = T_MEAN,
                                      .scalars = {[SCALAR_EPS] = eps_f}};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }

@@ -109,10 +109,12 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnSyncBatchNormGatherStatsGetWorkspaceSize(
     aclTensor *mean, aclTensor *variance, float momentum, float eps, aclTensor *batchMean,
     aclTensor *batchInvstd, uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    const aclTensor *const t[NT] = {totalSum, totalSquareSum, sampleCount, mean,
+    const aclTensor *const given[NT] = {totalSum, totalSquareSum, sampleCount, mean,
                                     variance, batchMean,      batchInvstd};
+    const aclTensor *t[NT]; /* the tensor objects of the handles given */
 
     sbn__acl_clear_error();
+    sbn__acl_resolve_tensors(given, t, NT);
     SBN_ACL_TRY(check_args(t));
     SBN_ACL_TRY(sbn__acl_check_momentum(OP, (double)momentum));
     SBN_ACL_TRY(sbn__acl_check_eps(OP, (double)eps));
@@ -120,8 +122,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnSyncBatchNormGatherStatsGetWorkspaceSize(
 
     /* The native op needs no workspace; C == 0: every [C] tensor is empty, nothing to do. */
     const sbn__acl_exec_spec spec = {
-        .run = totalSum->dims[1] == 0 ? sbn__acl_run_nothing : run_gather, .tensors = t,
-        .count = NT, .first_output = T_BMEAN,
+        .run = t[T_SUM]->dims[1] == 0 ? sbn__acl_run_nothing : run_gather, .tensors = t,
+        .names = k_names, .count = NT, .first_output = T_BMEAN,
         .scalars = {[SCALAR_MOMENTUM] = (double)momentum, [SCALAR_EPS] = (double)eps}};
     return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
 }
