@@ -13,22 +13,32 @@
 /* Element counts above this are refused, so that byte offsets never overflow int64. */
 #define SBN_MAX_ELEMENTS ((int64_t)1 << 56)
 
-const char *sbn__shape_str(const sbn_tensor *t, char *buf, size_t size)
+/* "[a, b, c]" of n values into buf ("(rank n)" when n is out of range). */
+static const char *dims_str(const int64_t *v, int n, char *buf, size_t size)
 {
     size_t used = 0;
     int d;
     if (size == 0) return buf;
     buf[0] = '\0';
-    if (t->rank < 0 || t->rank > SBN_MAX_RANK) {
-        snprintf(buf, size, "(rank %d)", t->rank);
+    if (n < 0 || n > SBN_MAX_RANK) {
+        snprintf(buf, size, "(rank %d)", n);
         return buf;
     }
     used += (size_t)snprintf(buf + used, size - used, "[");
-    for (d = 0; d < t->rank && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "",
-                                 (long long)t->shape[d]);
+    for (d = 0; d < n && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)v[d]);
     if (used < size) snprintf(buf + used, size - used, "]");
     return buf;
+}
+
+const char *sbn__shape_str(const sbn_tensor *t, char *buf, size_t size)
+{
+    return dims_str(t->shape, t->rank, buf, size);
+}
+
+const char *sbn__strides_str(const sbn_tensor *t, char *buf, size_t size)
+{
+    return dims_str(t->strides, t->rank, buf, size);
 }
 
 sbn_status sbn__check_present(const void *t, const char *name)

@@ -12,21 +12,6 @@
 
 #include "internal.h"
 
-const char *sbn__strides_str(const sbn_tensor *t, char *buf, size_t size)
-{
-    size_t used = 0;
-    int d;
-    if (size == 0) return buf;
-    buf[0] = '\0';
-    if (t->rank < 0 || t->rank > SBN_MAX_RANK) return buf;
-    used += (size_t)snprintf(buf + used, size - used, "[");
-    for (d = 0; d < t->rank && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "",
-                                 (long long)t->strides[d]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-    return buf;
-}
-
 /* The first dim whose span (shape - 1) * stride, or its running sum, overflows; -1 if none. */
 static int extent_elements(const sbn_tensor *t, int64_t *lo, int64_t *hi)
 {

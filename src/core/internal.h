@@ -66,13 +66,6 @@ static inline int sbn__add_i64(int64_t a, int64_t b, int64_t *out)
     *out = r;
     return 1;
 }
-static inline int sbn__mul_size(size_t a, size_t b, size_t *out)
-{
-    size_t r;
-    if (__builtin_mul_overflow(a, b, &r)) return 0;
-    *out = r;
-    return 1;
-}
 static inline int sbn__add_size(size_t a, size_t b, size_t *out)
 {
     size_t r;
