@@ -6,7 +6,8 @@
  * built when MPI is found) and user callbacks (a framework carries the bytes).
  *
  * Safety: every collective first exchanges a small header (operation, element
- * count, a caller tag such as C and dtype, and a per-handle sequence number). If
+ * count, a caller tag such as C and dtype, a per-handle call number and the
+ * caller's step from sbn_comm_set_step). If
  * the ranks disagree, every rank returns SBN_ERR_COMM_MISMATCH with a sentence
  * naming the ranks and the values, instead of mixing up buffers or hanging. A rank
  * that has failed calls sbn_comm_fail() at the point of its next collective, so
@@ -26,10 +27,21 @@ extern "C" {
 typedef struct sbn_comm sbn_comm_t;
 
 /*
+ * Timeouts (threads and MPI backends): a collective waits at most the handle's
+ * timeout for the other ranks, then returns SBN_ERR_TIMEOUT naming the ranks that
+ * did not arrive. A timeout argument > 0 is used as given (capped at 1e8 s, so
+ * INFINITY means practically never); 0, a negative value or NaN means the default:
+ * the SBN_COMM_TIMEOUT environment variable (seconds, a number > 0 such as "2" or
+ * "0.5"; unset or empty means 60 s; anything else, e.g. "abc", "-1", "0", "nan"
+ * or "5s", makes creation fail with SBN_ERR_BAD_VALUE and a sentence quoting it).
+ * The environment is read at creation only. The callbacks backend waits as long
+ * as the user's callbacks do: their timeouts are theirs.
+ */
+/*
  * Creates a world of `world` in-process ranks: comms[r] is rank r's handle, to be
- * used by one thread at a time. A collective waits at most timeout_seconds (<= 0
- * means the default, 60 s) for the other ranks, then returns SBN_ERR_TIMEOUT; after
- * a timeout or a failure the world is broken and every later collective on any of
+ * used by one thread at a time. A collective waits at most timeout_seconds (see
+ * above for <= 0) for the other ranks, then returns SBN_ERR_TIMEOUT; after a
+ * timeout or a failure the world is broken and every later collective on any of
  * its handles fails at once. Destroy every handle (any thread, any order).
  */
 sbn_status sbn_comm_threads_create(int world, double timeout_seconds, sbn_comm_t **comms);
@@ -65,6 +77,20 @@ sbn_status sbn_comm_allgather(sbn_comm_t *comm, const double *send, size_t count
 /* allreduce-sum in place over `count` doubles, summed in rank order on every rank. */
 sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size_t count, int64_t tag);
 sbn_status sbn_comm_barrier(sbn_comm_t *comm);
+
+/*
+ * Declares the caller's step (e.g. the training iteration) for the collectives
+ * that follow on this handle; local, no communication; 0 at creation. The step
+ * travels in every header and the ranks must agree on it, so a rank that skipped
+ * or repeated a step gets SBN_ERR_COMM_MISMATCH at its next collective, on every
+ * rank ("rank 0 is at step 7 but rank 1 is at step 8 ..."), instead of pairing its
+ * collectives with its peers' collectives of another step. Without it nothing can
+ * catch a skip: every rank's k-th collective meets every other rank's k-th one, so
+ * the call numbers always agree, and a rank that skipped a step whose collectives
+ * look like the next step's is only noticed when the others wait for the calls it
+ * never makes (SBN_ERR_TIMEOUT at the end). Like a mismatch, not sticky.
+ */
+sbn_status sbn_comm_set_step(sbn_comm_t *comm, int64_t step);
 /*
  * Takes part in the next collective as a failed rank: the peers' pending or next
  * collective returns SBN_ERR_PEER_FAILED naming this rank and `reason`'s status.

@@ -8,10 +8,15 @@
  * exchanged. A rank whose own arguments are wrong announces the failure in the
  * header instead of leaving its peers waiting. allreduce_sum gathers every rank's
  * values into the grow-only scratch and adds them in rank order 0..W-1, so all
- * ranks get the same bits whatever the backend.
+ * ranks get the same bits whatever the backend. The header also carries the
+ * caller's step (sbn_comm_set_step): the call number alone can never differ
+ * between ranks, since every exchange pairs the k-th call of each rank, so it
+ * cannot reveal a rank that skipped a whole step; the caller's step can. The
+ * timeout rule shared by the backends that wait (sbn__comm_timeout) is here too.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm_internal.h"
@@ -27,6 +32,7 @@ sbn_status sbn__comm_init(sbn_comm_t *comm, const struct sbn__comm_vtable *vt, i
     comm->rank = rank;
     comm->size = size;
     comm->seq = 0;
+    comm->step = 0;
     comm->headers = sbn__malloc((size_t)size * SBN_HDR_WORDS * sizeof(int64_t));
     if (comm->headers == NULL)
         return sbn__error(SBN_ERR_OUT_OF_MEMORY,
@@ -141,11 +147,11 @@ static sbn_status verdict_failed(sbn_comm_t *comm, int my_op)
                       nfailed == 1 ? "rank" : "ranks", text, nfailed > shown ? ", ..." : "");
 }
 
-/* Every rank must agree with rank 0 on op, count, tag and call number. */
+/* Every rank must agree with rank 0 on op, count, tag, call number and step. */
 static sbn_status verdict_mismatch(const sbn_comm_t *comm)
 {
     const int64_t *h0 = header_of(comm, 0);
-    char n0[32], nr[32];
+    char n0[32], nr[32], steps[160];
     int r, w;
 
     for (r = 1; r < comm->size; r++) {
@@ -153,11 +159,16 @@ static sbn_status verdict_mismatch(const sbn_comm_t *comm)
         int same = 1;
         for (w = 0; w < SBN_HDR_STATUS; w++) same = same && h[w] == h0[w];
         if (same) continue;
+        steps[0] = '\0';
+        if (h[SBN_HDR_STEP] != h0[SBN_HDR_STEP])
+            snprintf(steps, sizeof steps, "rank 0 is at step %" PRId64 " but rank %d is at step "
+                     "%" PRId64 " (a rank skipped or repeated a step): ", h0[SBN_HDR_STEP], r,
+                     h[SBN_HDR_STEP]);
         return sbn__error(SBN_ERR_COMM_MISMATCH,
-                          "rank 0 called %s (count %" PRId64 ", tag %" PRId64 ", call #%" PRId64
+                          "%srank 0 called %s (count %" PRId64 ", tag %" PRId64 ", call #%" PRId64
                           ") but rank %d called %s (count %" PRId64 ", tag %" PRId64
                           ", call #%" PRId64 ")",
-                          op_name(h0[SBN_HDR_OP], n0, sizeof n0), h0[SBN_HDR_COUNT],
+                          steps, op_name(h0[SBN_HDR_OP], n0, sizeof n0), h0[SBN_HDR_COUNT],
                           h0[SBN_HDR_TAG], h0[SBN_HDR_SEQ], r, op_name(h[SBN_HDR_OP], nr, sizeof nr),
                           h[SBN_HDR_COUNT], h[SBN_HDR_TAG], h[SBN_HDR_SEQ]);
     }
@@ -178,6 +189,7 @@ static sbn_status start(sbn_comm_t *comm, int op, size_t count, int64_t tag, sbn
     mine[SBN_HDR_COUNT] = (int64_t)count;
     mine[SBN_HDR_TAG] = tag;
     mine[SBN_HDR_SEQ] = (int64_t)comm->seq;
+    mine[SBN_HDR_STEP] = comm->step;
     mine[SBN_HDR_STATUS] = op == SBN_OP_FAIL ? (int64_t)status : 0;
     s = comm->vt->allgather_bytes(comm, mine, sizeof mine, comm->headers);
     if (SBN_FAILED(s)) return backend_error(comm, op, "header", s);
@@ -335,4 +347,42 @@ SBN_API sbn_status sbn_comm_fail(sbn_comm_t *comm, sbn_status reason)
     if (kept[0] != '\0') return sbn__error(reason, "%s", kept);
     return sbn__error(reason, "rank %d announced %s to its peers", comm->rank,
                       sbn_status_name(reason));
+}
+
+SBN_API sbn_status sbn_comm_set_step(sbn_comm_t *comm, int64_t step)
+{
+    sbn__clear_error();
+    if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
+    comm->step = step;
+    return SBN_OK;
+}
+
+/* ---- the timeout rule of the backends that wait ---- */
+
+static double capped_timeout(double seconds)
+{
+    return seconds > SBN_COMM_MAX_TIMEOUT ? SBN_COMM_MAX_TIMEOUT : seconds;
+}
+
+sbn_status sbn__comm_timeout(double requested, double *seconds)
+{
+    const char *text = getenv(SBN_COMM_TIMEOUT_ENV), *p;
+    char *end = NULL;
+    double value;
+
+    if (requested > 0) { /* false for NaN too */
+        *seconds = capped_timeout(requested);
+        return SBN_OK;
+    }
+    *seconds = SBN_COMM_DEFAULT_TIMEOUT;
+    for (p = text; p != NULL && (*p == ' ' || *p == '\t'); p++) {}
+    if (p == NULL || *p == '\0') return SBN_OK; /* unset or blank: the default */
+    value = strtod(p, &end);
+    while (end != NULL && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
+    if (end == p || end == NULL || *end != '\0' || !(value > 0))
+        return sbn__error(SBN_ERR_BAD_VALUE, "the environment variable %s is \"%.64s\"; expected "
+                          "a number of seconds greater than 0 (unset it for the default of %g s)",
+                          SBN_COMM_TIMEOUT_ENV, text, SBN_COMM_DEFAULT_TIMEOUT);
+    *seconds = capped_timeout(value); /* an overflow to +inf (ERANGE) is capped as well */
+    return SBN_OK;
 }

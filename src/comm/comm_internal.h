@@ -5,7 +5,9 @@
  * the generic layer (comm.c) owns everything else: the header exchange that
  * checks the ranks agree, the sticky failure state, the rank-order sum and the
  * grow-only scratch buffer. Backends create a handle with sbn__comm_init and
- * their destroy frees the handle itself after sbn__comm_release has run.
+ * their destroy frees the handle itself after sbn__comm_release has run. The
+ * timeout rule (an explicit argument, else SBN_COMM_TIMEOUT, else 60 s) lives
+ * here too, so that every backend that waits reads it the same way.
  */
 #ifndef SBN_COMM_INTERNAL_H
 #define SBN_COMM_INTERNAL_H
@@ -22,9 +24,15 @@ enum {
     SBN_HDR_COUNT = 1,  /* doubles per rank */
     SBN_HDR_TAG = 2,    /* the caller's tag */
     SBN_HDR_SEQ = 3,    /* the handle's call number, 1-based */
-    SBN_HDR_STATUS = 4, /* the announced status of a FAIL, else 0 */
-    SBN_HDR_WORDS = 5
+    SBN_HDR_STEP = 4,   /* the caller's step (sbn_comm_set_step), 0 until set */
+    SBN_HDR_STATUS = 5, /* the announced status of a FAIL, else 0 */
+    SBN_HDR_WORDS = 6   /* every word before SBN_HDR_STATUS must agree */
 };
+
+#define SBN_COMM_DEFAULT_TIMEOUT 60.0 /* seconds */
+#define SBN_COMM_MAX_TIMEOUT 1e8      /* about three years: keeps a deadline representable */
+#define SBN_COMM_TIMEOUT_ENV "SBN_COMM_TIMEOUT"
+
 
 enum { SBN_OP_ALLGATHER = 1, SBN_OP_ALLREDUCE = 2, SBN_OP_BARRIER = 3, SBN_OP_FAIL = 4 };
 
@@ -45,6 +53,7 @@ struct sbn_comm {
     const struct sbn__comm_vtable *vt;
     int rank, size;
     uint64_t seq;             /* collectives started on this handle */
+    int64_t step;             /* the caller's step, sent in every header */
     int64_t *headers;         /* size * SBN_HDR_WORDS, allocated at creation */
     void *scratch;            /* grow-only, allocated on first use */
     size_t scratch_bytes;
@@ -63,5 +72,15 @@ sbn_status sbn__comm_init(sbn_comm_t *comm, const struct sbn__comm_vtable *vt, i
                           int size);
 /* Frees what sbn__comm_init and the generic layer allocated; not the handle. */
 void sbn__comm_release(sbn_comm_t *comm);
+
+/*
+ * The timeout of a backend that waits: `requested` when it is a number > 0
+ * (capped at SBN_COMM_MAX_TIMEOUT, so +inf means "practically never"); otherwise
+ * (0, negative, NaN) the SBN_COMM_TIMEOUT environment variable when it is set and
+ * not empty, which must then be a number > 0 (same cap; surrounding blanks
+ * allowed), else SBN_ERR_BAD_VALUE with a sentence quoting it; otherwise
+ * SBN_COMM_DEFAULT_TIMEOUT.
+ */
+sbn_status sbn__comm_timeout(double requested, double *seconds);
 
 #endif /* SBN_COMM_INTERNAL_H */

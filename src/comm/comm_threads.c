@@ -6,7 +6,8 @@
  * round (a generation counter) for everyone; each rank then copies every slot
  * into its own recv outside the lock. Departure: nobody returns, and so reuses its
  * send buffer, until every rank has copied (a second generation counter). Waiting
- * for arrivals is bounded by the world's timeout (CLOCK_MONOTONIC); a timeout, a
+ * for arrivals is bounded by the world's timeout (CLOCK_MONOTONIC; the argument,
+ * else SBN_COMM_TIMEOUT, else 60 s, as sbn__comm_timeout decides); a timeout, a
  * size mismatch or a destroyed handle breaks the world, and from then on every
  * collective on any of its handles fails at once with the sentence that broke it.
  * The world is freed with its last handle.
@@ -20,8 +21,6 @@
 #include "comm_internal.h"
 
 #define SBN_WORLD_MAX 4096
-#define SBN_WORLD_DEFAULT_TIMEOUT 60.0
-#define SBN_WORLD_MAX_TIMEOUT 1e8 /* about three years: keeps the deadline representable */
 #define SBN_WORLD_TEXT 400
 
 typedef struct world_slot {
@@ -279,8 +278,8 @@ SBN_API sbn_status sbn_comm_threads_create(int world, double timeout_seconds, sb
         return sbn__error(SBN_ERR_BAD_VALUE, "world is %d; expected 1 to %d ranks", world,
                           SBN_WORLD_MAX);
     for (r = 0; r < world; r++) comms[r] = NULL;
-    if (!(timeout_seconds > 0)) timeout_seconds = SBN_WORLD_DEFAULT_TIMEOUT;
-    if (timeout_seconds > SBN_WORLD_MAX_TIMEOUT) timeout_seconds = SBN_WORLD_MAX_TIMEOUT;
+    s = sbn__comm_timeout(timeout_seconds, &timeout_seconds);
+    if (SBN_FAILED(s)) return s;
 
     s = create_world(world, timeout_seconds, &w);
     if (SBN_FAILED(s)) return s;
