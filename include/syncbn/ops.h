@@ -170,6 +170,23 @@ sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tensor *x,
                                    sbn_tensor *grad_bias, void *workspace, size_t workspace_bytes,
                                    sbn_pool_t *pool);
 
+/*
+ * fold_conv: folds an eval-mode batch norm into the convolution (or linear layer)
+ * before it, for deployment. conv_weight is [O, I, k...] (rank 2..8, dim 0 = the
+ * output channel the batch norm normalises); per output channel o:
+ *   scale[o] = bn_weight[o] / sqrt(running_var[o] + eps)
+ *   folded_weight[o, ...] = conv_weight[o, ...] * scale[o]
+ *   folded_bias[o] = (conv_bias[o] - running_mean[o]) * scale[o] + bn_bias[o]
+ * computed in double and rounded once. conv_bias, bn_weight and bn_bias are optional
+ * (0, 1 and 0 when NULL); the rest are required, every [O] tensor any float dtype.
+ * In place: folded_weight may be exactly the conv_weight view, folded_bias exactly
+ * the conv_bias view. A running_var + eps <= 0 gives Inf/NaN, as PyTorch's fusion.
+ */
+sbn_status sbn_fold_conv(const sbn_tensor *conv_weight, const sbn_tensor *conv_bias,
+                         const sbn_tensor *bn_weight, const sbn_tensor *bn_bias,
+                         const sbn_tensor *running_mean, const sbn_tensor *running_var, double eps,
+                         sbn_tensor *folded_weight, sbn_tensor *folded_bias);
+
 #ifdef __cplusplus
 }
 #endif

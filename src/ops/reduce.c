@@ -7,7 +7,8 @@
 
 static size_t reduce_need(const sbn_tensor *x)
 {
-    return sbn__channel_reduce_bytes(x) + (size_t)x->shape[1] * 2 * sizeof(double);
+    return sbn__sat_add(sbn__channel_reduce_bytes(x),
+                        sbn__sat_mul((size_t)x->shape[1], 2 * sizeof(double)));
 }
 
 SBN_API sbn_status sbn_reduce_workspace_size(const sbn_tensor *x, size_t *bytes)
