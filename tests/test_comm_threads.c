@@ -7,8 +7,10 @@
  * SBN_ERR_COMM_MISMATCH on every rank with a sentence naming both ranks, a rank
  * that skips a call (its peers time out, its late call fails at once), announced
  * failures (sbn_comm_fail, bad arguments, a failed scratch allocation) returning
- * SBN_ERR_PEER_FAILED on the peers, destroyed handles, argument errors, and
- * allocation failures at creation with no allocation left live.
+ * SBN_ERR_PEER_FAILED on the peers, destroyed handles, argument errors,
+ * allocation failures at creation with no allocation left live, SBN_COMM_TIMEOUT
+ * as the default timeout (bad values refused), and a rank that skipped a whole
+ * step (sbn_comm_set_step) reported as a mismatch in the very next collective.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -318,6 +320,95 @@ static void destroyed_handle_breaks_world(void)
               sbn_last_error());
 }
 
+/* ---- the default timeout from SBN_COMM_TIMEOUT ---- */
+
+/* Rank 1 skips the allreduce; rank 0 must time out after the environment's 0.3 s. */
+static void rank_env_timeout(tsup_rank *c)
+{
+    double v = 1.0, t0, took;
+    if (c->rank == 1) return; /* held until rank 0 is done */
+    t0 = tsup_now();
+    RSTATUS(c, sbn_comm_allreduce_sum(c->comm, &v, 1, 0), SBN_ERR_TIMEOUT);
+    took = tsup_now() - t0;
+    RHAS(c, "timed out after 0.3 s");
+    RHAS(c, "rank 1 missing");
+    RCHECK(c, took < 10.0, "the timeout took %g s", took);
+}
+
+static void env_timeout_is_the_default(void)
+{
+    setenv("SBN_COMM_TIMEOUT", " 0.3 ", 1);
+    tsup_run_world_held(2, 0.0, rank_env_timeout, NULL);
+    unsetenv("SBN_COMM_TIMEOUT");
+}
+
+static void env_timeout_bad_values(void)
+{
+    static const char *const bad[] = {"abc", "-1", "0", "nan", "5s", "-inf", "1e-400"};
+    sbn_comm_t *comms[2] = {NULL, NULL};
+    size_t k;
+    for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        setenv("SBN_COMM_TIMEOUT", bad[k], 1);
+        CHECK_STATUS(sbn_comm_threads_create(2, 0.0, comms), SBN_ERR_BAD_VALUE);
+        CHECK_MSG(strstr(sbn_last_error(), "SBN_COMM_TIMEOUT") != NULL &&
+                  strstr(sbn_last_error(), bad[k]) != NULL, "%s", sbn_last_error());
+        CHECK(comms[0] == NULL && comms[1] == NULL);
+        /* An explicit timeout does not read the environment. */
+        CHECK_OK(sbn_comm_threads_create(2, 5.0, comms));
+        sbn_comm_destroy(comms[0]);
+        sbn_comm_destroy(comms[1]);
+        comms[0] = comms[1] = NULL;
+    }
+    /* Empty means unset (60 s); "inf" is capped, i.e. practically never. */
+    setenv("SBN_COMM_TIMEOUT", "", 1);
+    CHECK_OK(sbn_comm_threads_create(2, 0.0, comms));
+    sbn_comm_destroy(comms[0]);
+    sbn_comm_destroy(comms[1]);
+    setenv("SBN_COMM_TIMEOUT", "inf", 1);
+    CHECK_OK(sbn_comm_threads_create(2, -1.0, comms));
+    sbn_comm_destroy(comms[0]);
+    sbn_comm_destroy(comms[1]);
+    unsetenv("SBN_COMM_TIMEOUT");
+}
+
+/* ---- steps ---- */
+
+/*
+ * Steps of one allgather and one allreduce (as the layer's forward and backward);
+ * rank 2 skips step 1. Every rank must get SBN_ERR_COMM_MISMATCH in the first
+ * collective where the declared steps differ, not a timeout at the end.
+ */
+static void rank_skip_step(tsup_rank *c)
+{
+    double send[2] = {1, 2}, recv[2 * TSUP_MAX_WORLD];
+    int step, failed_at = -1;
+    sbn_status s = SBN_OK;
+    for (step = 0; step < 4; step++) {
+        if (c->rank == 2 && step == 1) continue;
+        RSTATUS(c, sbn_comm_set_step(c->comm, step), SBN_OK);
+        s = sbn_comm_allgather(c->comm, send, 2, recv, 5);
+        if (s == SBN_OK) s = sbn_comm_allreduce_sum(c->comm, send, 2, 6);
+        if (s != SBN_OK) {
+            failed_at = step;
+            break;
+        }
+    }
+    RCHECK(c, s == SBN_ERR_COMM_MISMATCH, "got %s (%s)", sbn_status_name(s), sbn_last_error());
+    RCHECK(c, failed_at == (c->rank == 2 ? 2 : 1), "reported in step %d", failed_at);
+    RHAS(c, "rank 0 is at step 1 but rank 2 is at step 2 (a rank skipped or repeated a step)");
+    RHAS(c, "call #3");
+}
+
+static void skipped_step_is_a_mismatch(void)
+{
+    tsup_run_world(3, TIMEOUT, rank_skip_step, NULL);
+}
+
+static void set_step_argument(void)
+{
+    CHECK_STATUS(sbn_comm_set_step(NULL, 3), SBN_ERR_NULL_ARGUMENT);
+}
+
 /* ---- announced failures ---- */
 
 typedef struct fail_case {
@@ -531,6 +622,10 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(mismatch_op),
     SBN_TEST_CASE(skipped_call_times_out),
     SBN_TEST_CASE(destroyed_handle_breaks_world),
+    SBN_TEST_CASE(env_timeout_is_the_default),
+    SBN_TEST_CASE(env_timeout_bad_values),
+    SBN_TEST_CASE(skipped_step_is_a_mismatch),
+    SBN_TEST_CASE(set_step_argument),
     SBN_TEST_CASE(fail_one_rank),
     SBN_TEST_CASE(fail_two_ranks),
     SBN_TEST_CASE(fail_keeps_sentence),
