@@ -1,0 +1,92 @@
+"""libsyncbn communicators for the torch module: over torch.distributed, or one local rank.
+
+``GroupComm`` is a callbacks communicator (``sbn_comm_callbacks_create``) whose
+allgather carries the library's bytes with ``torch.distributed.all_gather`` on a
+uint8 tensor over the module's process group (gloo on CPU). The C layer above it
+checks every collective with a header (operation, size, tag with C and dtype,
+call number, the caller's step), so ranks making different calls get
+``CommMismatchError`` instead of waiting. An exception raised by torch inside the
+callback is kept and chained to the SyncBNError the C call then returns.
+``LocalComm`` is a world of one rank (threads backend): no collective leaves the
+process. Each object owns its C handle and the ctypes callbacks the handle calls.
+"""
+import ctypes
+
+import torch
+import torch.distributed as dist
+
+from .. import _errors
+from .._lib import ALLGATHER_FN, BARRIER_FN, DESTROY_FN, CommCallbacks, lib
+
+
+class _Comm:
+    handle = None
+    group = None
+    pending = None  # an exception raised inside a callback, for the next raise
+
+    def set_step(self, step):
+        _errors.check(lib.sbn_comm_set_step(self.handle, int(step)), "sbn_comm_set_step")
+
+    def fail(self, status):
+        """Announces a failure of this rank at the next collective (peers get PeerFailedError)."""
+        lib.sbn_comm_fail(self.handle, int(status))
+        self.pending = None
+
+    def error(self, status, context):
+        """The exception for a failed layer call, chained to any error torch raised under it."""
+        err = _errors.error_for(status, context)
+        cause, self.pending = self.pending, None
+        if cause is not None:
+            err.__cause__ = cause
+        return err
+
+    def close(self):
+        if self.handle is not None and lib is not None:
+            lib.sbn_comm_destroy(self.handle)
+        self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class LocalComm(_Comm):
+    """A world of one rank (training outside any process group, eval)."""
+    rank, size = 0, 1
+
+    def __init__(self):
+        handle = ctypes.c_void_p()
+        _errors.check(lib.sbn_comm_threads_create(1, 0.0, ctypes.byref(handle)),
+                      "sbn_comm_threads_create")
+        self.handle = handle
+
+
+class GroupComm(_Comm):
+    """A communicator over a torch.distributed process group (None = the default group)."""
+
+    def __init__(self, group):
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.size = dist.get_world_size(group)
+        # the ctypes function objects must live as long as the C handle may call them
+        self._allgather_fn = ALLGATHER_FN(self._allgather)
+        self._callbacks = CommCallbacks(self._allgather_fn, BARRIER_FN(), DESTROY_FN())
+        handle = ctypes.c_void_p()
+        _errors.check(lib.sbn_comm_callbacks_create(self.rank, self.size,
+                                                    ctypes.byref(self._callbacks), None,
+                                                    ctypes.byref(handle)),
+                      "sbn_comm_callbacks_create")
+        self.handle = handle
+
+    def _allgather(self, user, send, nbytes, recv):
+        try:
+            src = torch.frombuffer((ctypes.c_uint8 * nbytes).from_address(send), dtype=torch.uint8)
+            dst = torch.frombuffer((ctypes.c_uint8 * (nbytes * self.size)).from_address(recv),
+                                   dtype=torch.uint8).view(self.size, nbytes)
+            dist.all_gather(list(dst.unbind(0)), src, group=self.group)
+            return 0
+        except BaseException as e:  # never let an exception cross the C frames
+            self.pending = e
+            return 1

@@ -1,0 +1,88 @@
+"""Swapping batch norm layers for syncbn's SyncBatchNorm, and back for export.
+
+``convert_sync_batchnorm(module, process_group)`` does what
+``torch.nn.SyncBatchNorm.convert_sync_batchnorm`` does (recursively replaces every
+``_BatchNorm``, torch's SyncBatchNorm included, sharing the weight and bias
+Parameters and the running buffers, copying ``training`` and ``qconfig``) but
+builds ``syncbn.torch.SyncBatchNorm`` and remembers the class it replaced.
+``revert_sync_batchnorm(module)`` turns ours and torch's SyncBatchNorm back into
+that BatchNorm1d/2d/3d class, or, for a module built as SyncBatchNorm directly,
+into the class matching the rank of the inputs it has seen (2 or 3 dims:
+BatchNorm1d, 4: BatchNorm2d, 5: BatchNorm3d), sharing the same tensors.
+"""
+import torch
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from .module import SyncBatchNorm
+from ._state import peek, state_of
+
+_PLAIN = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
+_BY_DIM = {2: torch.nn.BatchNorm1d, 3: torch.nn.BatchNorm1d, 4: torch.nn.BatchNorm2d,
+           5: torch.nn.BatchNorm3d}
+
+
+def _share(src, dst):
+    """dst takes src's parameters, buffers and flags (the same tensor objects)."""
+    if src.affine:
+        with torch.no_grad():
+            dst.weight = src.weight
+            dst.bias = src.bias
+    dst.running_mean = src.running_mean
+    dst.running_var = src.running_var
+    dst.num_batches_tracked = src.num_batches_tracked
+    dst.training = src.training
+    if hasattr(src, "qconfig"):
+        dst.qconfig = src.qconfig
+
+
+def convert_to(module, process_group, cls):
+    """`module` with every _BatchNorm that is not a `cls` replaced by a `cls`."""
+    out = module
+    if isinstance(module, _BatchNorm) and not isinstance(module, cls):
+        out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                  module.track_running_stats, process_group)
+        _share(module, out)
+        old = peek(module)
+        new = state_of(out)
+        if isinstance(module, torch.nn.SyncBatchNorm):
+            new.replaced = old.replaced if old is not None else None
+        else:
+            new.replaced = type(module)
+        new.input_dim = old.input_dim if old is not None else None
+    for name, child in module.named_children():
+        out.add_module(name, convert_to(child, process_group, cls))
+    del module
+    return out
+
+
+def convert_sync_batchnorm(module, process_group=None):
+    """`module` with every batch norm layer replaced by syncbn's SyncBatchNorm."""
+    return convert_to(module, process_group, SyncBatchNorm)
+
+
+def _plain_class(module, path):
+    st = peek(module)
+    for cls in getattr(st and st.replaced, "__mro__", ()):
+        if cls in _PLAIN:
+            return cls
+    cls = _BY_DIM.get(st and st.input_dim)
+    if cls is None:
+        raise ValueError("revert_sync_batchnorm: %s (%s(%d)) replaced no BatchNorm1d/2d/3d and "
+                         "has seen no input, so its batch norm class is unknown; run one forward "
+                         "first" % (path or "the module", type(module).__name__,
+                                    module.num_features))
+    return cls
+
+
+def revert_sync_batchnorm(module, _path=""):
+    """`module` with every SyncBatchNorm (syncbn's or torch's) back as BatchNorm1d/2d/3d."""
+    out = module
+    if isinstance(module, torch.nn.SyncBatchNorm):
+        cls = _plain_class(module, _path)
+        out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                  module.track_running_stats)
+        _share(module, out)
+    for name, child in module.named_children():
+        out.add_module(name, revert_sync_batchnorm(child, _path + "." + name if _path else name))
+    del module
+    return out
