@@ -16,7 +16,8 @@
  * workspace, no output element shares memory with another output, itself or an input
  * (except the identical in-place views the op allows), the workspace it needed shares
  * no byte with any argument, and sbn_stats/sbn_stats_moments never report finite
- * statistics for a channel that holds a NaN or an infinity.
+ * statistics for a channel that holds a NaN or an infinity. FUZZ_VERBOSE=1 prints each
+ * call before it runs; FUZZ_OPS=0,5 fuzzes only those ops (indices into op_names).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,6 +657,28 @@ static void fill_buffer(fz_reader *r)
     }
 }
 
+/* The op; FUZZ_OPS=3,9 (op indices of op_names) restricts the choice, e.g. to go on fuzzing
+ * the other ops while a finding in one is being fixed. */
+static unsigned pick_op(fz_reader *r)
+{
+    static unsigned allowed[11], count;
+    static int ready;
+    if (!ready) {
+        const char *list = getenv("FUZZ_OPS");
+        ready = 1;
+        while (list && *list && count < 11) {
+            char *end;
+            unsigned long op = strtoul(list, &end, 10);
+            if (end == list) break;
+            if (op < 11) allowed[count++] = (unsigned)op;
+            list = *end == ',' ? end + 1 : end;
+        }
+        if (count == 0)
+            for (count = 0; count < 11; count++) allowed[count] = count;
+    }
+    return allowed[fz_pick(r, count)];
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static sbn_pool_t *two_threads;
@@ -667,7 +690,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fc.r.data = data;
     fc.r.size = size;
     fill_buffer(&fc.r);
-    op = fz_pick(&fc.r, 11);
+    op = pick_op(&fc.r);
     /* the plan: rank 2..4 mostly (up to 8), N 0..5, C 1..6, spatial dims 1..4, W 1..4 */
     fc.rank = 2 + (int)fz_pick(&fc.r, 3);
     if (fz_pick(&fc.r, 8) == 0) fc.rank = 2 + (int)fz_pick(&fc.r, SBN_MAX_RANK - 1);
