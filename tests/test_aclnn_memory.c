@@ -11,7 +11,8 @@
  * huge offset are refused in phase 1 with 161002 and a message naming the
  * argument, its view and its storage, whether the data is set or not, and no byte
  * of any buffer is written; a view whose storage does not fit at the address set
- * later is refused in phase 2. The aclnnBatchNormElemtBackward counter message
+ * later is refused in phase 2, and so is a misaligned counter (phase 1, or phase 2
+ * when its address is set later). The aclnnBatchNormElemtBackward counter message
  * states its limit (2^53).
  */
 #include <pthread.h>
@@ -346,6 +347,26 @@ static void huge_offset(void)
     stats_with_mean(4, 4, INT64_MAX / 2, 0, needles, 2);
 }
 
+/*
+ * An empty input whose other dims multiply past 64 bits: refused in phase 1 (the
+ * native walk multiplied them: a signed overflow under UBSan; found by
+ * fuzz_aclnn_phase2).
+ */
+static void empty_view_with_huge_dims(void)
+{
+    const int64_t dims[4] = {0, 4, (int64_t)1 << 59, 4}, one[1] = {1};
+    float x[1] = {0}, m[4], v[4];
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclTensor *in = aclCreateTensor(dims, 4, ACL_FLOAT, NULL, 0, ACL_FORMAT_NCHW, one, 1, x);
+    aclTensor *mean = vec(m, 4, 4, 0), *invstd = vec(v, 4, 4, 0);
+    CHECK(in && mean && invstd);
+    CHECK_ACL(aclnnBatchNormStatsGetWorkspaceSize(in, 1e-5, mean, invstd, &ws, &e),
+              ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS("overflows 64 bits");
+    aclDestroyTensor(in), aclDestroyTensor(mean), aclDestroyTensor(invstd);
+}
+
 /* aclnnBatchNormElemt whose output [2, 4] has storage [2, 2]. */
 static void output_larger_than_storage(void)
 {
@@ -384,6 +405,40 @@ static void storage_past_the_address_space_in_phase2(void)
     aclDestroyTensor(in), aclDestroyTensor(mean), aclDestroyTensor(invstd);
 }
 
+/*
+ * A counter whose data is not aligned to its element size: refused in phase 1 when
+ * the data is given at creation, in phase 2 when it is set later, before it is read
+ * (UBSan would report the misaligned load; found by fuzz_aclnn_phase2).
+ */
+static void misaligned_counter(void)
+{
+    float x[8] = {0}, g[8] = {0}, gi[8], m[4] = {0}, v[4] = {1, 1, 1, 1}, s[4] = {0};
+    int32_t raw[4] = {64, 64, 64, 0};
+    void *odd = (char *)raw + 2;
+    const int64_t two[1] = {2};
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclTensor *in = mat(x, 2, 4), *go = mat(g, 2, 4), *out = mat(gi, 2, 4);
+    aclTensor *mean = vec(m, 4, 4, 0), *invstd = vec(v, 4, 4, 0), *sdy = vec(s, 4, 4, 0);
+    aclTensor *sdx = vec(s, 4, 4, 0);
+    aclTensor *cnt = aclCreateTensor(two, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, two, 1, odd);
+    aclTensor *late = aclCreateTensor(two, 1, ACL_INT32, NULL, 0, ACL_FORMAT_ND, two, 1, NULL);
+    CHECK(in && go && out && mean && invstd && sdy && sdx && cnt && late);
+    CHECK_ACL(aclnnBatchNormElemtBackwardGetWorkspaceSize(go, in, mean, invstd, NULL, sdy, sdx,
+                                                          cnt, out, &ws, &e),
+              ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS("counter's data");
+    CHECK_ACL(aclnnBatchNormElemtBackwardGetWorkspaceSize(go, in, mean, invstd, NULL, sdy, sdx,
+                                                          late, out, &ws, &e),
+              ACLNN_SUCCESS);
+    CHECK_ACL(aclSetInputTensorAddr(e, 0, late, odd), ACLNN_SUCCESS);
+    CHECK_ACL(atsup_run(aclnnBatchNormElemtBackward, ws, e), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS("not aligned");
+    aclDestroyTensor(in), aclDestroyTensor(go), aclDestroyTensor(out), aclDestroyTensor(mean);
+    aclDestroyTensor(invstd), aclDestroyTensor(sdy), aclDestroyTensor(sdx);
+    aclDestroyTensor(cnt), aclDestroyTensor(late);
+}
+
 /* ---- item 11: the counter limit is stated ---- */
 
 static void counter_limit_is_stated(void)
@@ -417,7 +472,9 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(offset_past_storage),
     SBN_TEST_CASE(huge_offset),
     SBN_TEST_CASE(output_larger_than_storage),
+    SBN_TEST_CASE(empty_view_with_huge_dims),
     SBN_TEST_CASE(storage_past_the_address_space_in_phase2),
+    SBN_TEST_CASE(misaligned_counter),
     SBN_TEST_CASE(counter_limit_is_stated),
 };
 

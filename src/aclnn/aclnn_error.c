@@ -8,7 +8,8 @@
  * aclGetRecentErrMsg() call on the same thread, whatever fails in between, and
  * a second call with nothing new recorded returns NULL. CANN stacks several
  * messages when they are not fetched; here the newest one replaces the older.
- * Native failures are mapped to aclnn codes with sbn_last_error()'s sentence.
+ * Native failures are mapped to aclnn codes with sbn_last_error()'s sentence
+ * (a misaligned or too large view is a parameter error, 161002).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +52,10 @@ aclnnStatus sbn__acl_from_native(sbn_status status, const char *op)
         break;
     case SBN_ERR_OUT_OF_MEMORY:
         code = ACLNN_ERR_INNER;
+        break;
+    case SBN_ERR_MISALIGNED: /* the caller's data or view: a parameter */
+    case SBN_ERR_TOO_LARGE:
+        code = ACLNN_ERR_PARAM_INVALID;
         break;
     default:
         code = ACLNN_ERR_PARAM_INVALID;

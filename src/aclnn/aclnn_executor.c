@@ -188,7 +188,12 @@ static aclnnStatus check_slot_storage(const char *op, const aclOpExecutor *e, in
     sbn__extent x;
     sbn__extent_result r;
     int64_t off = e->view_offset_bytes[slot], bytes = e->storage_bytes[slot];
+    sbn_status memory;
     if (v->data == NULL) return ACLNN_SUCCESS; /* the native op reports the NULL data */
+    /* extent and alignment (SBN_ERR_TOO_LARGE, SBN_ERR_MISALIGNED -> 161002): the op's own
+     * reads (a counter summed here) come before the native checks */
+    memory = sbn__check_view_memory(v, e->names[slot] ? e->names[slot] : "a tensor");
+    if (memory != SBN_OK) return sbn__acl_from_native(memory, op);
     r = sbn__view_extent(v, &x);
     if (r == SBN_EXTENT_EMPTY) return ACLNN_SUCCESS;
     if (r == SBN_EXTENT_OK && off >= 0 && bytes >= 0 && (uint64_t)off <= (uintptr_t)v->data) {

@@ -189,9 +189,10 @@ aclnnStatus sbn__acl_check_channels(const char *op, const aclTensor *t, const ch
  * phase 1) and again for every view in phase 2: the elements the view (dims,
  * strides, offset) reaches lie inside its storage, the product of its storage
  * dims elements from the data pointer, and the storage's byte range fits in the
- * address space; all in overflow-checked arithmetic. 161002 otherwise, naming the
- * argument, its view shape, strides and offset, and the storage size. A view
- * without elements touches nothing and passes.
+ * address space; all in overflow-checked arithmetic; data that is set is aligned to
+ * the element size. 161002 otherwise, naming the argument, its view shape, strides
+ * and offset, and the storage size. A view without elements touches nothing and
+ * passes (alignment aside).
  */
 aclnnStatus sbn__acl_check_storage(const char *op, const aclTensor *t, const char *name);
 

@@ -11,7 +11,8 @@
  * rank -1, which every native check refuses. Also here: the bounded-view rule
  * (sbn__acl_check_storage), in overflow-checked arithmetic (sbn__view_extent): a
  * view must reach only elements of its storage, the product of its storage dims
- * counted from the data pointer.
+ * counted from the data pointer, and data that is set must be aligned to the
+ * element size.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -123,6 +124,19 @@ aclnnStatus sbn__acl_check_storage(const char *op, const aclTensor *t, const cha
                              name, sbn__acl_dtype_name(t->dtype), (unsigned long long)t->ndim,
                              SBN_MAX_RANK);
     elem = sbn_dtype_size(v.dtype);
+    if (t->data != NULL && elem > 1 && (uintptr_t)t->data % elem != 0)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "%s's data %p is not aligned to its element size (%s, %zu bytes)",
+                             name, t->data, sbn__acl_dtype_name(t->dtype), elem);
+    /* the count of the non-zero dims must fit, even when another dim is 0 (the native
+     * walks multiply dims before they look at the element count) */
+    for (d = 0; d < t->ndim && fits; d++)
+        fits = t->dims[d] == 0 || sbn__mul_i64(storage_numel, t->dims[d], &storage_numel);
+    if (!fits)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "%s has view shape %s: the product of its dims overflows 64 bits",
+                             name, list_str(t->dims, t->ndim, dims, sizeof dims));
+    storage_numel = 1;
     r = sbn__view_extent(&v, &e);
     if (r == SBN_EXTENT_EMPTY) return ACLNN_SUCCESS; /* reaches no element */
     for (d = 0; d < t->storage_ndim && fits; d++)
