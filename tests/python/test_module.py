@@ -1,0 +1,210 @@
+"""syncbn.torch in one process: the module, state_dict, convert/revert, patch, folding.
+
+Oracles are torch's own modules: nn.BatchNorm2d (outside a process group our
+module must equal it, training and eval, momentum 0.1 and None), torch's
+convert_sync_batchnorm (parameter identity), and for folding the unfolded model
+and torch.nn.utils.fusion.fuse_conv_bn_eval.
+"""
+import copy
+import pickle
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+import syncbn  # noqa: E402
+import syncbn.torch as st  # noqa: E402
+
+
+def _randomise(m, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for t in (m.weight, m.bias, m.running_mean):
+            if t is not None:
+                t.copy_(torch.randn(t.shape, generator=g, dtype=t.dtype))
+        m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_outside_process_group_equals_batchnorm2d(momentum, channels_last):
+    ours = st.SyncBatchNorm(4, momentum=momentum, dtype=torch.float64)
+    ref = nn.BatchNorm2d(4, momentum=momentum, dtype=torch.float64)
+    _randomise(ours)
+    ref.load_state_dict(ours.state_dict())
+    g = torch.Generator().manual_seed(1)
+    for step in range(3):
+        x = torch.randn(3, 4, 5, 6, generator=g, dtype=torch.float64) * 3 + 1
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        dy = torch.randn(x.shape, generator=g, dtype=torch.float64)
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ours.zero_grad()
+        ref.zero_grad()
+        ya, yb = ours(xa), ref(xb)
+        ya.backward(dy)
+        yb.backward(dy)
+        for a, b in ((ya, yb), (xa.grad, xb.grad), (ours.weight.grad, ref.weight.grad),
+                     (ours.bias.grad, ref.bias.grad), (ours.running_mean, ref.running_mean),
+                     (ours.running_var, ref.running_var)):
+            assert torch.allclose(a, b, rtol=1e-10, atol=1e-10), (step, (a - b).abs().max())
+        assert int(ours.num_batches_tracked) == int(ref.num_batches_tracked) == step + 1
+        if channels_last:
+            assert ya.is_contiguous(memory_format=torch.channels_last)
+    ours.eval()
+    ref.eval()
+    x = torch.randn(2, 4, 3, 3, generator=g, dtype=torch.float64)
+    assert torch.allclose(ours(x), ref(x), rtol=1e-12, atol=1e-12)
+
+
+def test_autocast_style_bf16_input_with_fp32_params():
+    ours = st.SyncBatchNorm(3)
+    x = (torch.randn(4, 3, 5, 5) * 2 + 1).to(torch.bfloat16)
+    y = ours(x)
+    assert y.dtype == torch.bfloat16 and ours.running_mean.dtype == torch.float32
+    want = nn.functional.batch_norm(x.double(), None, None, ours.weight.double(),
+                                    ours.bias.double(), True)
+    assert (y.double() - want).abs().max() <= 4 * 2.0 ** -8 * want.abs().max()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        conv = nn.Conv2d(3, 3, 1)
+        y2 = ours(conv(x.float()))
+    assert y2.dtype == torch.bfloat16
+
+
+def test_state_dict_round_trip_with_torch_syncbatchnorm():
+    theirs = nn.SyncBatchNorm(5, momentum=None)
+    _randomise(theirs, 2)
+    theirs.num_batches_tracked.fill_(7)
+    ours = st.SyncBatchNorm(5, momentum=None)
+    ours.load_state_dict(theirs.state_dict())
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    back = nn.SyncBatchNorm(5, momentum=None)
+    back.load_state_dict(ours.state_dict())
+    for k, v in theirs.state_dict().items():
+        assert torch.equal(v, back.state_dict()[k]), k
+    assert isinstance(ours, nn.SyncBatchNorm)
+
+
+def _net():
+    return nn.Sequential(nn.Conv1d(2, 3, 1), nn.BatchNorm1d(3),
+                         nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4, momentum=None)),
+                         nn.Conv3d(4, 2, 1), nn.BatchNorm3d(2, affine=False))
+
+
+def test_convert_and_revert_share_tensors_as_torch_does():
+    net = _net()
+    for m in net.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            _randomise(m) if m.affine else None
+    bns = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    tensors = [(m.weight, m.bias, m.running_mean, m.running_var, m.num_batches_tracked)
+               for m in bns]
+    net.eval()
+    conv = st.convert_sync_batchnorm(net)
+    syncs = [m for m in conv.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    assert all(type(m) is st.SyncBatchNorm for m in syncs) and len(syncs) == 3
+    torch_conv = nn.SyncBatchNorm.convert_sync_batchnorm(copy.deepcopy(_net()))
+    assert len([m for m in torch_conv.modules() if type(m) is nn.SyncBatchNorm]) == 3
+    for m, ts in zip(syncs, tensors):
+        got = (m.weight, m.bias, m.running_mean, m.running_var, m.num_batches_tracked)
+        assert all(a is b for a, b in zip(got, ts)), "convert must share the same tensors"
+        assert not m.training
+    assert syncs[1].momentum is None and not syncs[2].affine
+    back = st.revert_sync_batchnorm(conv)
+    plain = [m for m in back.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    assert [type(m) for m in plain] == [nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d]
+    for m, ts in zip(plain, tensors):
+        got = (m.weight, m.bias, m.running_mean, m.running_var, m.num_batches_tracked)
+        assert all(a is b for a, b in zip(got, ts)), "revert must share the same tensors"
+    # torch's SyncBatchNorm built directly: its class is unknown until it sees input
+    with pytest.raises(ValueError, match="has seen no input"):
+        st.revert_sync_batchnorm(st.convert_sync_batchnorm(nn.SyncBatchNorm(2)))
+
+
+def test_revert_uses_the_rank_of_seen_inputs():
+    for shape, cls in (((4, 2), nn.BatchNorm1d), ((4, 2, 3), nn.BatchNorm1d),
+                       ((4, 2, 3, 3), nn.BatchNorm2d), ((4, 2, 3, 3, 3), nn.BatchNorm3d)):
+        m = st.SyncBatchNorm(2)
+        m(torch.randn(shape))
+        assert type(st.revert_sync_batchnorm(copy.deepcopy(m))) is cls
+    m = st.SyncBatchNorm(2)
+    m(torch.randn(4, 2, 3, 3))
+    assert type(st.revert_sync_batchnorm(pickle.loads(pickle.dumps(m)))) is nn.BatchNorm2d
+
+
+def test_bad_input_raises_clearly_and_leaves_running_stats():
+    m = st.SyncBatchNorm(3)
+    _randomise(m)
+    snap = [t.clone() for t in (m.running_mean, m.running_var, m.num_batches_tracked)]
+    cases = [(torch.randn(6), "2D"), (torch.randn(2, 4, 3), "weight has shape [3]"),
+             (torch.randn(2, 3, 3, dtype=torch.float64), "mismatched dtypes"),
+             (torch.randint(0, 5, (2, 3, 3)), "dtype"),
+             (torch.empty(2, 3, 3, device="meta"), "meta"),
+             (torch.randn(1, 3), "more than 1 value per channel")]
+    for x, words in cases:
+        with pytest.raises(syncbn.SyncBNError, match=words.replace("[", r"\[").replace("]", r"\]")):
+            m(x)
+        now = (m.running_mean, m.running_var, m.num_batches_tracked)
+        assert all(torch.equal(a, b) for a, b in zip(snap, now)), words
+    with pytest.raises(ValueError):  # torch's class for a bad input
+        m(torch.randn(6))
+
+
+def test_patch_routes_cpu_to_syncbn_and_other_devices_to_torch():
+    m = nn.SyncBatchNorm(3)
+    x = torch.randn(4, 3, 2, 2)
+    with pytest.raises(ValueError, match="GPU"):  # torch 1.13 refuses CPU input
+        m(x)
+    st.patch()
+    try:
+        assert st.is_patched()
+        y = m(x)
+        want = nn.functional.batch_norm(x, None, None, m.weight, m.bias, True)
+        assert torch.allclose(y, want, atol=1e-5)
+        with pytest.raises(ValueError, match="GPU"):  # meta stands in for CUDA: torch's path
+            m(torch.empty(4, 3, 2, 2, device="meta"))
+        converted = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.BatchNorm2d(3)))
+        assert type(converted[0]) is nn.SyncBatchNorm
+        assert type(st.revert_sync_batchnorm(converted)[0]) is nn.BatchNorm2d
+    finally:
+        st.unpatch()
+    assert not st.is_patched()
+    with pytest.raises(ValueError, match="GPU"):
+        m(x)
+
+
+def _conv_bn_model(bn_cls):
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), bn_cls(8), nn.ReLU(),
+                          nn.Sequential(nn.Conv2d(8, 4, 3, bias=False), bn_cls(4)))
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            _randomise(m, 9)
+    return model.eval()
+
+
+@pytest.mark.parametrize("bn_cls", [nn.BatchNorm2d, nn.SyncBatchNorm, st.SyncBatchNorm])
+def test_fold_batchnorm_equals_unfolded_and_fuse_conv_bn_eval(bn_cls):
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+    model = _conv_bn_model(bn_cls)
+    x = torch.randn(2, 3, 7, 7)
+    st.patch()  # torch's SyncBatchNorm runs on CPU only when patched
+    try:
+        want = model(x)
+    finally:
+        st.unpatch()
+    fused_ref = [fuse_conv_bn_eval(copy.deepcopy(model[0]), model[1]),
+                 fuse_conv_bn_eval(copy.deepcopy(model[3][0]), model[3][1])]
+    folded = st.fold_batchnorm(model)
+    assert isinstance(folded[1], nn.Identity) and isinstance(folded[3][1], nn.Identity)
+    got = folded(x)
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+    for conv, ref in zip((folded[0], folded[3][0]), fused_ref):
+        assert torch.allclose(conv.weight, ref.weight, rtol=1e-5, atol=1e-7)
+        assert torch.allclose(conv.bias, ref.bias, rtol=1e-5, atol=1e-6)
+
+
+def test_fold_batchnorm_refuses_a_training_model():
+    with pytest.raises(ValueError, match="eval"):
+        st.fold_batchnorm(_conv_bn_model(nn.BatchNorm2d).train())
