@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all demo check deps release asan test test-asan fuzz install clean bench
+.PHONY: all demo check deps release asan test test-asan test-python demo-python fuzz install clean bench
 
 PREFIX ?= /usr/local
 
@@ -61,9 +61,21 @@ BENCH_ARGS ?=
 bench: release
 	python3 bench/run_bench.py --build $(BUILD)/release --shapes $(BENCH_SHAPES) $(BENCH_ARGS)
 
+# The Python package (python/syncbn) and its tests (tests/python), with Debian's python3
+# (python3-torch, -numpy, -pytest, -torchvision; `make deps` installs them) on the
+# library just built. demo-python trains torchvision's resnet18 with DDP on 2 processes.
+PYTHON ?= /usr/bin/python3
+PY_ENV = SBN_LIBRARY=$(CURDIR)/$(BUILD)/release/libsyncbn.so PYTHONPATH=$(CURDIR)/python
+test-python: release
+	$(PY_ENV) $(PYTHON) -m pytest -q tests/python
+
+demo-python: deps release
+	$(PY_ENV) $(PYTHON) examples/ddp_resnet.py
+
 check: deps
 	$(MAKE) test
 	$(MAKE) test-asan
+	$(MAKE) test-python
 	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 
 install: release

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh - makes sure the build and test tools are present: a C compiler,
 # make, cmake, a C++ compiler (the CANN-style samples), clang with libFuzzer (the
-# aclnn fuzzer) and OpenMPI (the MPI backend and its tests). As root it installs
+# aclnn fuzzer), OpenMPI (the MPI backend and its tests) and, for the Python package's
+# tests and demo, Debian's python3 with torch, numpy, pytest and torchvision. As root it installs
 # what is missing with apt-get (Debian packages); otherwise it names what to install.
 set -euo pipefail
 
@@ -22,6 +23,10 @@ rm -rf "$fuzz_probe"
 if [ "${SBN_WITH_MPI:-1}" = 1 ]; then
   command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
   command -v mpicc >/dev/null 2>&1 || need+=(libopenmpi-dev)
+fi
+# the Python package's tests (make test-python) and demo: Debian's interpreter and packages
+if ! /usr/bin/python3 -c "import torch, numpy, pytest, torchvision" >/dev/null 2>&1; then
+  need+=(python3 python3-torch python3-numpy python3-pytest python3-torchvision)
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
