@@ -13,7 +13,7 @@ BatchNorm1d, 4: BatchNorm2d, 5: BatchNorm3d), sharing the same tensors.
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from .module import SyncBatchNorm
+from .module import SYNC_CLASSES, SyncBatchNorm
 from ._state import peek, state_of
 
 _PLAIN = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
@@ -44,7 +44,7 @@ def convert_to(module, process_group, cls):
         _share(module, out)
         old = peek(module)
         new = state_of(out)
-        if isinstance(module, torch.nn.SyncBatchNorm):
+        if isinstance(module, SYNC_CLASSES):
             new.replaced = old.replaced if old is not None else None
         else:
             new.replaced = type(module)
@@ -77,7 +77,7 @@ def _plain_class(module, path):
 def revert_sync_batchnorm(module, _path=""):
     """`module` with every SyncBatchNorm (syncbn's or torch's) back as BatchNorm1d/2d/3d."""
     out = module
-    if isinstance(module, torch.nn.SyncBatchNorm):
+    if isinstance(module, SYNC_CLASSES):
         cls = _plain_class(module, _path)
         out = cls(module.num_features, module.eps, module.momentum, module.affine,
                   module.track_running_stats)

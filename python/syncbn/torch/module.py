@@ -1,26 +1,42 @@
 """``syncbn.torch.SyncBatchNorm``: torch.nn.SyncBatchNorm that trains on CPU tensors.
 
-A subclass of ``torch.nn.SyncBatchNorm`` with the same constructor, parameters,
-buffers and state_dict keys, so it loads torch's checkpoints, passes
-``isinstance(m, nn.SyncBatchNorm)`` and ``_BatchNorm`` checks, and is converted,
-saved and wrapped in DDP like torch's. Its forward runs libsyncbn on CPU tensors
-(see ``_function``): synchronised over ``process_group`` (default: the world) when
-training in a process group of more than one rank, plain batch norm otherwise.
-Input of any rank from 2 to 8 is accepted, as torch's SyncBatchNorm does.
+The constructor, attributes, parameters, buffers and state_dict keys are those of
+``torch.nn.SyncBatchNorm`` (it loads torch's checkpoints and torch's loads ours),
+and it is a ``torch.nn.modules.batchnorm._BatchNorm``, so weight-decay filters,
+converters and exporters that look for batch norm layers find it. It is not a
+subclass of ``torch.nn.SyncBatchNorm`` on purpose: torch 1.13's
+DistributedDataParallel refuses every such layer in a CPU model ("SyncBatchNorm
+layers only work with GPU modules"). Its forward runs libsyncbn on CPU tensors
+(see ``_function``): synchronised over ``process_group`` (default: the world)
+when training in a process group of more than one rank, plain batch norm
+otherwise. Inputs of 2 to 8 dims are accepted, as torch's SyncBatchNorm does.
 """
 import torch
+from torch.nn.modules.batchnorm import _BatchNorm
 
+from .. import _errors
 from ._function import sync_batch_norm
 from ._state import state_of
 
 
-class SyncBatchNorm(torch.nn.SyncBatchNorm):
+class SyncBatchNorm(_BatchNorm):
     """Synchronised batch norm over torch.distributed, computed by libsyncbn on CPU.
 
     Arguments as ``torch.nn.SyncBatchNorm``: num_features, eps=1e-5, momentum=0.1
     (None: cumulative average), affine=True, track_running_stats=True,
     process_group=None, device=None, dtype=None.
     """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         device=device, dtype=dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise _errors.bad_input(_errors.ERR_BAD_RANK, "expected at least 2D input (got %dD "
+                                    "input)" % input.dim())
 
     def forward(self, input):
         return sync_batch_norm(self, input)
@@ -35,3 +51,7 @@ class SyncBatchNorm(torch.nn.SyncBatchNorm):
     def seen_input_dim(self):
         """The rank of the last input this module normalised (None before the first)."""
         return state_of(self).input_dim
+
+
+# the classes revert_sync_batchnorm turns back into plain batch norm
+SYNC_CLASSES = (SyncBatchNorm, torch.nn.SyncBatchNorm)

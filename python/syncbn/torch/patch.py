@@ -7,7 +7,9 @@ computes CPU inputs with libsyncbn over torch.distributed, as
 switch trains on CPU after one added line. Inputs on any other device (CUDA) go to
 torch's own forward unchanged. The class, its constructor and its state_dict stay
 torch's; ``convert_sync_batchnorm`` also records the class it replaced, for
-``revert_sync_batchnorm``. ``unpatch()`` restores torch's methods.
+``revert_sync_batchnorm``. DistributedDataParallel's refusal of SyncBatchNorm in
+CPU models (torch 1.13: "SyncBatchNorm layers only work with GPU modules") is
+lifted for CPU models. ``unpatch()`` restores torch's methods.
 """
 import threading
 
@@ -25,6 +27,11 @@ def _forward(self, input):
     return _saved["forward"](self, input)
 
 
+def _ddp_sync_bn_check(self, module):
+    if self.device_type != "cpu":
+        _saved["ddp_check"](self, module)
+
+
 def _convert(cls, module, process_group=None):
     from .convert import convert_to
     return convert_to(module, process_group, cls)
@@ -40,6 +47,11 @@ def patch():
         _saved["convert_sync_batchnorm"] = cls.__dict__["convert_sync_batchnorm"]
         cls.forward = _forward
         cls.convert_sync_batchnorm = classmethod(_convert)
+        ddp = torch.nn.parallel.DistributedDataParallel
+        check = ddp.__dict__.get("_passing_sync_batchnorm_handle")
+        if check is not None:
+            _saved["ddp_check"] = check
+            ddp._passing_sync_batchnorm_handle = _ddp_sync_bn_check
 
 
 def unpatch():
@@ -50,6 +62,9 @@ def unpatch():
             return
         cls.forward = _saved.pop("forward")
         cls.convert_sync_batchnorm = _saved.pop("convert_sync_batchnorm")
+        if "ddp_check" in _saved:
+            torch.nn.parallel.DistributedDataParallel._passing_sync_batchnorm_handle = \
+                _saved.pop("ddp_check")
 
 
 def is_patched():
