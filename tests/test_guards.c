@@ -287,6 +287,33 @@ static void momentum_message_digits(void)
     CHECK_MSG(error_has("momentum is 1.0000001"), "message: %s", sbn_last_error());
 }
 
+/* Found by fuzz_native_ops: a channel dim of size 1 with a huge stride (never used) overflowed
+ * the engine's byte stride; an empty x whose other dims multiply past 2^63 overflowed the walk. */
+static void unused_strides_and_empty_dims(void)
+{
+    float b[4] = {1.0f, 2.0f, 4.0f, 8.0f};
+    int64_t shape[2] = {2, 1};
+    sbn_tensor x = sbn_tensor_contiguous(b + 2, SBN_F32, 2, shape);
+    sbn_moments m;
+    _Alignas(64) unsigned char ws[4096];
+    size_t bytes;
+    x.strides[0] = -1;
+    x.strides[1] = ((int64_t)1 << 61) + 1;
+    CHECK(sbn_stats_moments_workspace_size(&x, &bytes) == SBN_OK && bytes <= sizeof ws);
+    CHECK_STATUS(sbn_stats_moments(&x, &m, ws, sizeof ws, NULL), SBN_OK);
+    CHECK_MSG(m.count == 2 && m.mean == 3.0 && m.m2 == 2.0, "count %g mean %g m2 %g", m.count,
+              m.mean, m.m2);
+    {
+        int64_t big[7] = {0, 1, 1, 2, (int64_t)1 << 62, 2, 2};
+        int64_t strides[7] = {8, 1, 2, 4, 4, 2, 1};
+        sbn_tensor e = sbn_tensor_contiguous(b, SBN_F16, 7, big);
+        memcpy(e.strides, strides, sizeof strides);
+        CHECK(sbn_stats_moments_workspace_size(&e, &bytes) == SBN_OK && bytes <= sizeof ws);
+        CHECK_STATUS(sbn_stats_moments(&e, &m, ws, sizeof ws, NULL), SBN_OK);
+        CHECK(m.count == 0);
+    }
+}
+
 /* ---- the layer: y inside the layer workspace, W = 2 ---- */
 typedef struct layer_case {
     int64_t n, c;
@@ -351,6 +378,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(misaligned_data),
     SBN_TEST_CASE(non_finite_variance),
     SBN_TEST_CASE(momentum_message_digits),
+    SBN_TEST_CASE(unused_strides_and_empty_dims),
     SBN_TEST_CASE(layer_refuses_before_any_write),
 };
 

@@ -24,7 +24,12 @@ void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors
     for (i = 0; i < ntensors; i++) {
         w->data[i] = tensors[i]->data;
         w->dtype[i] = tensors[i]->dtype;
-        w->channel_stride[i] = tensors[i]->strides[1];
+        /* a channel dim of size 1 never moves: its stride (any value) is never used */
+        w->channel_stride[i] = x->shape[1] > 1 ? tensors[i]->strides[1] : 0;
+    }
+    if (w->reduction == 0) { /* nothing to walk; the other dims may not even multiply */
+        w->ndims = 1;
+        return;
     }
     /* Keep the non-channel dims of size > 1; merge a dim into the previous one
      * when every tensor steps through both as through one dim. */
