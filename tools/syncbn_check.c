@@ -347,7 +347,8 @@ void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result)
     }
     for (step = 0; step < cfg->iters; step++) {
         sbn_syncbn_timing timing = {0, 0, 0};
-        sbn_status s = make_batch(&st, cfg, step);
+        sbn_status s = sbn_comm_set_step(comm, step); /* a rank off by a step is a mismatch */
+        if (s == SBN_OK) s = make_batch(&st, cfg, step);
         if (s == SBN_OK) s = reference_step(&st, cfg);
         if (SBN_FAILED(s)) {
             result->status = sbn_comm_fail(comm, s);
