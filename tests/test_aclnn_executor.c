@@ -183,7 +183,8 @@ static void repeatable_reuse(void)
     g_runs = 0;
     for (i = 0; i < 500; i++) CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);
     CHECK(g_runs == 500);
-    EX(e)->ints[7] = ACLNN_ERR_PARAM_INVALID; /* a failing run does not free a repeatable executor */
+    /* a failing run does not free a repeatable executor */
+    EX(e)->ints[7] = ACLNN_ERR_PARAM_INVALID;
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_ERR_PARAM_INVALID);
     EX(e)->ints[7] = 0;
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);

@@ -197,7 +197,8 @@ static void stale_executor_after_reuse(void)
     }
     CHECK_ACL(aclDestroyAclOpExecutor(old), ACLNN_ERR_INNER);
     CHECK_ACL(atsup_run(aclnnBatchNormStats, ws, old), ACLNN_ERR_INNER_NULLPTR);
-    for (i = 0; i < ROUNDS; i++) CHECK_ACL(atsup_run(aclnnBatchNormStats, ws, fresh[i]), ACLNN_SUCCESS);
+    for (i = 0; i < ROUNDS; i++)
+        CHECK_ACL(atsup_run(aclnnBatchNormStats, ws, fresh[i]), ACLNN_SUCCESS);
     aclDestroyTensor(in), aclDestroyTensor(mean), aclDestroyTensor(invstd);
 }
 

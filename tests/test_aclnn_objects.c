@@ -171,7 +171,8 @@ static void scalar_each_dtype(void)
     int8_t i8 = -5;
     aclScalar *s;
     s = aclCreateScalar(&f, ACL_FLOAT);
-    CHECK(s != NULL && SCALAR(s)->dtype == ACL_FLOAT && memcmp(SCALAR(s)->value.bytes, &f, sizeof f) == 0);
+    CHECK(s != NULL && SCALAR(s)->dtype == ACL_FLOAT &&
+          memcmp(SCALAR(s)->value.bytes, &f, sizeof f) == 0);
     f = 9.0f; /* a copy */
     CHECK(*(const float *)(const void *)SCALAR(s)->value.bytes == 1.5f);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
@@ -188,7 +189,8 @@ static void scalar_each_dtype(void)
     CHECK(s != NULL && SCALAR(s)->value.bytes[0] == 1);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&half, ACL_FLOAT16);
-    CHECK(s != NULL && memcmp(SCALAR(s)->value.bytes, &half, 2) == 0 && SCALAR(s)->value.bytes[2] == 0);
+    CHECK(s != NULL && memcmp(SCALAR(s)->value.bytes, &half, 2) == 0 &&
+          SCALAR(s)->value.bytes[2] == 0);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     s = aclCreateScalar(&i8, ACL_INT8);
     CHECK(s != NULL && (int8_t)SCALAR(s)->value.bytes[0] == -5);
@@ -271,7 +273,8 @@ static void tensor_list_owns_tensors(void)
     l = aclCreateTensorList(items, 4);
     CHECK(l != NULL);
     items[0] = NULL; /* the list keeps its own array */
-    CHECK(LIST(l)->tensors[0] == a && LIST(l)->tensors[1] == NULL && LIST(l)->tensors[3] == a);
+    CHECK(LIST(l)->tensors[0] == a && LIST(l)->tensors[1] == NULL &&
+          LIST(l)->tensors[3] == a);
     CHECK_ACL(aclGetTensorListSize(l, &n), ACLNN_SUCCESS);
     CHECK(n == 4);
     CHECK_ACL(aclGetTensorListSize(NULL, &n), ACLNN_ERR_PARAM_NULLPTR);
@@ -422,11 +425,13 @@ static void checks_codes_and_messages(void)
     CHECK_ACL(sbn__acl_check_null("aclnnX", NULL, "input"), ACLNN_ERR_PARAM_NULLPTR);
     CHECK(atsup_msg_has("aclnnX: input is NULL"));
     CHECK_ACL(sbn__acl_check_null("aclnnX", x, "input"), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(h), "input", &SBN_ACL_FLOATS), ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(h), "input", &SBN_ACL_FLOATS),
+              ACLNN_SUCCESS);
     CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(h), "mean", &SBN_ACL_FLOAT_ONLY),
               ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("aclnnX: mean has dtype FLOAT16, format NCHW, shape [2, 3]"));
-    CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(t), "input", &SBN_ACL_FLOATS), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_dtype("aclnnX", TENSOR(t), "input", &SBN_ACL_FLOATS),
+              ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("must be one of: FLOAT, FLOAT16, BF16"));
     CHECK_ACL(sbn__acl_check_dtype("aclnnX", NULL, "input", &SBN_ACL_FLOATS),
               ACLNN_ERR_PARAM_NULLPTR);
@@ -443,8 +448,10 @@ static void checks_codes_and_messages(void)
     CHECK_ACL(sbn__acl_check_vector("aclnnX", TENSOR(v), "mean", 4), ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("shape [4]"));
     CHECK_ACL(sbn__acl_check_vector("aclnnX", TENSOR(h), "mean", 3), ACLNN_ERR_PARAM_INVALID);
-    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(t), "out", TENSOR(h), "input"), ACLNN_SUCCESS);
-    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(v), "out", TENSOR(h), "input"), ACLNN_ERR_PARAM_INVALID);
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(t), "out", TENSOR(h), "input"),
+              ACLNN_SUCCESS);
+    CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(v), "out", TENSOR(h), "input"),
+              ACLNN_ERR_PARAM_INVALID);
     CHECK(atsup_msg_has("equal the shape of input, [2, 3]"));
     CHECK_ACL(sbn__acl_check_same_shape("aclnnX", TENSOR(v), "out", NULL, "input"),
               ACLNN_ERR_PARAM_NULLPTR);
@@ -473,7 +480,8 @@ static void names_formats_numel(void)
     CHECK(strcmp(sbn__acl_dtype_name((aclDataType)500), "UNKNOWN_DTYPE") == 0);
     CHECK(strcmp(sbn__acl_format_name(ACL_FRACTAL_Z_3D), "FRACTAL_Z_3D") == 0);
     CHECK(a && b && c);
-    CHECK(sbn__acl_numel(TENSOR(a)) == 6 && sbn__acl_numel(TENSOR(b)) == 0 && sbn__acl_numel(TENSOR(c)) == 1);
+    CHECK(sbn__acl_numel(TENSOR(a)) == 6 && sbn__acl_numel(TENSOR(b)) == 0 &&
+          sbn__acl_numel(TENSOR(c)) == 1);
     CHECK(sbn__acl_numel(NULL) == 0);
     CHECK(strcmp(sbn__acl_shape_str(TENSOR(a), buf, sizeof buf), "[2, 3]") == 0);
     CHECK(strcmp(sbn__acl_shape_str(TENSOR(c), buf, sizeof buf), "[]") == 0);

@@ -108,7 +108,7 @@ void *sbn__acl_object_find_locked(const void *handle, sbn__acl_kind kind);
 void sbn__acl_object_unlink_locked(void *obj);
 void sbn__acl_object_free(void *obj);
 
-/* 1 when t is a live tensor object (the dead-tensor stand-in of sbn__acl_resolve_tensors is not). */
+/* 1 when t is a live tensor object (sbn__acl_resolve_tensors' dead stand-in is not). */
 int sbn__acl_tensor_is_live(const aclTensor *t);
 /* The tensor object of a live handle, else NULL. */
 aclTensor *sbn__acl_tensor_of(const aclTensor *handle);

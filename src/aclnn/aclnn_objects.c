@@ -10,7 +10,8 @@
  * read, so a destroyed, foreign or other-kind pointer is refused with 161002 and
  * never dereferenced, even when a new object now sits where the old one was.
  * Destroying NULL succeeds (CANN returns 0 there), destroying something that is
- * not a live object of that type returns 161002 without freeing. aclGetViewShape, aclGetStorageShape and
+ * not a live object of that type returns 161002 without freeing. aclGetViewShape,
+ * aclGetStorageShape and
  * aclGetViewStrides hand out a new array that the caller releases: CANN documents
  * `delete[]`; this C library allocates it with malloc(), so C callers free() it
  * (C++ `delete[]` of int64_t on glibc also ends in free(), though ASan calls that

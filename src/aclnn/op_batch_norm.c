@@ -124,7 +124,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGetWorkspaceSize(
     SBN_ACL_TRY(
         sbn__acl_workspace_size(OP, sbn_batch_norm_workspace_size, t[T_INPUT], cl, &bytes));
     const sbn__acl_exec_spec spec = {
-        .run = run_batch_norm, .workspace_size = bytes, .tensors = t, .on = on, .names = k_names, .count = NT,
+        .run = run_batch_norm, .workspace_size = bytes, .tensors = t, .on = on, .names = k_names,
+        .count = NT,
         .first_output = T_OUTPUT, .channels_last = cl ? CHANNELS_LAST_ARGS : 0u,
         .scalars = {[SCALAR_MOMENTUM] = momentum_f, [SCALAR_EPS] = eps_f},
         .ints = {[INT_TRAINING] = training}};

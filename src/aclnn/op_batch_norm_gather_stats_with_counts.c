@@ -114,7 +114,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceS
 
     empty_channels = t[T_INPUT]->dims[1] == 0; /* every output is empty: phase 2 does nothing */
     if (!empty_channels)
-        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_gather_stats_with_counts_workspace_size, t[T_MEAN],
+        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_gather_stats_with_counts_workspace_size,
+                                            t[T_MEAN],
                                             0, &bytes));
     const sbn__acl_exec_spec spec = {
         .run = empty_channels ? sbn__acl_run_nothing : run_gather, .workspace_size = bytes,

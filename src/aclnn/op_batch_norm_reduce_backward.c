@@ -90,7 +90,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormReduceBackwardGetWorkspaceSize(
     SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
     SBN_ACL_TRY(check_args(t, on));
 
-    SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_backward_reduce_workspace_size, t[T_INPUT], 0, &bytes));
+    SBN_ACL_TRY(
+        sbn__acl_workspace_size(OP, sbn_backward_reduce_workspace_size, t[T_INPUT], 0, &bytes));
     const sbn__acl_exec_spec spec = {.run = run_reduce_backward, .workspace_size = bytes,
                                      .tensors = t, .on = on, .names = k_names, .count = NT,
                                      .first_output = T_SUM_DY};

@@ -197,7 +197,8 @@ static void make_tensor(reader *r, tensor_case *tc, const arg_spec *spec, const 
     if (how % 23 == 2) tc->dims[pick % tc->rank] = (int64_t)1 << (32 + pick % 28); /* huge */
     if (how % 29 == 3 && tc->rank < MAX_RANK) tc->dims[tc->rank++] = 1 + pick % 2; /* rank */
     if (m % 5 == 1) dt = other_dtypes[pick % 5];
-    if (tc->rank == 4 && spec->shape == ROLE_X) fmt = nhwc_format ? ACL_FORMAT_NHWC : ACL_FORMAT_NCHW;
+    if (tc->rank == 4 && spec->shape == ROLE_X)
+        fmt = nhwc_format ? ACL_FORMAT_NHWC : ACL_FORMAT_NCHW;
     if (tc->rank == 5 && spec->shape == ROLE_X) fmt = ACL_FORMAT_NCDHW;
     if (m % 37 == 2) fmt = ACL_FORMAT_NC1HWC0;
     tc->es = dtype_size(dt);
@@ -240,7 +241,8 @@ static void make_tensor(reader *r, tensor_case *tc, const arg_spec *spec, const 
     sdims[0] = numel;
     if (m % 3 == 0 && tc->offset == 0) {
         int64_t prod = 1;
-        for (d = 0; d < tc->rank; d++) prod *= tc->dims[d] < MAX_STORAGE ? tc->dims[d] : MAX_STORAGE + 1;
+        for (d = 0; d < tc->rank; d++)
+            prod *= tc->dims[d] < MAX_STORAGE ? tc->dims[d] : MAX_STORAGE + 1;
         if (prod == numel) {
             sdims_n = (uint64_t)tc->rank;
             memcpy(sdims, tc->dims, sizeof(int64_t) * (size_t)tc->rank);
@@ -307,7 +309,8 @@ static aclnnStatus run_phase1(int op, aclTensor **t, double eps, double momentum
     case 2:
         return aclnnSyncBatchNormGatherStatsGetWorkspaceSize(
             t[0], t[1], t[2], t[3], t[4], (float)momentum, (float)eps, t[5], t[6], ws, e);
-    case 3: return aclnnBatchNormElemtGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], eps, t[5], ws, e);
+    case 3:
+        return aclnnBatchNormElemtGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], eps, t[5], ws, e);
     case 4:
         return aclnnBatchNormReduceBackwardGetWorkspaceSize(t[0], t[1], t[2], t[3], t[4], flags[0],
                                                             flags[1], flags[2], t[5], t[6], t[7],
@@ -326,9 +329,11 @@ static aclnnStatus run_phase1(int op, aclTensor **t, double eps, double momentum
 }
 
 static const phase2_fn k_phase2[9] = {
-    aclnnBatchNormStats,          aclnnBatchNormGatherStatsWithCounts, aclnnSyncBatchNormGatherStats,
-    aclnnBatchNormElemt,          aclnnBatchNormReduceBackward,        aclnnBatchNormElemtBackward,
-    aclnnBatchNorm,               aclnnBatchNormBackward,              aclnnBatchNormReduce};
+    aclnnBatchNormStats,         aclnnBatchNormGatherStatsWithCounts,
+    aclnnSyncBatchNormGatherStats, aclnnBatchNormElemt,
+    aclnnBatchNormReduceBackward, aclnnBatchNormElemtBackward,
+    aclnnBatchNorm,              aclnnBatchNormBackward,
+    aclnnBatchNormReduce};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
