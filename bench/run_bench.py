@@ -9,6 +9,9 @@ Runs, one after the other (never concurrently):
        GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:
        glibc.malloc.trim_threshold=4294967296
   3. mpirun -np 2 bench_ops --syncbn-mpi   (when mpirun exists)
+  4. /usr/bin/python3 bench/peers/syncbn_torch_bench.py   (when torch is there):
+       syncbn.torch.SyncBatchNorm over 2 gloo processes against torch.nn.BatchNorm2d
+       on one rank's half, and the per-call overhead of the Python layer
 then merges the rows by (shape, dtype, threads, layout, mode), prints the table and
 writes build/bench/results.csv (merged) and build/bench/raw.csv (every row).
 
@@ -231,6 +234,17 @@ def main():
             rows.append(dict(zip(FIELDS, ["syncbn-mpi", "-", "f32", "W2", "cf", "fwd+bwd", "",
                                           "", "0", "0", "", "error",
                                           "mpirun exit %s and no row" % rc])))
+    # 4. the Python row: syncbn.torch.SyncBatchNorm over 2 gloo processes (torch needed)
+    if not (a.no_torch or a.no_syncbn) and "torch" not in missing:
+        env = dict(base_env, SBN_LIBRARY=os.path.join(a.build, "libsyncbn.so"))
+        cmd = [a.torch_python, os.path.join(ROOT, "bench", "peers", "syncbn_torch_bench.py"),
+               "--min-reps", a.min_reps, "--min-time", a.min_time]
+        rc, out, _ = run(cmd, env=env, timeout=a.timeout, label="syncbn_torch_bench.py")
+        r, n = parse_rows(out)
+        rows += r
+        notes += n
+        if rc != 0:
+            notes.append("# syncbn_torch_bench.py exit status %s" % rc)
     log("# load average after: %s" % load_avg())
     return report(rows, notes, missing, counts, a.out)
 
@@ -238,7 +252,7 @@ def main():
 def report(rows, notes, missing, counts, out_path):
     by_key, order = {}, []
     for r in rows:
-        if r["impl"].startswith("syncbn-"):
+        if r["impl"].startswith("syncbn-") or r["impl"].startswith("py-"):
             continue
         key = (r["shape"], r["dtype"], r["threads"], r["layout"], r["mode"])
         if key not in by_key:
@@ -294,6 +308,7 @@ def report(rows, notes, missing, counts, out_path):
 
     summarize(merged, counts)
     syncbn_table(rows, by_key)
+    python_table(rows)
 
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     if merged:
@@ -381,6 +396,21 @@ def syncbn_table(rows, by_key):
             r["impl"], r["shape"], r["threads"], fnum(r["min_ms"]), fnum(r["med_ms"]), r["reps"],
             fnum(r["gbps"]), cmp))
         log("  %-15s %s" % ("", r["note"]))
+
+
+def python_table(rows):
+    py = [r for r in rows if r["impl"].startswith("py-")]
+    if not py:
+        return
+    log()
+    log("Python (bench/peers/syncbn_torch_bench.py), forward + backward, one thread per gloo rank:")
+    for r in py:
+        if r["status"] != "ok":
+            log("  %-20s %s: %s" % (r["impl"], r["status"], r["note"]))
+            continue
+        log("  %-20s %s %s: %.3f/%.3f ms (min/med, %s reps): %s" % (
+            r["impl"], r["shape"], r["threads"], fnum(r["min_ms"]), fnum(r["med_ms"]), r["reps"],
+            r["note"]))
 
 
 if __name__ == "__main__":
