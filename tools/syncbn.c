@@ -9,19 +9,28 @@
  *   syncbn verify [--backend threads|mpi]
  *       The same comparison over a matrix of shapes, dtypes, layouts and splits; exits
  *       non-zero on any mismatch.
+ *   syncbn info
+ *       What this build and this process would use: version, the kernel variant chosen,
+ *       SBN_FORCE_SCALAR, the CPUs in the affinity mask, the thread count (SBN_NUM_THREADS),
+ *       MPI built or not, the communicator timeout (SBN_COMM_TIMEOUT); exits 1 when one of
+ *       those variables holds a value the library refuses.
  * With --backend mpi the command runs under mpirun: `mpirun -np W syncbn demo --backend mpi`.
  * Every flag is checked strictly (whole integers, no trailing characters) against the
  * documented limits below; a bad, unknown or incomplete flag is named on stderr and
  * the command exits with status 2 without running anything.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../src/kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
 #include "syncbn_check.h"
 #ifdef SBN_HAVE_MPI
 #include <mpi.h>
@@ -57,6 +66,7 @@ static void print_usage(FILE *out)
             "                   [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty]\n"
             "                   [--cumulative] [--threads T]\n"
             "       syncbn verify [--backend threads|mpi]\n"
+            "       syncbn info\n"
             "limits: --ranks 1 to %d, --iters 1 to %d, --threads 1 to %d (ranks x threads at most %d);\n"
             "        --shape has 2 to %d dims NxCx..., N >= 0, the others >= 1, at most %lld elements\n"
             "        (and ranks x elements at most %lld: every rank holds the whole batch)\n",
@@ -211,9 +221,17 @@ static int parse(int argc, char **argv, options *o)
         return 0;
     }
     o->command = argv[1];
-    if (strcmp(o->command, "demo") != 0 && strcmp(o->command, "verify") != 0)
-        return usage_error("unknown command '%s': expected demo or verify", o->command);
     o->backend = "threads";
+    if (strcmp(o->command, "info") == 0) {
+        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+            print_usage(stdout);
+            return 0;
+        }
+        if (argc > 2) return usage_error("%s is not a flag of info (info takes no flags)", argv[2]);
+        return -1;
+    }
+    if (strcmp(o->command, "demo") != 0 && strcmp(o->command, "verify") != 0)
+        return usage_error("unknown command '%s': expected demo or verify (or info)", o->command);
     o->ranks = 4;
     o->cfg.rank = 4;
     o->cfg.shape[0] = 16;
@@ -469,11 +487,83 @@ static int verify(options *o)
     return failures == 0 ? 0 : 1;
 }
 
+/* ---- syncbn info ---- */
+
+#define INFO_MAX_THREADS 1024 /* the limit of SBN_NUM_THREADS (as the Python package's) */
+
+static int cpus_in_affinity_mask(void)
+{
+    cpu_set_t set;
+    long online;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    online = sysconf(_SC_NPROCESSORS_ONLN); /* more CPUs than a cpu_set_t holds */
+    return online > 0 ? (int)online : 1;
+}
+
+/* Prints one "name: value" line per setting; returns 1 if a variable is refused, else 0. */
+static int info(void)
+{
+    static const char *const isas[] = {"scalar", "avx2", "avx512"};
+    const char *force = getenv("SBN_FORCE_SCALAR"), *num = getenv("SBN_NUM_THREADS");
+    const char *timeout = getenv("SBN_COMM_TIMEOUT");
+    int cpus = cpus_in_affinity_mask(), threads = cpus, bad = 0;
+    long long parsed;
+    size_t i;
+    sbn_comm_t *comm = NULL;
+
+    printf("version: %d.%d.%d (library %s)\n", SBN_VERSION_MAJOR, SBN_VERSION_MINOR,
+           SBN_VERSION_PATCH, sbn_version());
+    printf("kernels: %s (usable on this CPU:", sbn__kernels()->isa);
+    for (i = 0; i < sizeof isas / sizeof isas[0]; i++)
+        if (sbn__kernels_for(isas[i]) != NULL) printf(" %s", isas[i]);
+    printf(")\n");
+    if (force == NULL)
+        printf("SBN_FORCE_SCALAR: unset (the widest kernels the CPU supports)\n");
+    else if (strcmp(force, "1") == 0)
+        printf("SBN_FORCE_SCALAR: 1 (the scalar kernels, forced)\n");
+    else
+        printf("SBN_FORCE_SCALAR: \"%.64s\" (ignored: only 1 forces the scalar kernels)\n", force);
+    printf("cpus: %d (in this process's affinity mask)\n", cpus);
+    if (num == NULL || num[0] == '\0') {
+        printf("threads: %d (SBN_NUM_THREADS unset: the CPUs in the affinity mask)\n", threads);
+    } else if (parse_integer(num, strlen(num), 1, INFO_MAX_THREADS, &parsed)) {
+        threads = (int)parsed;
+        printf("threads: %d (SBN_NUM_THREADS)\n", threads);
+    } else {
+        printf("threads: %d (SBN_NUM_THREADS is \"%.64s\", refused: expected 1 to %d)\n", threads,
+               num, INFO_MAX_THREADS);
+        bad = 1;
+    }
+#ifdef SBN_HAVE_MPI
+    {
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int length = 0;
+        MPI_Get_library_version(version, &length); /* allowed before MPI_Init */
+        version[strcspn(version, "\n,")] = '\0';
+        printf("mpi: yes (%s; syncbn demo/verify --backend mpi, syncbn::mpi)\n", version);
+    }
+#else
+    printf("mpi: no (built without the MPI backend)\n");
+#endif
+    /* The library's own rule decides: a one-rank threads communicator reads SBN_COMM_TIMEOUT. */
+    if (SBN_FAILED(sbn_comm_threads_create(1, 0.0, &comm))) {
+        printf("comm timeout: refused: %s\n", sbn_last_error());
+        bad = 1;
+    } else if (timeout == NULL || strspn(timeout, " \t") == strlen(timeout)) {
+        printf("comm timeout: 60 s (SBN_COMM_TIMEOUT unset: the default)\n");
+    } else {
+        printf("comm timeout: %g s (SBN_COMM_TIMEOUT)\n", strtod(timeout, NULL));
+    }
+    if (comm != NULL) sbn_comm_destroy(comm);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
+    if (strcmp(o.command, "info") == 0) return info();
 #ifdef SBN_HAVE_MPI
     if (strcmp(o.backend, "mpi") == 0) {
         MPI_Init(&argc, &argv);
