@@ -99,6 +99,14 @@ check "CANN-style CMakeLists after set_env.sh" clean bash -c "source '$home/set_
   cmake -S '$tmp/cann_cmake' -B '$tmp/cann_cmake/b' >/dev/null && cmake --build '$tmp/cann_cmake/b' >/dev/null &&
   '$tmp/cann_cmake/b/sample'"
 
+# The Python package on the PYTHONPATH set_env.sh gives, with the library of lib64/ next to it.
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  check "python3: import syncbn after set_env.sh" clean bash -c "source '$home/set_env.sh' && cd / &&
+    /usr/bin/python3 -c 'import syncbn
+assert syncbn.__version__ == \"$version\", syncbn.__version__
+assert syncbn.library_path == \"$real\", syncbn.library_path'"
+fi
+
 # The prefix moved: set_env.sh (bash) follows it; a built sample runs from the new place.
 mv "$tmp/Ascend" "$tmp/Moved"
 moved=$tmp/Moved/ascend-toolkit/latest
