@@ -13,7 +13,7 @@
 set -u
 build=$(cd "${1:?usage: test_install.sh BUILD_DIR SOURCE_DIR HAVE_MPI}" && pwd)
 src=$(cd "${2:?}" && pwd)
-have_mpi=${3:?}
+have_mpi=${3:-0}
 case "$have_mpi" in 1|ON|TRUE|YES|on|true|yes) have_mpi=1 ;; *) have_mpi=0 ;; esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
