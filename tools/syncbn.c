@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
+#include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
 #include "syncbn_check.h"
 #ifdef SBN_HAVE_MPI
 #include <mpi.h>
