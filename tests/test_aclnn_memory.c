@@ -22,6 +22,7 @@
 
 #include "aclnn/aclnn_internal.h"
 #include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
 #include "aclnn_support.h"
 #include "aclnnop/aclnn_batch_norm_backward.h"
 #include "aclnnop/aclnn_batch_norm_elemt.h"
@@ -123,7 +124,7 @@ static void stale_tensor_after_reuse(void)
     for (i = 0; i < ROUNDS; i++) {
         CHECK_ACL(aclGetViewShape(fresh[i], &got, &n), ACLNN_SUCCESS);
         CHECK(n == 1 && got[0] == 3);
-        free(got);
+        sbn_acl_free_array(got);
         CHECK_ACL(aclDestroyTensor(fresh[i]), ACLNN_SUCCESS);
     }
 }

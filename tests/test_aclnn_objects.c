@@ -20,6 +20,7 @@
 
 #include "aclnn/aclnn_internal.h"
 #include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
 #include "aclnn_support.h"
 #include "harness/harness.h"
 #include "support/alloc_counter.h"
@@ -51,13 +52,13 @@ static void tensor_create_and_getters(void)
           TENSOR(t)->magic == SBN_ACL_TENSOR_MAGIC);
     CHECK_ACL(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 3 && memcmp(got, dims, sizeof dims) == 0);
-    free(got);
+    sbn_acl_free_array(got);
     CHECK_ACL(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 3 && memcmp(got, strides, sizeof strides) == 0);
-    free(got);
+    sbn_acl_free_array(got);
     CHECK_ACL(aclGetStorageShape(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 2 && got[0] == 5 && got[1] == 10);
-    free(got);
+    sbn_acl_free_array(got);
     CHECK_ACL(aclGetViewOffset(t, &offset), ACLNN_SUCCESS);
     CHECK(offset == 7);
     CHECK_ACL(aclGetFormat(t, &format), ACLNN_SUCCESS);
@@ -76,7 +77,7 @@ static void tensor_null_stride_is_contiguous(void)
     CHECK_MSG(t != NULL, "NULL strides (CANN's documented example) must be accepted");
     CHECK_ACL(aclGetViewStrides(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 4 && got[0] == 60 && got[1] == 20 && got[2] == 5 && got[3] == 1);
-    free(got);
+    sbn_acl_free_array(got);
     CHECK(TENSOR(t)->data == NULL); /* data may come later (aclSet*TensorAddr) */
     CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
@@ -91,7 +92,7 @@ static void tensor_rank_zero_and_max(void)
     CHECK(t != NULL);
     CHECK_ACL(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
     CHECK(n == 0 && got != NULL);
-    free(got);
+    sbn_acl_free_array(got);
     CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
     for (i = 0; i <= SBN_ACL_MAX_CREATE_DIMS; i++) dims[i] = 1, strides[i] = 1;
     t = aclCreateTensor(dims, SBN_ACL_MAX_CREATE_DIMS, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims,
@@ -392,7 +393,7 @@ static void allocation_failure_each_create(void)
     }
 }
 
-static void getters_hand_out_malloc_memory(void)
+static void getters_hand_out_caller_memory(void)
 {
     const int64_t dims[2] = {3, 4};
     float x[12];
@@ -404,9 +405,9 @@ static void getters_hand_out_malloc_memory(void)
     tsup_counter_install(&a);
     CHECK_ACL(aclGetViewShape(t, &got, &n), ACLNN_SUCCESS);
     sbn_set_allocator(NULL, NULL, NULL);
-    /* the caller frees the array itself (free() in C), so it is not the hook's memory */
+    /* the array is the caller's (delete[] in C++, sbn_acl_free_array in C), not the hook's */
     CHECK(a.calls == 0 && n == 2 && got[0] == 3 && got[1] == 4);
-    free(got);
+    sbn_acl_free_array(got);
     CHECK_ACL(aclDestroyTensor(t), ACLNN_SUCCESS);
 }
 
@@ -564,7 +565,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(arrays_empty_and_null),
     SBN_TEST_CASE(tensor_list_owns_tensors),
     SBN_TEST_CASE(allocation_failure_each_create),
-    SBN_TEST_CASE(getters_hand_out_malloc_memory),
+    SBN_TEST_CASE(getters_hand_out_caller_memory),
     SBN_TEST_CASE(checks_codes_and_messages),
     SBN_TEST_CASE(names_formats_numel),
     SBN_TEST_CASE(views_of_tensors),

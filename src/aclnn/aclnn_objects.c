@@ -12,15 +12,18 @@
  * Destroying NULL succeeds (CANN returns 0 there), destroying something that is
  * not a live object of that type returns 161002 without freeing. aclGetViewShape,
  * aclGetStorageShape and
- * aclGetViewStrides hand out a new array that the caller releases: CANN documents
- * `delete[]`; this C library allocates it with malloc(), so C callers free() it
- * (C++ `delete[]` of int64_t on glibc also ends in free(), though ASan calls that
- * an alloc-dealloc mismatch). Creation and getters do not clear the recent message.
+ * aclGetViewStrides hand out a new array that the caller releases, as CANN documents,
+ * with C++ `delete[]`: whenever the process has a C++ runtime (any C++ program, and
+ * every process under AddressSanitizer, whose runtime provides the operators) the array
+ * comes from `operator new[]` itself (hand_out_alloc), so `delete[]` matches it; C
+ * callers release it with sbn_acl_free_array (aclnn/aclnn_base.h), which picks the
+ * matching release. Creation and getters do not clear the recent message.
  */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "aclnn/aclnn_base.h"
 #include "aclnn_internal.h"
 
 /* What a handle that is not live stands for in an op's checks: never live, never written. */
@@ -353,11 +356,61 @@ static aclnnStatus getter_args(const char *op, const aclTensor *handle, const vo
     return ACLNN_SUCCESS;
 }
 
-/* A malloc()'ed copy of n values for the caller to free (at least one element, never NULL). */
+/*
+ * The arrays the getters hand out. CANN's callers release them with C++ delete[], so
+ * they must come from operator new[] (an array from malloc released by delete[] is an
+ * alloc-dealloc mismatch, which ASan reports). The library stays C: it reaches
+ * operator new[](size_t, const std::nothrow_t &) and operator delete[](void *) through
+ * their Itanium C++ ABI names as weak references, bound when the process has a C++
+ * runtime (libstdc++ or libc++ loaded by a C++ program, or the sanitizer runtime) and
+ * NULL otherwise; a process without them cannot call delete[], and gets malloc().
+ * sbn_acl_free_array releases either way. The nothrow_t argument is an empty tag the
+ * operator never reads; any valid address stands for it.
+ */
+#if defined(__GNUC__) && defined(__ELF__) && defined(__SIZEOF_SIZE_T__) && \
+    __SIZEOF_SIZE_T__ == 8 && !defined(SBN_NO_CXX_ARRAYS)
+extern void *_ZnamRKSt9nothrow_t(size_t bytes, const void *nothrow_tag) __attribute__((weak));
+extern void _ZdaPv(void *array) __attribute__((weak));
+#define SBN_CXX_NEW_ARRAY _ZnamRKSt9nothrow_t
+#define SBN_CXX_DELETE_ARRAY _ZdaPv
+#endif
+
+/* 1 when the arrays come from operator new[] (both operators are bound). */
+static int cxx_arrays(void)
+{
+#ifdef SBN_CXX_NEW_ARRAY
+    return SBN_CXX_NEW_ARRAY != NULL && SBN_CXX_DELETE_ARRAY != NULL;
+#else
+    return 0;
+#endif
+}
+
+static int64_t *hand_out_alloc(size_t n)
+{
+#ifdef SBN_CXX_NEW_ARRAY
+    static const char nothrow_tag = 0;
+    if (cxx_arrays()) return (int64_t *)SBN_CXX_NEW_ARRAY(n * sizeof(int64_t), &nothrow_tag);
+#endif
+    return (int64_t *)malloc(n * sizeof(int64_t));
+}
+
+SBN_API void sbn_acl_free_array(void *array)
+{
+    if (array == NULL) return;
+#ifdef SBN_CXX_DELETE_ARRAY
+    if (cxx_arrays()) {
+        SBN_CXX_DELETE_ARRAY(array);
+        return;
+    }
+#endif
+    free(array);
+}
+
+/* A new[]'ed (or malloc()'ed, see above) copy of n values, at least one element, never NULL. */
 static aclnnStatus hand_out(const char *op, const int64_t *src, uint64_t n, int64_t **out,
                             uint64_t *count)
 {
-    int64_t *copy = (int64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *copy = hand_out_alloc((size_t)(n > 0 ? n : 1));
     if (copy == NULL) return sbn__acl_fail(ACLNN_ERR_INNER_NULLPTR, op, "out of memory");
     if (n > 0) memcpy(copy, src, (size_t)n * sizeof(int64_t));
     *out = copy;
