@@ -2,6 +2,7 @@
  * test_acl_runtime.c - the acl runtime of acl/acl.h on a CPU: the error code and
  * enum values (CANN's), aclInit/aclFinalize (repeat codes, init again after
  * finalize), devices (per thread, negative ids, GetDevice before SetDevice),
+ * aclInit's JSON config file (good, empty, bad JSON and bad syncbn settings),
  * streams (create, synchronize, destroy, unknown and NULL handles), memory
  * (alignment, every policy, size 0, NULL, double free, foreign pointers, host vs
  * device frees, allocation failure through the allocator hook), aclrtMemcpy in
@@ -13,7 +14,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
@@ -47,9 +50,73 @@ static void init_and_finalize(void)
     CHECK(atsup_msg_has("aclInit"));
     CHECK_ACL(aclFinalize(), ACL_SUCCESS);
     CHECK_ACL(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
-    /* a config path (even one that does not exist) is accepted and not read */
-    CHECK_ACL(aclInit("/nonexistent/acl.json"), ACL_SUCCESS);
+    /* a config path that cannot be opened: CANN's code, and nothing initialised */
+    CHECK_ACL(aclInit("/nonexistent/acl.json"), ACL_ERROR_INVALID_FILE);
+    CHECK(atsup_msg_has("/nonexistent/acl.json"));
+    CHECK_ACL(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_ACL(aclInit(""), ACL_SUCCESS);
     CHECK_ACL(aclFinalize(), ACL_SUCCESS);
+}
+
+/* aclInit(path) of a file holding text; the file is removed afterwards. */
+static aclError init_with_text(const char *text)
+{
+    char path[64];
+    FILE *f;
+    aclError ret;
+    snprintf(path, sizeof path, "/tmp/sbn_acl_cfg_%d.json", (int)getpid());
+    f = fopen(path, "w");
+    if (f == NULL) return -1;
+    fputs(text, f);
+    fclose(f);
+    ret = aclInit(path);
+    unlink(path);
+    return ret;
+}
+
+static void config_file(void)
+{
+    static const struct {
+        const char *text;
+        aclError want;
+        const char *word; /* in the message */
+    } cases[] = {
+        {"", ACL_SUCCESS, NULL},
+        {"{}", ACL_SUCCESS, NULL},
+        {" {\"dump\": {\"dump_list\": [1, 2.5e3, -0.5, true, null, \"a\\u00e9\\n\"]}} ", ACL_SUCCESS,
+         NULL},
+        {"{\"syncbn\": {\"num_threads\": 3, \"other\": [1]}}", ACL_SUCCESS, NULL},
+        {"{\"x\": {\"syncbn\": 5}}", ACL_SUCCESS, NULL}, /* only the top-level key counts */
+        {"{", ACL_ERROR_PARSE_FILE, "not valid JSON"},
+        {"{\"a\": 1,}", ACL_ERROR_PARSE_FILE, "not valid JSON"},
+        {"{\"a\": 01}", ACL_ERROR_PARSE_FILE, "not valid JSON"},
+        {"{\"a\": \"\\q\"}", ACL_ERROR_PARSE_FILE, "escape"},
+        {"{\"a\": tru}", ACL_ERROR_PARSE_FILE, "not valid JSON"},
+        {"{} {}", ACL_ERROR_PARSE_FILE, "follows"},
+        {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]"
+         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+         ACL_ERROR_PARSE_FILE, "deeper"},
+        {"{\"syncbn\": 4}", ACL_ERROR_FILE_ATTR_INVALID, "\"syncbn\" must be an object"},
+        {"{\"syncbn\": {\"num_threads\": 0}}", ACL_ERROR_FILE_ATTR_INVALID, "num_threads"},
+        {"{\"syncbn\": {\"num_threads\": 1025}}", ACL_ERROR_FILE_ATTR_INVALID, "1 to 1024"},
+        {"{\"syncbn\": {\"num_threads\": 2.5}}", ACL_ERROR_FILE_ATTR_INVALID, "num_threads"},
+        {"{\"syncbn\": {\"num_threads\": -2}}", ACL_ERROR_FILE_ATTR_INVALID, "num_threads"},
+        {"{\"syncbn\": {\"num_threads\": \"2\"}}", ACL_ERROR_FILE_ATTR_INVALID, "num_threads"},
+    };
+    size_t k;
+    CHECK(ACL_ERROR_INVALID_FILE == 100003 && ACL_ERROR_PARSE_FILE == 100006);
+    CHECK(ACL_ERROR_FILE_ATTR_INVALID == 100008);
+    for (k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        aclError got = init_with_text(cases[k].text);
+        CHECK_MSG(got == cases[k].want, "config %zu (%s): %d, expected %d (%s)", k,
+                  cases[k].text, got, cases[k].want, atsup_msg());
+        if (cases[k].word != NULL) {
+            CHECK(atsup_msg_has(cases[k].word));
+            CHECK_ACL(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE); /* a bad file initialises nothing */
+        } else {
+            CHECK_ACL(aclFinalize(), ACL_SUCCESS);
+        }
+    }
 }
 
 static void *get_device_in_thread(void *arg)
@@ -272,6 +339,7 @@ static void recent_error_message(void)
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(codes_and_enums),
     SBN_TEST_CASE(init_and_finalize),
+    SBN_TEST_CASE(config_file),
     SBN_TEST_CASE(devices),
     SBN_TEST_CASE(streams),
     SBN_TEST_CASE(memory_alloc_and_free),

@@ -1,21 +1,23 @@
 /*
- * acl_runtime.c - the acl runtime calls of acl/acl.h with their CPU meaning.
- * aclInit/aclFinalize keep a process flag (a second aclInit returns
+ * acl_runtime.c - the process and memory calls of the acl runtime with their CPU
+ * meaning. aclInit/aclFinalize keep a process flag (a second aclInit returns
  * ACL_ERROR_REPEAT_INITIALIZE, a second aclFinalize ACL_ERROR_REPEAT_FINALIZE,
- * and aclInit may follow aclFinalize, as in CANN); the other calls do not
- * require aclInit, since nothing on a CPU depends on it. A device id >= 0 names
- * the CPU; the current device is per thread, as CANN's context is. Streams are
- * handles of the shared object registry (aclnn_handles.c): an unknown or destroyed
- * one is refused, never dereferenced, and a handle is never reused. Memory from
- * aclrtMalloc/aclrtMallocHost is 64-byte aligned, taken through sbn__malloc (so
- * the allocator hook sees it), and registered in a hash table keyed by address,
- * so that freeing an unknown pointer, a pointer twice or with the wrong free
- * function is refused instead of crashing. Argument rules and codes follow
- * CANN's runtime: NULL pointers and size 0 in malloc give ACL_ERROR_INVALID_PARAM,
- * a copy or set of 0 bytes succeeds at once, count > destMax gives
- * ACL_ERROR_RT_PARAM_INVALID, an unknown copy kind ACL_ERROR_INVALID_PARAM, a
- * failed allocation ACL_ERROR_RT_MEMORY_ALLOCATION. Failures leave a message for
- * aclGetRecentErrMsg().
+ * and aclInit may follow aclFinalize, as in CANN). aclInit reads its JSON config
+ * file (acl_config.c; {"syncbn": {"num_threads": N}} sizes the aclnn thread pool)
+ * and fails, leaving the process uninitialised, when the file is bad; aclFinalize
+ * destroys the aclnn pool (aclnn_pool.c), which the next op creates again. The
+ * other calls do not require aclInit, since nothing on a CPU depends on it.
+ * Devices and contexts are in acl_context.c, streams, events and the async calls
+ * in acl_stream.c. Memory from aclrtMalloc, aclrtMallocAlign32 and aclrtMallocHost
+ * is 64-byte aligned, taken through sbn__malloc (so the allocator hook sees it),
+ * and registered in a hash table keyed by address, so that freeing an unknown
+ * pointer, a pointer twice or with the wrong free function is refused instead of
+ * crashing. Argument rules and codes follow CANN's runtime: NULL pointers and size
+ * 0 in malloc give ACL_ERROR_INVALID_PARAM, a copy or set of 0 bytes succeeds at
+ * once, count > destMax gives ACL_ERROR_RT_PARAM_INVALID, an unknown copy kind
+ * ACL_ERROR_INVALID_PARAM, a failed allocation ACL_ERROR_RT_MEMORY_ALLOCATION; the
+ * async copies and sets share these checks (sbn__acl_memcpy, sbn__acl_memset).
+ * Failures leave a message for aclGetRecentErrMsg().
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -26,12 +28,9 @@
 
 #define SBN_ACL_MEM_ALIGN 64
 #define SBN_ACL_MEM_BUCKETS 256
-#define SBN_ACL_STREAM_MAGIC 0x53424e5354524d53ull /* "SBNSTRMS" */
 
 static pthread_mutex_t g_rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_initialized;
-static _Thread_local int32_t g_device = -1;
-static int64_t g_device_refs; /* aclrtSetDevice calls not yet reset, all devices together */
 
 /* ---- process ---- */
 
@@ -48,102 +47,29 @@ static aclError set_initialized(int to, aclError repeat, const char *op, const c
 
 SBN_API aclError aclInit(const char *configPath)
 {
-    (void)configPath; /* no acl.json setting has a CPU meaning */
-    return set_initialized(1, ACL_ERROR_REPEAT_INITIALIZE, "aclInit",
-                           "aclInit was already called (call aclFinalize first)");
+    static const char *op = "aclInit";
+    int threads = 0, already;
+    aclError ret;
+    pthread_mutex_lock(&g_rt_lock);
+    already = g_initialized;
+    pthread_mutex_unlock(&g_rt_lock);
+    if (already)
+        return sbn__acl_fail(ACL_ERROR_REPEAT_INITIALIZE, op,
+                             "aclInit was already called (call aclFinalize first)");
+    ret = sbn__acl_read_config(op, configPath, &threads);
+    if (ret != ACL_SUCCESS) return ret;
+    ret = set_initialized(1, ACL_ERROR_REPEAT_INITIALIZE, op,
+                          "aclInit was already called (call aclFinalize first)");
+    if (ret == ACL_SUCCESS) sbn__acl_pool_configure(threads);
+    return ret;
 }
 
 SBN_API aclError aclFinalize(void)
 {
-    return set_initialized(0, ACL_ERROR_REPEAT_FINALIZE, "aclFinalize",
-                           "aclFinalize without a matching aclInit");
-}
-
-/* ---- devices ---- */
-
-/* Any device id >= 0 names the CPU. */
-static aclError check_device_id(const char *op, int32_t deviceId)
-{
-    if (deviceId >= 0) return ACL_SUCCESS;
-    return sbn__acl_fail(ACL_ERROR_RT_INVALID_DEVICEID, op, "device id %d is negative",
-                         (int)deviceId);
-}
-
-SBN_API aclError aclrtSetDevice(int32_t deviceId)
-{
-    aclError ret = check_device_id("aclrtSetDevice", deviceId);
-    if (ret != ACL_SUCCESS) return ret;
-    pthread_mutex_lock(&g_rt_lock);
-    g_device_refs++;
-    pthread_mutex_unlock(&g_rt_lock);
-    g_device = deviceId;
-    return ACL_SUCCESS;
-}
-
-SBN_API aclError aclrtResetDevice(int32_t deviceId)
-{
-    aclError ret = check_device_id("aclrtResetDevice", deviceId);
-    if (ret != ACL_SUCCESS) return ret;
-    pthread_mutex_lock(&g_rt_lock);
-    if (g_device_refs > 0) g_device_refs--;
-    pthread_mutex_unlock(&g_rt_lock);
-    if (g_device == deviceId) g_device = -1;
-    return ACL_SUCCESS;
-}
-
-SBN_API aclError aclrtGetDevice(int32_t *deviceId)
-{
-    if (deviceId == NULL)
-        return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice", "deviceId is NULL");
-    if (g_device < 0)
-        return sbn__acl_fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetDevice",
-                             "this thread has no current device (call aclrtSetDevice first)");
-    *deviceId = g_device;
-    return ACL_SUCCESS;
-}
-
-/* ---- streams ---- */
-
-/* A stream is an object of the shared registry (aclnn_handles.c); callers hold its handle. */
-typedef struct stream_object {
-    uint64_t magic;
-} stream_object;
-
-static aclError unknown_stream(const char *op, aclrtStream stream)
-{
-    return sbn__acl_fail(ACL_ERROR_RT_PARAM_INVALID, op,
-                         "stream %p was not created by aclrtCreateStream or is destroyed", stream);
-}
-
-SBN_API aclError aclrtCreateStream(aclrtStream *stream)
-{
-    stream_object *s;
-    if (stream == NULL)
-        return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream", "stream is NULL");
-    s = (stream_object *)sbn__acl_object_new(SBN_ACL_KIND_STREAM, sizeof *s);
-    if (s == NULL)
-        return sbn__acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtCreateStream",
-                             "out of memory");
-    s->magic = SBN_ACL_STREAM_MAGIC;
-    *stream = sbn__acl_object_handle(s);
-    return ACL_SUCCESS;
-}
-
-SBN_API aclError aclrtDestroyStream(aclrtStream stream)
-{
-    if (stream == NULL)
-        return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream", "stream is NULL");
-    if (!sbn__acl_object_destroy(stream, SBN_ACL_KIND_STREAM))
-        return unknown_stream("aclrtDestroyStream", stream);
-    return ACL_SUCCESS;
-}
-
-SBN_API aclError aclrtSynchronizeStream(aclrtStream stream)
-{
-    if (stream == NULL) return ACL_SUCCESS; /* the default stream */
-    if (sbn__acl_object_get(stream, SBN_ACL_KIND_STREAM) == NULL)
-        return unknown_stream("aclrtSynchronizeStream", stream);
-    return ACL_SUCCESS; /* every op already ran to completion */
+    aclError ret = set_initialized(0, ACL_ERROR_REPEAT_FINALIZE, "aclFinalize",
+                                   "aclFinalize without a matching aclInit");
+    if (ret == ACL_SUCCESS) sbn__acl_pool_shutdown();
+    return ret;
 }
 
 /* ---- memory ---- */
@@ -247,10 +173,15 @@ SBN_API aclError aclrtFreeHost(void *hostPtr)
     return mem_free("aclrtFreeHost", hostPtr, 1);
 }
 
-SBN_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
-                             aclrtMemcpyKind kind)
+SBN_API aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
-    static const char *op = "aclrtMemcpy";
+    (void)policy;
+    return mem_alloc("aclrtMallocAlign32", devPtr, size, 0); /* 64-byte aligned: also 32 */
+}
+
+aclError sbn__acl_memcpy(const char *op, void *dst, size_t destMax, const void *src, size_t count,
+                         aclrtMemcpyKind kind)
+{
     if (count == 0) return ACL_SUCCESS;
     if (dst == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "dst is NULL");
     if (src == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "src is NULL");
@@ -276,9 +207,9 @@ SBN_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t 
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+aclError sbn__acl_memset(const char *op, void *devPtr, size_t maxCount, int32_t value,
+                         size_t count)
 {
-    static const char *op = "aclrtMemset";
     if (count == 0) return ACL_SUCCESS;
     if (devPtr == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "devPtr is NULL");
     if (count > maxCount)
@@ -287,4 +218,15 @@ SBN_API aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_
                              count, maxCount);
     memset(devPtr, (int)(unsigned char)value, count);
     return ACL_SUCCESS;
+}
+
+SBN_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
+                             aclrtMemcpyKind kind)
+{
+    return sbn__acl_memcpy("aclrtMemcpy", dst, destMax, src, count, kind);
+}
+
+SBN_API aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+{
+    return sbn__acl_memset("aclrtMemset", devPtr, maxCount, value, count);
 }

@@ -218,9 +218,12 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
     exec_node *n;
     aclnnStatus status;
     int repeatable, slot;
-    (void)stream; /* phase 2 computes synchronously; every stream (NULL too) is accepted */
     if (executor == NULL)
         return sbn__acl_fail(ACLNN_ERR_PARAM_NULLPTR, op, "executor is NULL");
+    /* phase 2 computes at the call on the process's pool; NULL is the default stream, a
+     * destroyed one is refused (the executor stays alive) */
+    if (sbn__acl_check_stream(op, stream, ACLNN_ERR_PARAM_INVALID) != ACL_SUCCESS)
+        return ACLNN_ERR_PARAM_INVALID;
     sbn__acl_registry_lock();
     n = find_locked(executor);
     if (n == NULL) {
@@ -256,9 +259,11 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
         status = check_slot_storage(op, &n->ex, slot);
     if (status != ACLNN_SUCCESS)
         ; /* refused: nothing was read or written */
-    else if (n->ex.run != NULL)
+    else if (n->ex.run != NULL) {
+        sbn__acl_run_begin(); /* the op takes the process's pool with sbn__acl_run_pool */
         status = n->ex.run(&n->ex, workspace, workspace_size);
-    else
+        sbn__acl_run_end();
+    } else
         status = sbn__acl_fail(ACLNN_ERR_INNER, op, "executor %p has nothing to run",
                                (void *)executor);
 

@@ -89,7 +89,9 @@ typedef enum sbn__acl_kind {
     SBN_ACL_KIND_BOOL_ARRAY,
     SBN_ACL_KIND_TENSOR_LIST,
     SBN_ACL_KIND_EXECUTOR,
-    SBN_ACL_KIND_STREAM
+    SBN_ACL_KIND_STREAM,
+    SBN_ACL_KIND_CONTEXT, /* acl_context.c */
+    SBN_ACL_KIND_EVENT    /* acl_stream.c */
 } sbn__acl_kind;
 
 /* A new zeroed object of `bytes` with a new handle; NULL when out of memory or handles. */
@@ -332,5 +334,49 @@ aclnnStatus sbn__acl_run_nothing(aclOpExecutor *executor, void *workspace,
 /* An op's phase 2 entry point: clears the recent message, then sbn__acl_exec_run. */
 aclnnStatus sbn__acl_phase2(const char *op, void *workspace, uint64_t workspace_size,
                             aclOpExecutor *executor, aclrtStream stream);
+
+/* ---- runtime and threads (acl_runtime.c, acl_context.c, acl_stream.c, acl_config.c,
+ * aclnn_pool.c) ---- */
+#include "acl/acl_rt.h"
+
+/*
+ * The process-wide pool of the aclnn ops. acquire returns it (NULL: run serially),
+ * creating it on first use, and holds it for reading until release: it is neither
+ * replaced nor destroyed meanwhile. Sized by sbn__acl_pool_default_threads.
+ */
+sbn_pool_t *sbn__acl_pool_acquire(void);
+void sbn__acl_pool_release(void);
+/* Creates the pool now if it does not exist (aclrtSetDevice). */
+void sbn__acl_pool_warm(void);
+/* aclInit's config: threads > 0 sizes the pool, 0 leaves it to the environment. */
+void sbn__acl_pool_configure(int threads);
+/* aclFinalize: forgets the config and destroys the pool (the next use makes a new one). */
+void sbn__acl_pool_shutdown(void);
+/* The size the pool is made with: config, else SBN_NUM_THREADS (1..1024), else the CPUs. */
+int sbn__acl_pool_default_threads(void);
+/* The threads of the pool (creating it); 1 when the ops run serially. */
+int sbn__acl_pool_threads(void);
+/* The CPUs in the process's affinity mask (the online CPUs when it cannot be read). */
+int sbn__acl_affinity_cpus(void);
+/*
+ * sbn__acl_exec_run brackets each run with begin/end; inside, sbn__acl_run_pool is
+ * the pool the op passes to the native op (acquired at the first call, released at
+ * end); outside a run it is NULL.
+ */
+void sbn__acl_run_begin(void);
+sbn_pool_t *sbn__acl_run_pool(void);
+void sbn__acl_run_end(void);
+
+/* Reads aclInit's JSON config file: *threads = "syncbn": {"num_threads"} or 0. */
+aclError sbn__acl_read_config(const char *op, const char *path, int *threads);
+/* ACL_SUCCESS for NULL (the default stream) or a live stream; else `code` with a message. */
+aclError sbn__acl_check_stream(const char *op, aclrtStream stream, aclError code);
+/* The checks and the work of aclrtMemcpy/aclrtMemset, shared with the async calls. */
+aclError sbn__acl_memcpy(const char *op, void *dst, size_t destMax, const void *src, size_t count,
+                         aclrtMemcpyKind kind);
+aclError sbn__acl_memset(const char *op, void *devPtr, size_t maxCount, int32_t value,
+                         size_t count);
+/* The calling thread's current device, -1 when it has none. */
+int32_t sbn__acl_current_device(void);
 
 #endif /* SBN_ACLNN_INTERNAL_H */

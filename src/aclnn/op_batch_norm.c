@@ -56,7 +56,8 @@ static aclnnStatus run_batch_norm(aclOpExecutor *e, void *workspace, uint64_t wo
     s = sbn_batch_norm(x, sbn__acl_arg(e, T_WEIGHT), sbn__acl_arg(e, T_BIAS), training,
                        e->scalars[SCALAR_MOMENTUM], e->scalars[SCALAR_EPS], rmean, rvar,
                        sbn__acl_arg(e, T_OUTPUT), sbn__acl_arg(e, T_SAVE_MEAN),
-                       sbn__acl_arg(e, T_SAVE_INVSTD), workspace, (size_t)workspace_size, NULL);
+                       sbn__acl_arg(e, T_SAVE_INVSTD), workspace, (size_t)workspace_size,
+                       sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 

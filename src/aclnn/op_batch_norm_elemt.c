@@ -33,7 +33,7 @@ static aclnnStatus run_elemt(aclOpExecutor *e, void *workspace, uint64_t workspa
     sbn_status s = sbn_elemt(sbn__acl_arg(e, T_INPUT), sbn__acl_arg(e, T_MEAN),
                              sbn__acl_arg(e, T_INVSTD), sbn__acl_arg(e, T_WEIGHT),
                              sbn__acl_arg(e, T_BIAS), sbn__acl_arg(e, T_OUTPUT), workspace,
-                             (size_t)workspace_size, NULL);
+                             (size_t)workspace_size, sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 

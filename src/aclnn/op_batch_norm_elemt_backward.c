@@ -115,7 +115,7 @@ static aclnnStatus run_elemt_backward(aclOpExecutor *e, void *workspace, uint64_
                            sbn__acl_arg(e, T_MEAN), sbn__acl_arg(e, T_INVSTD),
                            sbn__acl_arg(e, T_WEIGHT), sbn__acl_arg(e, T_SUM_DY),
                            sbn__acl_arg(e, T_SUM_DY_XMU), count, sbn__acl_arg(e, T_GRAD_INPUT),
-                           workspace, (size_t)workspace_size, NULL);
+                           workspace, (size_t)workspace_size, sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 

@@ -45,7 +45,7 @@ static aclnnStatus run_gather(aclOpExecutor *e, void *workspace, uint64_t worksp
         sbn__acl_arg(e, T_MEAN), sbn__acl_arg(e, T_INVSTD), sbn__acl_arg(e, T_COUNTS),
         e->scalars[SCALAR_MOMENTUM], e->scalars[SCALAR_EPS], sbn__acl_arg(e, T_RMEAN),
         sbn__acl_arg(e, T_RVAR), sbn__acl_arg(e, T_MEAN_ALL), sbn__acl_arg(e, T_INVSTD_ALL),
-        workspace, (size_t)workspace_size, NULL);
+        workspace, (size_t)workspace_size, sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 

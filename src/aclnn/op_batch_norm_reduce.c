@@ -27,7 +27,7 @@ static aclnnStatus run_reduce(aclOpExecutor *e, void *workspace, uint64_t worksp
 {
     sbn_status s = sbn_reduce(sbn__acl_arg(e, T_X), sbn__acl_arg(e, T_SUM),
                               sbn__acl_arg(e, T_SQUARE_SUM), workspace, (size_t)workspace_size,
-                              NULL);
+                              sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 

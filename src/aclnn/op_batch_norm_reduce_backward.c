@@ -39,7 +39,7 @@ static aclnnStatus run_reduce_backward(aclOpExecutor *e, void *workspace, uint64
         sbn__acl_arg(e, T_GRAD_OUT), sbn__acl_arg(e, T_INPUT), sbn__acl_arg(e, T_MEAN),
         sbn__acl_arg(e, T_INVSTD), sbn__acl_arg(e, T_SUM_DY), sbn__acl_arg(e, T_SUM_DY_XMU),
         sbn__acl_arg(e, T_GRAD_WEIGHT), sbn__acl_arg(e, T_GRAD_BIAS), workspace,
-        (size_t)workspace_size, NULL);
+        (size_t)workspace_size, sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 

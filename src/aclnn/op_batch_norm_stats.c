@@ -29,7 +29,7 @@ static aclnnStatus run_stats(aclOpExecutor *e, void *workspace, uint64_t workspa
 {
     sbn_status s = sbn_stats(sbn__acl_arg(e, T_INPUT), e->scalars[SCALAR_EPS],
                              sbn__acl_arg(e, T_MEAN), sbn__acl_arg(e, T_INVSTD), workspace,
-                             (size_t)workspace_size, NULL);
+                             (size_t)workspace_size, sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 
