@@ -83,8 +83,8 @@ static void config_file(void)
     } cases[] = {
         {"", ACL_SUCCESS, NULL},
         {"{}", ACL_SUCCESS, NULL},
-        {" {\"dump\": {\"dump_list\": [1, 2.5e3, -0.5, true, null, \"a\\u00e9\\n\"]}} ", ACL_SUCCESS,
-         NULL},
+        {" {\"dump\": {\"dump_list\": [1, 2.5e3, -0.5, true, null, \"a\\u00e9\\n\"]}} ",
+         ACL_SUCCESS, NULL},
         {"{\"syncbn\": {\"num_threads\": 3, \"other\": [1]}}", ACL_SUCCESS, NULL},
         {"{\"x\": {\"syncbn\": 5}}", ACL_SUCCESS, NULL}, /* only the top-level key counts */
         {"{", ACL_ERROR_PARSE_FILE, "not valid JSON"},
@@ -112,7 +112,8 @@ static void config_file(void)
                   cases[k].text, got, cases[k].want, atsup_msg());
         if (cases[k].word != NULL) {
             CHECK(atsup_msg_has(cases[k].word));
-            CHECK_ACL(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE); /* a bad file initialises nothing */
+            /* a bad file initialises nothing */
+            CHECK_ACL(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
         } else {
             CHECK_ACL(aclFinalize(), ACL_SUCCESS);
         }
