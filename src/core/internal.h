@@ -324,6 +324,23 @@ typedef enum sbn__map_kind { SBN_MAP_NORMALIZE, SBN_MAP_BACKWARD } sbn__map_kind
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
                       const double *coef, sbn_tensor *out, sbn_pool_t *pool);
 
+/* ---- the one-pass schedule of batch_norm / batch_norm_backward (src/ops/one_pass.c) ---- */
+/*
+ * Channels per block for which a block's inputs (R x bytes_per_element bytes a
+ * channel) fit a thread's cache budget, with at least 2T blocks; 0 when the
+ * two-pass schedule should run instead.
+ */
+int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_pool_t *pool);
+/* Sets the per-thread budget in bytes (0: two passes always; -1: back to the default). Tests. */
+void sbn__one_pass_set_budget(int64_t bytes);
+/* The view of channels [c0, c0 + cn) of t (same strides). */
+sbn_tensor sbn__channel_slice(const sbn_tensor *t, int64_t c0, int64_t cn);
+/* Calls fn(ctx, lane, c0, cn) for every block, lane = the pool lane running it (0..T-1):
+ * lane l runs blocks l, l + T, ... in order; no two calls with one lane overlap. */
+typedef void (*sbn__block_fn)(void *ctx, int64_t lane, int64_t c0, int64_t cn);
+void sbn__one_pass_run(int64_t channels, int64_t block, sbn__block_fn fn, void *ctx,
+                       sbn_pool_t *pool);
+
 /* ---- shared per-channel rules (src/ops/moments.c) ---- */
 /* Chan's merge of (count_b, mean_b, m2_b) into (a): the single merge formula of the library. */
 void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2_b);

@@ -55,13 +55,73 @@ static sbn_status check_args(const sbn_tensor *x, const sbn_tensor *weight, cons
                                       inputs, 5);
 }
 
+/* The arguments a training block needs. */
+typedef struct train_job {
+    const sbn_tensor *x, *weight, *bias;
+    sbn_tensor *y, *running_mean, *running_var, *save_mean, *save_invstd;
+    double momentum, eps;
+    int64_t r, block;
+    double *scratch, *stats, *coef; /* one-pass: per-lane scratch and [4][block] coefficients */
+    size_t lane_scratch;            /* doubles of scratch per lane */
+} train_job;
+
+/*
+ * Channel c of a training pass, from its (mean, M2) at stat: running stats and
+ * save_* written, and the map coefficients (mean, invstd*w, b, 0) at k[0], k[ks],
+ * k[2ks], k[3ks].
+ */
+static void train_channel(const train_job *job, int64_t c, const double *stat, double *k,
+                          int64_t ks)
+{
+    sbn_moments total;
+    total.count = (double)job->r;
+    total.mean = stat[0];
+    total.m2 = stat[1];
+    sbn__finish_channel(&total, c, job->momentum, job->eps, job->running_mean, job->running_var,
+                        job->save_mean, job->save_invstd);
+    k[0] = total.mean;
+    k[ks] = (job->r > 0 ? sbn__invstd(total.m2 / (double)job->r, job->eps) : 0.0) *
+            (job->weight ? sbn__load1(job->weight, c) : 1.0);
+    k[2 * ks] = job->bias ? sbn__load1(job->bias, c) : 0.0;
+    k[3 * ks] = 0.0;
+}
+
+/* One block of the one-pass schedule: reduce channels [c0, c0 + cn), then map them. */
+static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
+{
+    const train_job *job = ctx;
+    sbn_tensor xs = sbn__channel_slice(job->x, c0, cn), ys = sbn__channel_slice(job->y, c0, cn);
+    double *k = job->coef + lane * 4 * job->block;
+    int64_t j;
+    sbn__channel_reduce(SBN_REDUCE_MOMENTS, &xs, NULL, NULL, job->stats + 2 * c0,
+                        job->scratch + (size_t)lane * job->lane_scratch, NULL);
+    for (j = 0; j < cn; j++) train_channel(job, c0 + j, job->stats + 2 * (c0 + j), k + j, cn);
+    sbn__channel_map(SBN_MAP_NORMALIZE, &xs, NULL, k, &ys, NULL);
+}
+
+/* Training: one pass per cache-sized block of channels where that pays, else two passes. */
+static void train(train_job *job, sbn_pool_t *pool)
+{
+    int64_t c, channels = job->x->shape[1];
+    job->block = sbn__one_pass_block(job->x, sbn_dtype_size(job->x->dtype), pool);
+    if (job->block > 0) {
+        sbn_tensor first = sbn__channel_slice(job->x, 0, job->block);
+        job->lane_scratch = sbn__channel_reduce_bytes(&first) / sizeof(double);
+        sbn__one_pass_run(channels, job->block, train_block, job, pool);
+        return;
+    }
+    sbn__channel_reduce(SBN_REDUCE_MOMENTS, job->x, NULL, NULL, job->stats, job->scratch, pool);
+    for (c = 0; c < channels; c++) train_channel(job, c, job->stats + 2 * c, job->coef + c, channels);
+    sbn__channel_map(SBN_MAP_NORMALIZE, job->x, NULL, job->coef, job->y, pool);
+}
+
 SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
                                   const sbn_tensor *bias, int training, double momentum,
                                   double eps, sbn_tensor *running_mean, sbn_tensor *running_var,
                                   sbn_tensor *y, sbn_tensor *save_mean, sbn_tensor *save_invstd,
                                   void *workspace, size_t workspace_bytes, sbn_pool_t *pool)
 {
-    sbn_status s, result = SBN_OK;
+    sbn_status s;
     double *scratch, *stats, *coef;
     int64_t c, channels, r;
 
@@ -76,30 +136,18 @@ SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
     stats = scratch + sbn__channel_reduce_bytes(x) / sizeof(double);
     coef = stats + 2 * channels;
     if (training) {
-        sbn__channel_reduce(SBN_REDUCE_MOMENTS, x, NULL, NULL, stats, scratch, pool);
-        for (c = 0; c < channels; c++) {
-            sbn_moments total;
-            sbn_status channel;
-            total.count = (double)r;
-            total.mean = stats[2 * c];
-            total.m2 = stats[2 * c + 1];
-            channel = sbn__finish_channel(&total, c, momentum, eps, running_mean, running_var,
-                                          save_mean, save_invstd);
-            result = sbn__combine_status(result, channel);
-            coef[c] = total.mean;
-            coef[1 * channels + c] = r > 0 ? sbn__invstd(total.m2 / (double)r, eps) : 0.0;
-        }
-    } else {
-        for (c = 0; c < channels; c++) {
-            coef[c] = sbn__load1(running_mean, c);
-            coef[1 * channels + c] = sbn__invstd(sbn__load1(running_var, c), eps);
-        }
+        train_job job = {x, weight, bias, y, running_mean, running_var, save_mean, save_invstd,
+                         momentum, eps, r, 0, scratch, stats, coef, 0};
+        train(&job, pool);
+        return r == 0 ? SBN_NO_SAMPLES : r == 1 ? SBN_SINGLE_SAMPLE : SBN_OK;
     }
     for (c = 0; c < channels; c++) {
-        coef[1 * channels + c] *= weight ? sbn__load1(weight, c) : 1.0;
+        coef[c] = sbn__load1(running_mean, c);
+        coef[1 * channels + c] = sbn__invstd(sbn__load1(running_var, c), eps) *
+                                 (weight ? sbn__load1(weight, c) : 1.0);
         coef[2 * channels + c] = bias ? sbn__load1(bias, c) : 0.0;
         coef[3 * channels + c] = 0.0;
     }
     sbn__channel_map(SBN_MAP_NORMALIZE, x, NULL, coef, y, pool);
-    return result;
+    return SBN_OK;
 }

@@ -56,6 +56,54 @@ static sbn_status check_args(const sbn_tensor *dy, const sbn_tensor *x, const sb
                                       inputs, 7);
 }
 
+/* The arguments a training block needs (the one-pass schedule). */
+typedef struct backward_job {
+    const sbn_tensor *dy, *x, *weight;
+    sbn_tensor *grad_input, *grad_weight, *grad_bias;
+    int64_t r, channels, block;
+    double *scratch, *sums, *coef; /* coef: mean [C], invstd [C], then per-lane [4][block] */
+    size_t lane_scratch;           /* doubles of scratch per lane */
+} backward_job;
+
+/* grad_weight[c] and grad_bias[c] from channel c's (sum dy, sum dy*(x - mean)) at sum. */
+static void store_param_grads(const backward_job *job, int64_t c, const double *sum,
+                              double invstd)
+{
+    if (job->grad_weight) sbn__store1(job->grad_weight, c, sum[1] * invstd);
+    if (job->grad_bias) sbn__store1(job->grad_bias, c, sum[0]);
+}
+
+/* The training map's coefficients of channel c at k[0], k[ks], k[2ks], k[3ks] (channel_map.c). */
+static void train_coef(const backward_job *job, int64_t c, const double *sum, double mean,
+                       double invstd, double *k, int64_t ks)
+{
+    double w = job->weight ? sbn__load1(job->weight, c) : 1.0;
+    k[0] = sum[0] / (double)job->r;
+    k[ks] = mean;
+    k[2 * ks] = invstd * invstd * sum[1] / (double)job->r;
+    k[3 * ks] = invstd * w;
+}
+
+/* One block of the one-pass schedule: the sums of channels [c0, c0 + cn), then grad_input. */
+static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
+{
+    const backward_job *job = ctx;
+    sbn_tensor dys = sbn__channel_slice(job->dy, c0, cn), xs = sbn__channel_slice(job->x, c0, cn);
+    sbn_tensor gis = sbn__channel_slice(job->grad_input, c0, cn);
+    sbn_tensor centers = sbn_tensor_1d(job->coef + c0, SBN_F64, cn);
+    double *k = job->coef + 2 * job->channels + lane * 4 * job->block;
+    const double *invstd = job->coef + job->channels;
+    int64_t j;
+    sbn__channel_reduce(SBN_REDUCE_BACKWARD, &dys, &xs, &centers, job->sums + 2 * c0,
+                        job->scratch + (size_t)lane * job->lane_scratch, NULL);
+    for (j = 0; j < cn; j++) {
+        int64_t c = c0 + j;
+        store_param_grads(job, c, job->sums + 2 * c, invstd[c]);
+        train_coef(job, c, job->sums + 2 * c, job->coef[c], invstd[c], k + j, cn);
+    }
+    sbn__channel_map(SBN_MAP_BACKWARD, &dys, &xs, k, &gis, NULL);
+}
+
 SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tensor *x,
                                            const sbn_tensor *weight,
                                            const sbn_tensor *running_mean,
@@ -67,9 +115,10 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
                                            void *workspace, size_t workspace_bytes,
                                            sbn_pool_t *pool)
 {
+    backward_job job;
     sbn_status s;
-    double *scratch, *sums, *coef;
-    int64_t c, channels, r;
+    double *coef;
+    int64_t c, channels;
     int need_sums;
 
     sbn__clear_error();
@@ -78,37 +127,47 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
     if (s != SBN_OK) return s;
 
     channels = x->shape[1];
-    r = sbn_tensor_numel(x) / channels;
-    scratch = sbn__ws_align(workspace);
-    sums = scratch + sbn__channel_reduce_bytes(x) / sizeof(double);
-    coef = sums + 2 * channels;
+    job.dy = dy;
+    job.x = x;
+    job.weight = weight;
+    job.grad_input = grad_input;
+    job.grad_weight = grad_weight;
+    job.grad_bias = grad_bias;
+    job.channels = channels;
+    job.r = sbn_tensor_numel(x) / channels;
+    job.scratch = sbn__ws_align(workspace);
+    job.sums = job.scratch + sbn__channel_reduce_bytes(x) / sizeof(double);
+    job.coef = coef = job.sums + 2 * channels;
     /* coef[c] = mean, coef[C + c] = invstd for this mode */
     for (c = 0; c < channels; c++) {
         coef[c] = sbn__load1(training ? save_mean : running_mean, c);
         coef[1 * channels + c] = training ? sbn__load1(save_invstd, c)
                                    : sbn__invstd(sbn__load1(running_var, c), eps);
     }
+    if (training && grad_input && job.r > 0) {
+        size_t bytes = sbn_dtype_size(dy->dtype) + sbn_dtype_size(x->dtype);
+        job.block = sbn__one_pass_block(x, bytes, pool);
+        if (job.block > 0) {
+            sbn_tensor first = sbn__channel_slice(x, 0, job.block);
+            job.lane_scratch = sbn__channel_reduce_bytes(&first) / sizeof(double);
+            sbn__one_pass_run(channels, job.block, train_block, &job, pool);
+            return SBN_OK;
+        }
+    }
     need_sums = grad_weight || grad_bias || (training && grad_input);
     if (need_sums) {
         sbn_tensor centers = sbn_tensor_1d(coef, SBN_F64, channels);
-        sbn__channel_reduce(SBN_REDUCE_BACKWARD, dy, x, &centers, sums, scratch, pool);
+        sbn__channel_reduce(SBN_REDUCE_BACKWARD, dy, x, &centers, job.sums, job.scratch, pool);
     }
-    for (c = 0; c < channels; c++) {
-        if (grad_weight) sbn__store1(grad_weight, c, sums[2 * c + 1] * coef[1 * channels + c]);
-        if (grad_bias) sbn__store1(grad_bias, c, sums[2 * c]);
-    }
-    if (grad_input == NULL || r == 0) return SBN_OK;
+    for (c = 0; c < channels; c++) store_param_grads(&job, c, job.sums + 2 * c, coef[channels + c]);
+    if (grad_input == NULL || job.r == 0) return SBN_OK;
     for (c = 0; c < channels; c++) {
         double mean = coef[c], invstd = coef[1 * channels + c];
-        double w = weight ? sbn__load1(weight, c) : 1.0;
         if (training) {
-            coef[c] = sums[2 * c] / (double)r;
-            coef[1 * channels + c] = mean;
-            coef[2 * channels + c] = invstd * invstd * sums[2 * c + 1] / (double)r;
-            coef[3 * channels + c] = invstd * w;
+            train_coef(&job, c, job.sums + 2 * c, mean, invstd, coef + c, channels);
         } else {
             coef[c] = 0.0;
-            coef[1 * channels + c] = invstd * w;
+            coef[1 * channels + c] = invstd * (weight ? sbn__load1(weight, c) : 1.0);
             coef[2 * channels + c] = 0.0;
             coef[3 * channels + c] = 0.0;
         }

@@ -1,0 +1,126 @@
+/*
+ * one_pass.c - the one-pass schedule of the single-process ops (batch_norm and
+ * batch_norm_backward in training). Two passes read x (and dy) from memory twice:
+ * once to reduce, once to map. When the slice of one block of channels fits in a
+ * thread's share of its L2 cache, the block can be reduced and then mapped while
+ * it is still there, so memory sees each byte of the inputs once. The channels are
+ * cut into blocks of `block` channels; the pool's T threads each take the blocks
+ * lane, lane + T, ... (one lane per thread, each with its own slice of the op's
+ * scratch), and each block runs the same serial reduction and map as the two-pass
+ * engine restricted to its channels: every channel's chunks, lanes and merge order
+ * are those of the whole-tensor pass, so the bits do not change (test_one_pass).
+ *
+ * The block: budget / (R x bytes per element read) channels, where budget is half
+ * the L2 per core (sysconf, /sys, else 1 MiB) or SBN_ONE_PASS_BYTES when set (0
+ * turns the schedule off; tests use small values to force many blocks). It is used
+ * only when there are at least 2T blocks (each lane's scratch and coefficients
+ * then fit in the two-pass workspace), and for channels-last tensors only when a
+ * block's row spans 512 bytes or more (narrower slices waste most of each line).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define ONE_PASS_DEFAULT_L2 ((int64_t)1 << 20)
+#define ONE_PASS_MIN_ROW_BYTES 512
+
+static int64_t l2_bytes(void)
+{
+    long v = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    if (v <= 0) {
+        FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index2/size", "r");
+        char unit = 0;
+        if (f) {
+            if (fscanf(f, "%ld%c", &v, &unit) < 1) v = -1;
+            fclose(f);
+            if (unit == 'K') v *= 1024;
+            else if (unit == 'M') v *= 1024 * 1024;
+        }
+    }
+    return v > 0 ? (int64_t)v : ONE_PASS_DEFAULT_L2;
+}
+
+static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
+
+/* The per-thread byte budget of a block's inputs; 0 when the schedule is off. */
+static int64_t budget_bytes(void)
+{
+    static int64_t cached = -1; /* benign race: every thread computes the same value */
+    const char *env;
+    if (g_budget_override >= 0) return g_budget_override;
+    if (cached >= 0) return cached;
+    env = getenv("SBN_ONE_PASS_BYTES");
+    if (env && *env) {
+        char *end;
+        long long v = strtoll(env, &end, 10);
+        cached = *end == '\0' && v >= 0 ? (int64_t)v : 0;
+    } else {
+        cached = l2_bytes() / 2;
+    }
+    return cached;
+}
+
+void sbn__one_pass_set_budget(int64_t bytes)
+{
+    g_budget_override = bytes < 0 ? -1 : bytes;
+}
+
+int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_pool_t *pool)
+{
+    int64_t channels = x->shape[1], r = sbn_tensor_numel(x) / (channels > 0 ? channels : 1);
+    int64_t threads = pool ? sbn_pool_threads(pool) : 1, budget = budget_bytes(), per_channel;
+    int64_t block;
+    if (budget == 0 || r == 0 || channels < 2) return 0;
+    if (!sbn__mul_i64(r, (int64_t)bytes_per_element, &per_channel)) return 0;
+    block = budget / per_channel;
+    if (block < 1 || block * 2 * threads > channels) return 0;
+    if (x->strides[1] == 1) { /* channels-last: a block reads `block` neighbours of each row */
+        int64_t quantum = ONE_PASS_MIN_ROW_BYTES / (int64_t)bytes_per_element;
+        if (quantum < 1) quantum = 1;
+        if (block < quantum) return 0;
+        block -= block % quantum;
+    }
+    return block;
+}
+
+sbn_tensor sbn__channel_slice(const sbn_tensor *t, int64_t c0, int64_t cn)
+{
+    sbn_tensor s = *t;
+    s.data = (char *)t->data + c0 * t->strides[1] * (int64_t)sbn_dtype_size(t->dtype);
+    s.shape[1] = cn;
+    return s;
+}
+
+typedef struct lanes_job {
+    sbn__block_fn fn;
+    void *ctx;
+    int64_t channels, block, lanes;
+} lanes_job;
+
+static void run_lanes(void *ctx, int64_t begin, int64_t end)
+{
+    const lanes_job *job = ctx;
+    int64_t lane, c0;
+    for (lane = begin; lane < end; lane++)
+        for (c0 = lane * job->block; c0 < job->channels; c0 += job->lanes * job->block) {
+            int64_t cn = job->channels - c0 < job->block ? job->channels - c0 : job->block;
+            job->fn(job->ctx, lane, c0, cn);
+        }
+}
+
+void sbn__one_pass_run(int64_t channels, int64_t block, sbn__block_fn fn, void *ctx,
+                       sbn_pool_t *pool)
+{
+    lanes_job job;
+    job.fn = fn;
+    job.ctx = ctx;
+    job.channels = channels;
+    job.block = block;
+    job.lanes = pool ? sbn_pool_threads(pool) : 1;
+    sbn__parallel_for(pool, job.lanes, run_lanes, &job);
+}
