@@ -76,6 +76,19 @@ void bench_row(const char *impl, const char *shape, const char *dtype, const cha
 void *bench_alloc(size_t bytes);
 void bench_free(void *p, size_t bytes);
 
+/* ---- bench_aclnn.c: the aclnn path (both phases per call, the process-wide aclnn pool) ---- */
+enum {
+    BENCH_ACLNN_BN = 0,      /* aclnnBatchNorm (fwd-train, eval) / aclnnBatchNormBackward (bwd) */
+    BENCH_ACLNN_SYNCFWD = 1, /* aclnnBatchNormStats -> GatherStatsWithCounts -> Elemt */
+    BENCH_NATIVE_SYNCFWD = 2 /* sbn_stats -> sbn_gather_stats_with_counts -> sbn_elemt on pool */
+};
+typedef struct aclnn_case aclnn_case;
+/* NULL with a reason in why when the case does not apply or its first run fails. */
+aclnn_case *aclnn_case_create(const bench_problem *p, bench_mode mode, int kind, sbn_pool_t *pool,
+                              char *why, size_t why_len);
+int aclnn_case_run(void *k); /* 0 on success */
+void aclnn_case_destroy(aclnn_case *k);
+
 /* ---- bench_syncbn.c: the SyncBN layer, W ranks, fwd + bwd per step ---- */
 int bench_syncbn_threads(const bench_opts *o);
 /* Under mpirun: every process is one rank; rank 0 prints the row. */

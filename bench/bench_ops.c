@@ -399,9 +399,10 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
 {
     ours_ctx ok;
     ref_ctx rk;
-    timed list[3];
+    timed list[6];
     dnnl_case *dk = NULL;
-    char why[160] = "", thr[8], note[256];
+    aclnn_case *ak[3] = {NULL, NULL, NULL}; /* list[3..5]: bench_aclnn.c kinds 0..2 */
+    char why[160] = "", awhy[3][160], thr[8], note[256];
     const char *dt = sbn_dtype_name(p->dtype), *lay = p->channels_last ? "cl" : "cf";
     double floor_bytes = (double)floor_factor[mode] * (double)bench_numel(p) *
                          (double)sbn_dtype_size(p->dtype);
@@ -468,10 +469,19 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
     list[2].fn = dnnl_call;
     list[2].ctx = dk;
     list[2].active = dk != NULL;
-    for (i = 0; i < 3; i++) list[i].samples = malloc(MAX_SAMPLES * sizeof(double));
-    measure(list, 3, o);
-
     for (i = 0; i < 3; i++) {
+        static const char *const names[3] = {"aclnn", "aclnn-syncfwd", "native-syncfwd"};
+        awhy[i][0] = '\0';
+        ak[i] = aclnn_case_create(p, mode, i, pool, awhy[i], sizeof awhy[i]);
+        list[3 + i].impl = names[i];
+        list[3 + i].fn = aclnn_case_run;
+        list[3 + i].ctx = ak[i];
+        list[3 + i].active = ak[i] != NULL;
+    }
+    for (i = 0; i < 6; i++) list[i].samples = malloc(MAX_SAMPLES * sizeof(double));
+    measure(list, 6, o);
+
+    for (i = 0; i < 6; i++) {
         timed *t = &list[i];
         const char *status = "ok";
         note[0] = '\0';
@@ -483,13 +493,20 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
             status = bench_dnnl_available(ver, sizeof ver) && !rc->no_onednn ? "unsupported"
                                                                               : "missing";
             snprintf(note, sizeof note, "%s", rc->no_onednn ? "--no-onednn" : why);
+        } else if (i >= 3 && ak[i - 3] == NULL) {
+            if (mode != BENCH_FWD && i > 3) { /* the SyncBN forward rows are fwd-train only */
+                free(t->samples);
+                continue;
+            }
+            status = "unsupported";
+            snprintf(note, sizeof note, "%s", awhy[i - 3]);
         } else if (t->failed) {
             status = "error";
             snprintf(note, sizeof note, "run failed");
         } else if (i == 2) {
             snprintf(note, sizeof note, "%s%s", dnnl_case_impl(dk),
                      p->rank == 2 ? " (2-D given as N x C x 1 x 1 nhwc)" : "");
-        } else if (i == 0) {
+        } else if (i == 0 || i >= 3) {
             snprintf(note, sizeof note, "pool %d", p->threads);
         } else {
             snprintf(note, sizeof note, "%d pthreads", p->threads);
@@ -505,6 +522,7 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
         free(t->samples);
     }
     dnnl_case_destroy(dk);
+    for (i = 0; i < 3; i++) aclnn_case_destroy(ak[i]);
 }
 
 static int run_matrix(const shape *shapes, int nshapes, const run_cfg *rc, const bench_opts *o)

@@ -309,6 +309,7 @@ def report(rows, notes, missing, counts, out_path):
     summarize(merged, counts)
     syncbn_table(rows, by_key)
     python_table(rows)
+    aclnn_table(order, by_key)
 
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     if merged:
@@ -396,6 +397,38 @@ def syncbn_table(rows, by_key):
             r["impl"], r["shape"], r["threads"], fnum(r["min_ms"]), fnum(r["med_ms"]), r["reps"],
             fnum(r["gbps"]), cmp))
         log("  %-15s %s" % ("", r["note"]))
+
+
+def aclnn_table(order, by_key):
+    """The aclnn rows (both phases per call, process-wide pool) against the native path at the
+    same thread count, the reference and torch: aclnnBatchNorm/aclnnBatchNormBackward vs
+    sbn_batch_norm(_backward), and the SyncBN forward Stats -> GatherStatsWithCounts -> Elemt
+    vs the same three native calls."""
+    lines = []
+    for key in order:
+        impls = by_key[key]
+
+        def med(name):
+            r = impls.get(name)
+            return fnum(r["med_ms"]) if r and r["status"] == "ok" else None
+        ref, torch = med("ref"), med("torch")
+        for ours, native in (("aclnn", "syncbn"), ("aclnn-syncfwd", "native-syncfwd")):
+            a, n = med(ours), med(native)
+            if a is None:
+                continue
+            cells = ["%.3f ms" % a]
+            cells.append("%.0f%% of %s" % (100.0 * n / a, native) if n else "native -")
+            cells.append("%.0f%% of ref" % (100.0 * ref / a) if ref else "ref -")
+            cells.append("%.2fx torch" % (torch / a) if torch else "torch -")
+            lines.append("  %-14s %s %s T=%s %s %s: %s" % (ours, key[0], key[1], key[2], key[3],
+                                                         key[4], ", ".join(cells)))
+    if not lines:
+        return
+    log()
+    log("aclnn path (GetWorkspaceSize + run per call, the process-wide aclnn pool of T threads), "
+        "medians:")
+    for line in lines:
+        log(line)
 
 
 def python_table(rows):
