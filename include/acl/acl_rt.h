@@ -5,11 +5,11 @@
  * memory is host memory; a stream runs its work in order and every piece of work
  * (an op, an async copy or set) completes at its call, so synchronizing returns at
  * once; work given a destroyed stream is refused at the call; events carry real
- * timestamps; the copy kinds all mean memmove. The acl error codes these calls
- * return are defined here with CANN's values (acl_base.h and rt_error_codes.h in
- * CANN), so that including acl/acl.h or acl/acl_rt.h provides them, as are
- * aclFloat16 and aclDataTypeSize (acl_base.h in CANN). docs/aclnn-mapping.md,
- * "Runtime calls", lists each call's behaviour.
+ * timestamps; the copy kinds all mean memmove. The error codes these calls return
+ * are acl_base.h's and error_codes/rt_error_codes.h's constants (included through
+ * acl_base.h, as in CANN). aclFloat16 and aclDataTypeSize, acl_base.h's in CANN,
+ * are declared here. docs/aclnn-mapping.md, "Runtime calls", lists each call's
+ * behaviour.
  */
 #ifndef SYNCBN_ACL_ACL_RT_H
 #define SYNCBN_ACL_ACL_RT_H
@@ -22,37 +22,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- acl error codes (CANN values) ---- */
-#define ACL_SUCCESS 0
-#define ACL_ERROR_NONE 0
-#define ACL_ERROR_INVALID_PARAM 100000
-#define ACL_ERROR_UNINITIALIZE 100001
-#define ACL_ERROR_REPEAT_INITIALIZE 100002
-#define ACL_ERROR_INVALID_FILE 100003
-#define ACL_ERROR_PARSE_FILE 100006
-#define ACL_ERROR_FILE_ATTR_INVALID 100008
-#define ACL_ERROR_REPEAT_FINALIZE 100037
-#define ACL_ERROR_BAD_ALLOC 200000
-#define ACL_ERROR_API_NOT_SUPPORT 200001
-#define ACL_ERROR_INVALID_DEVICE 200002
-#define ACL_ERROR_INTERNAL_ERROR 500000
-#define ACL_ERROR_FAILURE 500001
-/* runtime codes (rt_error_codes.h) */
-#define ACL_ERROR_RT_PARAM_INVALID 107000
-#define ACL_ERROR_RT_INVALID_DEVICEID 107001
-#define ACL_ERROR_RT_CONTEXT_NULL 107002
-#define ACL_ERROR_RT_STREAM_CONTEXT 107003
-#define ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID 107006
-#define ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL 107007
-#define ACL_ERROR_RT_INVALID_HANDLE 107017
-#define ACL_ERROR_RT_FEATURE_NOT_SUPPORT 207000
-#define ACL_ERROR_RT_MEMORY_ALLOCATION 207001
-#define ACL_ERROR_RT_MEMORY_FREE 207002
-#define ACL_ERROR_RT_WAIT_TIMEOUT 107019
-#define ACL_ERROR_RT_INTERNAL_ERROR 507000
-#define ACL_ERROR_RT_STREAM_NOT_COMPLETE 507004
-#define ACL_ERROR_RT_EVENT_NOT_COMPLETE 507006
 
 /* ---- handles and flags (CANN values) ---- */
 typedef void *aclrtContext;
