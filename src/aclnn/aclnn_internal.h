@@ -90,8 +90,9 @@ typedef enum sbn__acl_kind {
     SBN_ACL_KIND_TENSOR_LIST,
     SBN_ACL_KIND_EXECUTOR,
     SBN_ACL_KIND_STREAM,
-    SBN_ACL_KIND_CONTEXT, /* acl_context.c */
-    SBN_ACL_KIND_EVENT    /* acl_stream.c */
+    SBN_ACL_KIND_CONTEXT,    /* acl_context.c */
+    SBN_ACL_KIND_EVENT,      /* acl_stream.c */
+    SBN_ACL_KIND_SCALAR_LIST /* acl_scalar_list.c */
 } sbn__acl_kind;
 
 /* A new zeroed object of `bytes` with a new handle; NULL when out of memory or handles. */
@@ -378,5 +379,17 @@ aclError sbn__acl_memset(const char *op, void *devPtr, size_t maxCount, int32_t 
                          size_t count);
 /* The calling thread's current device, -1 when it has none. */
 int32_t sbn__acl_current_device(void);
+
+/*
+ * aclScalarList (acl_scalar_list.c). CANN declares these in aclnn/acl_meta.h; until
+ * that header does, they are declared here (a repeated identical typedef and
+ * prototype are allowed in C11 and C++).
+ */
+typedef struct aclScalarList aclScalarList;
+ACL_FUNC_VISIBILITY aclScalarList *aclCreateScalarList(const aclScalar *const *value,
+                                                       uint64_t size);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList *array);
+/* The size of a live list, 0 for anything else (tests). */
+uint64_t sbn__acl_scalar_list_size(const aclScalarList *array);
 
 #endif /* SBN_ACLNN_INTERNAL_H */
