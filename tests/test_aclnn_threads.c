@@ -3,7 +3,7 @@
  * its size from the aclInit config file ({"syncbn": {"num_threads": N}}), from
  * SBN_NUM_THREADS, else from the CPUs of the affinity mask (narrowed with
  * sched_setaffinity); aclFinalize drops it and aclrtSetDevice creates it; every
- * one of the nine aclnn ops gives the same bits with 1, 2 and 3 pool threads and
+ * one of the eleven aclnn ops gives the same bits with 1, 2 and 3 pool threads and
  * from two and three host threads running on their own streams at once (all on the
  * one pool); an op on a destroyed stream is refused and leaves its executor alive
  * for a retry on a live stream. Each case runs in its own process (the harness
@@ -27,6 +27,8 @@
 #include "aclnnop/aclnn_batch_norm_gather_stats_with_counts.h"
 #include "aclnnop/aclnn_batch_norm_reduce.h"
 #include "aclnnop/aclnn_batch_norm_stats.h"
+#include "aclnnop/aclnn_fast_batch_norm_backward.h"
+#include "aclnnop/aclnn_sync_batch_norm_backward_reduce.h"
 #include "aclnnop/aclnn_sync_batch_norm_gather_stats.h"
 #include "aclnn_support.h"
 #include "harness/harness.h"
@@ -45,6 +47,8 @@ typedef struct outputs {
     float gi2[NX], gw2[C], gb2[C];              /* BatchNormBackward */
     float sum[C], sq[C];                        /* BatchNormReduce */
     float smean[C], svar[C], bmean[C], binv[C]; /* SyncBatchNormGatherStats */
+    float gi3[NX], gw3[C], gb3[C];              /* FastBatchNormBackward */
+    float sdxmu[C], ry[C];                      /* SyncBatchNormBackwardReduce */
 } outputs;
 
 static float g_x[NX], g_dy[NX];
@@ -96,7 +100,7 @@ static aclnnStatus phase2(atsup_phase2_fn fn, uint64_t ws, aclOpExecutor *ex, ac
         if (ret == ACLNN_SUCCESS) ret = phase2(fn, ws_, ex_, stream);    \
     } while (0)
 
-/* The nine ops in a SyncBN forward/backward order on stream; 0 when all succeed. */
+/* The eleven ops in a SyncBN forward/backward order on stream; 0 when all succeed. */
 static int run_all_ops(outputs *o, aclrtStream stream)
 {
     float weight[C], bias[C], mean2[WORLD * C], inv2[WORLD * C], counts[WORLD], counter[WORLD];
@@ -114,6 +118,8 @@ static int run_all_ops(outputs *o, aclrtStream stream)
     aclTensor *smean = VEC(o->save_mean), *sinv = VEC(o->save_invstd), *rm2 = VEC(o->rm2),
               *rv2 = VEC(o->rv2), *gw2 = VEC(o->gw2), *gb2 = VEC(o->gb2);
     aclTensor *sum = VEC(o->sum), *sq = VEC(o->sq);
+    aclTensor *gi3 = BIG(o->gi3), *gw3 = VEC(o->gw3), *gb3 = VEC(o->gb3), *sdxmu = VEC(o->sdxmu),
+              *ry = VEC(o->ry);
     aclTensor *ts = tensor(tsum, 2, k_wc, ACL_FLOAT), *tq = tensor(tsq, 2, k_wc, ACL_FLOAT),
               *sc = tensor(scount, 1, k_w, ACL_FLOAT), *sm = VEC(o->smean), *sv = VEC(o->svar),
               *bm = VEC(o->bmean), *bi = VEC(o->binv);
@@ -166,6 +172,16 @@ static int run_all_ops(outputs *o, aclrtStream stream)
                                                gi2, gw2, gb2, &ws_, &ex_),
         aclnnBatchNormBackward);
     bad |= s != ACLNN_SUCCESS;
+    RUN(s,
+        aclnnFastBatchNormBackwardGetWorkspaceSize(dy, x, t_w, rm2, rv2, smean, sinv, true, 1e-5,
+                                                   mask, 0, gi3, gw3, gb3, &ws_, &ex_),
+        aclnnFastBatchNormBackward);
+    bad |= s != ACLNN_SUCCESS;
+    RUN(s,
+        aclnnSyncBatchNormBackwardReduceGetWorkspaceSize(sdy, sdx, mall, iall, sdxmu, ry, &ws_,
+                                                         &ex_),
+        aclnnSyncBatchNormBackwardReduce);
+    bad |= s != ACLNN_SUCCESS;
     RUN(s, aclnnBatchNormReduceGetWorkspaceSize(x, sum, sq, &ws_, &ex_), aclnnBatchNormReduce);
     bad |= s != ACLNN_SUCCESS;
     for (c = 0; c < C; c++) {
@@ -187,7 +203,8 @@ static int run_all_ops(outputs *o, aclrtStream stream)
     {
         aclTensor *all[] = {x,   dy,   y,   gi,  out, gi2, t_w, t_b, mean, inv, m2,  i2, cnt,
                             ctr, mall, iall, rm, rv,  sdy, sdx, gw,  gb,   smean, sinv, rm2,
-                            rv2, gw2,  gb2, sum, sq,  ts,  tq,  sc,  sm,   sv,  bm,  bi};
+                            rv2, gw2,  gb2, sum, sq,  ts,  tq,  sc,  sm,   sv,  bm,  bi,
+                            gi3, gw3,  gb3, sdxmu, ry};
         size_t k;
         for (k = 0; k < sizeof all / sizeof all[0]; k++) aclDestroyTensor(all[k]);
     }

@@ -50,7 +50,7 @@ static aclnnStatus run_fast_batch_norm_backward(aclOpExecutor *e, void *workspac
                                 training ? mean : NULL, training ? var_or_invstd : NULL, training,
                                 e->scalars[SCALAR_EPS], sbn__acl_arg(e, T_GRAD_INPUT),
                                 sbn__acl_arg(e, T_GRAD_WEIGHT), sbn__acl_arg(e, T_GRAD_BIAS),
-                                workspace, (size_t)workspace_size, NULL);
+                                workspace, (size_t)workspace_size, sbn__acl_run_pool());
     return sbn__acl_from_native(s, OP);
 }
 

@@ -102,11 +102,12 @@ static aclnnStatus run_sync_backward_reduce(aclOpExecutor *e, void *workspace,
     sbn_status s;
     (void)workspace_size;
     minus_ones.strides[0] = 0;
-    s = sbn_elemt(&mean, &zeros, &sum_dy, &minus_ones, &pad, &exact, workspace, elemt_bytes, NULL);
+    sbn_pool_t *pool = sbn__acl_run_pool();
+    s = sbn_elemt(&mean, &zeros, &sum_dy, &minus_ones, &pad, &exact, workspace, elemt_bytes, pool);
     if (s == SBN_OK)
-        s = sbn_elemt(&exact, &zeros, &ones, NULL, NULL, &sum_dy_xmu, workspace, elemt_bytes, NULL);
+        s = sbn_elemt(&exact, &zeros, &ones, NULL, NULL, &sum_dy_xmu, workspace, elemt_bytes, pool);
     if (s == SBN_OK)
-        s = sbn_elemt(&exact, &zeros, &invert_std, NULL, NULL, &y, workspace, elemt_bytes, NULL);
+        s = sbn_elemt(&exact, &zeros, &invert_std, NULL, NULL, &y, workspace, elemt_bytes, pool);
     return sbn__acl_from_native(s, OP);
 }
 
