@@ -10,15 +10,21 @@
  * engine restricted to its channels: every channel's chunks, lanes and merge order
  * are those of the whole-tensor pass, so the bits do not change (test_one_pass).
  *
- * The block: budget / (R x bytes per element read) channels, where budget is half
- * the L2 per core (sysconf, /sys, else 1 MiB) or SBN_ONE_PASS_BYTES when set (0
- * turns the schedule off; tests use small values to force many blocks). It is used
+ * The block: budget / (R x bytes per element read) channels, where budget is
+ * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from sysconf or /sys,
+ * else 1 MiB). The schedule is OFF by default: measured on the Zen 5 VM (1 MiB L2,
+ * 32 MiB L3) it lost to two passes - 32x64x56x56 f32 NCHW fwd-train 4.7 vs 3.1 ms at
+ * one thread - because a block of one or a few channels of an NCHW tensor is read as
+ * N scattered plane-sized pieces, which streams far slower than the whole tensor in
+ * memory order, and the second pass of the two-pass schedule already hits the L3
+ * (docs/performance.md). Tests set small budgets to force many blocks. It is used
  * only when there are at least 2T blocks (each lane's scratch and coefficients
  * then fit in the two-pass workspace), and for channels-last tensors only when a
  * block's row spans 512 bytes or more (narrower slices waste most of each line).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/internal.h"
@@ -55,12 +61,13 @@ static int64_t budget_bytes(void)
     if (g_budget_override >= 0) return g_budget_override;
     if (cached >= 0) return cached;
     env = getenv("SBN_ONE_PASS_BYTES");
-    if (env && *env) {
+    cached = 0;
+    if (env && strcmp(env, "l2") == 0) {
+        cached = l2_bytes() / 2;
+    } else if (env && *env) {
         char *end;
         long long v = strtoll(env, &end, 10);
         cached = *end == '\0' && v >= 0 ? (int64_t)v : 0;
-    } else {
-        cached = l2_bytes() / 2;
     }
     return cached;
 }
