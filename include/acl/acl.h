@@ -14,48 +14,17 @@
 #include "acl/acl_op.h"
 #include "acl/acl_mdl.h"
 
-/*
- * Transition: an older acl/acl_rt.h defined some of the codes again as macros, which
- * hide acl_base.h's constants (`::ACL_SUCCESS` would read `::0`). The codes are
- * acl_base.h's; these lines drop such macros and do nothing once acl_rt.h has none.
- */
-#undef ACL_SUCCESS
-#undef ACL_ERROR_NONE
-#undef ACL_ERROR_INVALID_PARAM
-#undef ACL_ERROR_UNINITIALIZE
-#undef ACL_ERROR_REPEAT_INITIALIZE
-#undef ACL_ERROR_INVALID_FILE
-#undef ACL_ERROR_REPEAT_FINALIZE
-#undef ACL_ERROR_BAD_ALLOC
-#undef ACL_ERROR_API_NOT_SUPPORT
-#undef ACL_ERROR_INVALID_DEVICE
-#undef ACL_ERROR_INTERNAL_ERROR
-#undef ACL_ERROR_FAILURE
-#undef ACL_ERROR_RT_PARAM_INVALID
-#undef ACL_ERROR_RT_INVALID_DEVICEID
-#undef ACL_ERROR_RT_CONTEXT_NULL
-#undef ACL_ERROR_RT_INVALID_HANDLE
-#undef ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-#undef ACL_ERROR_RT_MEMORY_ALLOCATION
-#undef ACL_ERROR_RT_MEMORY_FREE
-#undef ACL_ERROR_RT_INTERNAL_ERROR
-#undef ACL_ERROR_PARSE_FILE
-#undef ACL_ERROR_FILE_ATTR_INVALID
-#undef ACL_ERROR_RT_STREAM_CONTEXT
-#undef ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID
-#undef ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL
-#undef ACL_ERROR_RT_WAIT_TIMEOUT
-#undef ACL_ERROR_RT_STREAM_NOT_COMPLETE
-#undef ACL_ERROR_RT_EVENT_NOT_COMPLETE
-
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /*
  * Initializes the process once; a second call before aclFinalize returns
- * ACL_ERROR_REPEAT_INITIALIZE. configPath (NULL, "" or a JSON file) is not read:
- * no CANN setting has a CPU meaning.
+ * ACL_ERROR_REPEAT_INITIALIZE. configPath NULL or "": no settings. Otherwise a JSON
+ * file; {"syncbn": {"num_threads": N}} (1..1024) sizes the aclnn thread pool, other
+ * keys are ignored. Cannot be opened -> ACL_ERROR_INVALID_FILE; not JSON ->
+ * ACL_ERROR_PARSE_FILE; a bad syncbn value -> ACL_ERROR_FILE_ATTR_INVALID; a failed
+ * aclInit initialises nothing.
  */
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 /* ACL_ERROR_REPEAT_FINALIZE when not initialized. aclInit may be called again afterwards. */

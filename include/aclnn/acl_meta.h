@@ -72,6 +72,13 @@ ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyFloatArray(const aclFloatArray *array);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyBoolArray(const aclBoolArray *array);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensorList(const aclTensorList *array);
+/* A list of scalars (the list only; its scalars stay the caller's, as a tensor list's). */
+typedef struct aclScalarList aclScalarList;
+ACL_FUNC_VISIBILITY aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList *array);
+/* Releases an array aclGetViewShape, aclGetViewStrides or aclGetStorageShape returned (NULL:
+ * nothing), from C; C++ code uses delete[], as CANN's docs say. */
+ACL_FUNC_VISIBILITY void sbn_acl_free_array(void *array);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims,
                                                 uint64_t *viewDimsNum);

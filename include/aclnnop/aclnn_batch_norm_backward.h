@@ -20,7 +20,8 @@
 #ifndef SYNCBN_ACLNNOP_ACLNN_BATCH_NORM_BACKWARD_H
 #define SYNCBN_ACLNNOP_ACLNN_BATCH_NORM_BACKWARD_H
 
-#include "aclnn/acl_meta.h"
+#include "aclnn/aclnn_base.h"
+#include "aclnnop/aclnn_util.h"
 
 #ifdef __cplusplus
 extern "C" {

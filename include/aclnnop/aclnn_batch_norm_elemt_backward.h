@@ -14,7 +14,8 @@
 #ifndef SYNCBN_ACLNNOP_ACLNN_BATCH_NORM_ELEMT_BACKWARD_H
 #define SYNCBN_ACLNNOP_ACLNN_BATCH_NORM_ELEMT_BACKWARD_H
 
-#include "aclnn/acl_meta.h"
+#include "aclnn/aclnn_base.h"
+#include "aclnnop/aclnn_util.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -380,15 +380,7 @@ aclError sbn__acl_memset(const char *op, void *devPtr, size_t maxCount, int32_t 
 /* The calling thread's current device, -1 when it has none. */
 int32_t sbn__acl_current_device(void);
 
-/*
- * aclScalarList (acl_scalar_list.c). CANN declares these in aclnn/acl_meta.h; until
- * that header does, they are declared here (a repeated identical typedef and
- * prototype are allowed in C11 and C++).
- */
-typedef struct aclScalarList aclScalarList;
-ACL_FUNC_VISIBILITY aclScalarList *aclCreateScalarList(const aclScalar *const *value,
-                                                       uint64_t size);
-ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList *array);
+/* aclScalarList (acl_scalar_list.c; declared in aclnn/acl_meta.h). */
 /* The size of a live list, 0 for anything else (tests). */
 uint64_t sbn__acl_scalar_list_size(const aclScalarList *array);
 
