@@ -131,8 +131,8 @@ def main():
     print("impl,shape,dtype,threads,layout,mode,min_ms,med_ms,reps,floor_bytes,gbps,status,note")
     for impl, key, note in (
             ("py-syncbn-torch", "big-ours", "syncbn.torch.SyncBatchNorm synchronised over %d gloo "
-             "ranks, %dx%dx%dx%d each" % (args.world, local, c, h, w)),
-            ("py-torch-bn2d-local", "big-plain", "torch.nn.BatchNorm2d on one rank's %dx%dx%dx%d, "
+             "ranks; %dx%dx%dx%d each" % (args.world, local, c, h, w)),
+            ("py-torch-bn2d-local", "big-plain", "torch.nn.BatchNorm2d on one rank's %dx%dx%dx%d; "
              "unsynchronised" % (local, c, h, w))):
         mn, med, reps = worst(key)
         print("%s,%s,f32,W%d,cf,fwd+bwd,%.4f,%.4f,%d,%d,%.2f,ok,%s" % (
