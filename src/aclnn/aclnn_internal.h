@@ -384,4 +384,16 @@ int32_t sbn__acl_current_device(void);
 /* The size of a live list, 0 for anything else (tests). */
 uint64_t sbn__acl_scalar_list_size(const aclScalarList *array);
 
+/*
+ * Phase 1 of aclnnBatchNormBackward (fast 0) and of aclnnFastBatchNormBackward (fast 1:
+ * version must be 0 or 1; an enabled gradInput must have gradOut's dtype), named `op`
+ * in messages (op_batch_norm_backward.c).
+ */
+aclnnStatus sbn__acl_batch_norm_backward_phase1(
+    const char *op, int fast, int version, const aclTensor *gradOut, const aclTensor *input,
+    const aclTensor *weight, const aclTensor *runningMean, const aclTensor *runningVar,
+    const aclTensor *saveMean, const aclTensor *saveInvstd, bool training, double eps,
+    const aclBoolArray *outputMask, aclTensor *gradInput, aclTensor *gradWeight,
+    aclTensor *gradBias, uint64_t *workspaceSize, aclOpExecutor **executor);
+
 #endif /* SBN_ACLNN_INTERNAL_H */

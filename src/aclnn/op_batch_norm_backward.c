@@ -24,14 +24,15 @@
  * empty-input shortcut (open question 9; C == 0 is invalid); an empty input then
  * succeeds and writes nothing (workspace 0). workspaceSize and executor are not
  * checked by CANN (it would crash); here a NULL one gives 161001 after every other
- * check. gradInput may be gradOut itself (same view); other overlaps are refused in
+ * check. aclnnFastBatchNormBackward (op_fast_batch_norm_backward.c) runs this same
+ * phase 1 with its `version` (0 or 1, checked after the shapes, before eps) and the
+ * rule that an enabled gradInput has gradOut's dtype. gradInput may be gradOut itself (same view); other overlaps are refused in
  * phase 2 (161002).
  */
 #include "aclnnop/aclnn_batch_norm_backward.h"
 
 #include "aclnn/aclnn_internal.h"
 
-#define OP "aclnnBatchNormBackward"
 
 /* The tensor arguments in signature order. */
 enum { T_GRAD_OUT, T_INPUT, T_WEIGHT, T_RMEAN, T_RVAR, T_SAVE_MEAN, T_SAVE_INVSTD,
@@ -65,23 +66,23 @@ static aclnnStatus run_batch_norm_backward(aclOpExecutor *e, void *workspace,
                                 e->scalars[SCALAR_EPS], sbn__acl_arg(e, T_GRAD_INPUT),
                                 sbn__acl_arg(e, T_GRAD_WEIGHT), sbn__acl_arg(e, T_GRAD_BIAS),
                                 workspace, (size_t)workspace_size, sbn__acl_run_pool());
-    return sbn__acl_from_native(s, OP);
+    return sbn__acl_from_native(s, e->op);
 }
 
 /* The outputMask checks of the NULL stage; mask[] gets its 3 values. */
-static aclnnStatus read_mask(const aclBoolArray *mask_handle, bool *mask)
+static aclnnStatus read_mask(const char *op, const aclBoolArray *mask_handle, bool *mask)
 {
     const aclBoolArray *output_mask;
     int i;
-    SBN_ACL_TRY(sbn__acl_check_null(OP, mask_handle, "outputMask"));
+    SBN_ACL_TRY(sbn__acl_check_null(op, mask_handle, "outputMask"));
     output_mask = (const aclBoolArray *)sbn__acl_object_get(mask_handle, SBN_ACL_KIND_BOOL_ARRAY);
     if (output_mask == NULL)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "outputMask (%p) is not a live aclBoolArray: it was destroyed or "
                              "never made by aclCreateBoolArray",
                              (const void *)mask_handle);
     if (output_mask->size != 3)
-        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "outputMask has %llu values; it must have 3 (gradInput, gradWeight, "
                              "gradBias)",
                              (unsigned long long)output_mask->size);
@@ -90,53 +91,58 @@ static aclnnStatus read_mask(const aclBoolArray *mask_handle, bool *mask)
 }
 
 /* on[k]: tensor k takes part (required, given optional, or enabled output). */
-static aclnnStatus check_args(const aclTensor *const *t, const int *on, int training)
+/* fast: aclnnFastBatchNormBackward's extra rule (gradInput, when enabled, has gradOut's dtype). */
+static aclnnStatus check_args(const char *op, const aclTensor *const *t, const int *on,
+                              int training, int fast)
 {
     const aclTensor *grad_out = t[T_GRAD_OUT], *input = t[T_INPUT], *grad_input = t[T_GRAD_INPUT];
     int64_t c;
     int k;
 
     for (k = T_GRAD_INPUT; k < NT; k++)
-        if (on[k]) SBN_ACL_TRY(sbn__acl_check_null(OP, t[k], k_names[k]));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_null(op, t[k], k_names[k]));
 
-    SBN_ACL_TRY(sbn__acl_check_dtype(OP, grad_out, "gradOut", &SBN_ACL_FLOATS));
-    SBN_ACL_TRY(sbn__acl_check_dtype(OP, input, "input", &SBN_ACL_FLOATS));
-    SBN_ACL_TRY(sbn__acl_check_same_dtype(OP, grad_out, "gradOut", input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_dtype(op, grad_out, "gradOut", &SBN_ACL_FLOATS));
+    SBN_ACL_TRY(sbn__acl_check_dtype(op, input, "input", &SBN_ACL_FLOATS));
+    SBN_ACL_TRY(sbn__acl_check_same_dtype(op, grad_out, "gradOut", input, "input"));
     for (k = T_GRAD_INPUT; k < NT; k++)
-        if (on[k]) SBN_ACL_TRY(sbn__acl_check_dtype(OP, t[k], k_names[k], &SBN_ACL_FLOATS));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_dtype(op, t[k], k_names[k], &SBN_ACL_FLOATS));
+    if (fast && on[T_GRAD_INPUT])
+        SBN_ACL_TRY(sbn__acl_check_same_dtype(op, grad_input, "gradInput", grad_out, "gradOut"));
     for (k = T_WEIGHT; k <= T_SAVE_INVSTD; k++)
-        if (on[k]) SBN_ACL_TRY(sbn__acl_check_dtype(OP, t[k], k_names[k], &SBN_ACL_FLOATS));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_dtype(op, t[k], k_names[k], &SBN_ACL_FLOATS));
 
-    SBN_ACL_TRY(sbn__acl_check_same_format(OP, grad_out, "gradOut", input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_same_format(op, grad_out, "gradOut", input, "input"));
     if (on[T_GRAD_INPUT])
-        SBN_ACL_TRY(sbn__acl_check_same_format(OP, grad_input, "gradInput", grad_out, "gradOut"));
-    SBN_ACL_TRY(sbn__acl_check_5d_format(OP, input, "input"));
-    if (on[T_GRAD_INPUT]) SBN_ACL_TRY(sbn__acl_check_5d_format(OP, grad_input, "gradInput"));
+        SBN_ACL_TRY(sbn__acl_check_same_format(op, grad_input, "gradInput", grad_out, "gradOut"));
+    SBN_ACL_TRY(sbn__acl_check_5d_format(op, input, "input"));
+    if (on[T_GRAD_INPUT]) SBN_ACL_TRY(sbn__acl_check_5d_format(op, grad_input, "gradInput"));
     for (k = 0; k < NT; k++)
-        if (on[k]) SBN_ACL_TRY(sbn__acl_check_format(OP, t[k], k_names[k]));
+        if (on[k]) SBN_ACL_TRY(sbn__acl_check_format(op, t[k], k_names[k]));
 
-    SBN_ACL_TRY(sbn__acl_check_rank(OP, input, "input", 2, 8));
-    SBN_ACL_TRY(sbn__acl_check_rank(OP, grad_out, "gradOut", 2, 8));
-    SBN_ACL_TRY(sbn__acl_check_same_shape(OP, grad_out, "gradOut", input, "input"));
+    SBN_ACL_TRY(sbn__acl_check_rank(op, input, "input", 2, 8));
+    SBN_ACL_TRY(sbn__acl_check_rank(op, grad_out, "gradOut", 2, 8));
+    SBN_ACL_TRY(sbn__acl_check_same_shape(op, grad_out, "gradOut", input, "input"));
     if (on[T_GRAD_INPUT]) {
-        SBN_ACL_TRY(sbn__acl_check_rank(OP, grad_input, "gradInput", 2, 8));
-        SBN_ACL_TRY(sbn__acl_check_same_shape(OP, grad_input, "gradInput", grad_out, "gradOut"));
+        SBN_ACL_TRY(sbn__acl_check_rank(op, grad_input, "gradInput", 2, 8));
+        SBN_ACL_TRY(sbn__acl_check_same_shape(op, grad_input, "gradInput", grad_out, "gradOut"));
     }
-    SBN_ACL_TRY(sbn__acl_check_channels(OP, input, "input", 1, &c));
+    SBN_ACL_TRY(sbn__acl_check_channels(op, input, "input", 1, &c));
     for (k = T_WEIGHT; k < NT; k++) {
         if (!on[k] || k == T_GRAD_INPUT) continue;
         /* in eval, saveMean and saveInvstd may also be empty (CANN) */
         if (!training && (k == T_SAVE_MEAN || k == T_SAVE_INVSTD) && t[k]->ndim == 1 &&
             t[k]->dims[0] == 0)
             continue;
-        SBN_ACL_TRY(sbn__acl_check_vector(OP, t[k], k_names[k], c));
+        SBN_ACL_TRY(sbn__acl_check_vector(op, t[k], k_names[k], c));
     }
     return ACLNN_SUCCESS;
 }
 
-ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
-    const aclTensor *gradOut, const aclTensor *input, const aclTensor *weight,
-    const aclTensor *runningMean, const aclTensor *runningVar, const aclTensor *saveMean,
+/* Phase 1 of aclnnBatchNormBackward (fast 0) and aclnnFastBatchNormBackward (fast 1). */
+aclnnStatus sbn__acl_batch_norm_backward_phase1(
+    const char *op, int fast, int version, const aclTensor *gradOut, const aclTensor *input,
+    const aclTensor *weight, const aclTensor *runningMean, const aclTensor *runningVar, const aclTensor *saveMean,
     const aclTensor *saveInvstd, bool training, double eps, const aclBoolArray *outputMask,
     aclTensor *gradInput, aclTensor *gradWeight, aclTensor *gradBias, uint64_t *workspaceSize,
     aclOpExecutor **executor)
@@ -152,31 +158,47 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
 
     sbn__acl_clear_error();
     sbn__acl_resolve_tensors(given, t, NT);
-    SBN_ACL_TRY(sbn__acl_check_null(OP, gradOut, "gradOut"));
-    SBN_ACL_TRY(sbn__acl_check_null(OP, input, "input"));
-    SBN_ACL_TRY(read_mask(outputMask, mask));
+    SBN_ACL_TRY(sbn__acl_check_null(op, gradOut, "gradOut"));
+    SBN_ACL_TRY(sbn__acl_check_null(op, input, "input"));
+    SBN_ACL_TRY(read_mask(op, outputMask, mask));
     /* a disabled output is not an argument */
     for (k = 0; k < NT; k++) on[k] = k < T_GRAD_INPUT ? t[k] != NULL : mask[k - T_GRAD_INPUT];
-    SBN_ACL_TRY(check_args(t, on, training));
-    SBN_ACL_TRY(sbn__acl_check_eps(OP, eps_f));
-    SBN_ACL_TRY(sbn__acl_check_out_args(OP, workspaceSize, executor));
+    SBN_ACL_TRY(check_args(op, t, on, training, fast));
+    if (fast && version != 0 && version != 1) /* the NPU algorithm: no effect here */
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "version is %d; it must be 0 or 1",
+                             version);
+    SBN_ACL_TRY(sbn__acl_check_eps(op, eps_f));
+    SBN_ACL_TRY(sbn__acl_check_out_args(op, workspaceSize, executor));
 
     cl = sbn__acl_format_is_channels_last(t[T_INPUT]->format);
     empty = sbn__acl_numel(t[T_INPUT]) == 0; /* nothing to write: phase 2 does nothing */
     if (!empty)
-        SBN_ACL_TRY(sbn__acl_workspace_size(OP, sbn_batch_norm_backward_workspace_size, t[T_INPUT],
+        SBN_ACL_TRY(sbn__acl_workspace_size(op, sbn_batch_norm_backward_workspace_size, t[T_INPUT],
                                             cl, &bytes));
     const sbn__acl_exec_spec spec = {
         .run = empty ? sbn__acl_run_nothing : run_batch_norm_backward, .workspace_size = bytes,
         .tensors = t, .on = on, .names = k_names, .count = NT, .first_output = T_GRAD_INPUT,
         .channels_last = cl ? CHANNELS_LAST_ARGS : 0u, .scalars = {[SCALAR_EPS] = eps_f},
         .ints = {[INT_TRAINING] = training}};
-    return sbn__acl_exec_build(OP, &spec, workspaceSize, executor);
+    return sbn__acl_exec_build(op, &spec, workspaceSize, executor);
+}
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *weight,
+    const aclTensor *runningMean, const aclTensor *runningVar, const aclTensor *saveMean,
+    const aclTensor *saveInvstd, bool training, double eps, const aclBoolArray *outputMask,
+    aclTensor *gradInput, aclTensor *gradWeight, aclTensor *gradBias, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    return sbn__acl_batch_norm_backward_phase1(
+        "aclnnBatchNormBackward", 0, 0, gradOut, input, weight, runningMean, runningVar, saveMean,
+        saveInvstd, training, eps, outputMask, gradInput, gradWeight, gradBias, workspaceSize,
+        executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnBatchNormBackward(void *workspace, uint64_t workspaceSize,
                                                        aclOpExecutor *executor,
                                                        const aclrtStream stream)
 {
-    return sbn__acl_phase2(OP, workspace, workspaceSize, executor, stream);
+    return sbn__acl_phase2("aclnnBatchNormBackward", workspace, workspaceSize, executor, stream);
 }
