@@ -163,44 +163,10 @@ SBN_API aclnnStatus aclDestroyTensor(const aclTensor *tensor)
 
 /* ---- aclScalar ---- */
 
-/* Bytes of one host value of dtype; 0 when aclCreateScalar does not take it. */
-static size_t scalar_bytes(aclDataType dtype)
-{
-    switch (dtype) {
-    case ACL_INT8:
-    case ACL_UINT8:
-    case ACL_BOOL:
-    case ACL_HIFLOAT8:
-    case ACL_FLOAT8_E5M2:
-    case ACL_FLOAT8_E4M3FN:
-    case ACL_FLOAT8_E8M0:
-        return 1;
-    case ACL_FLOAT16:
-    case ACL_BF16:
-    case ACL_INT16:
-    case ACL_UINT16:
-        return 2;
-    case ACL_FLOAT:
-    case ACL_INT32:
-    case ACL_UINT32:
-    case ACL_COMPLEX32:
-        return 4;
-    case ACL_INT64:
-    case ACL_UINT64:
-    case ACL_DOUBLE:
-    case ACL_COMPLEX64:
-        return 8;
-    case ACL_COMPLEX128:
-        return 16;
-    default:
-        return 0;
-    }
-}
-
 SBN_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
 {
     static const char *op = "aclCreateScalar";
-    size_t bytes = scalar_bytes(dataType);
+    size_t bytes = aclDataTypeSize(dataType);
     aclScalar *s;
     void *handle = NULL;
     if (value == NULL) {
