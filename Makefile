@@ -54,12 +54,21 @@ fuzz: $(BUILD)/fuzz/Makefile
 
 # The side-by-side benchmark (bench/run_bench.py): this project, the plain reference
 # kernels, oneDNN and PyTorch on the same shapes, plus the SyncBN layer (threads, and
-# mpirun -np 2 when mpirun exists). BENCH_SHAPES picks the shape files, e.g.
+# mpirun -np 2 when mpirun exists); it prints the table, writes build/bench/results.csv
+# and draws build/bench/summary.png. BENCH_SHAPES picks the shape files, e.g.
 # make bench BENCH_SHAPES="bench/shapes/resnet50.txt bench/shapes/extra.txt"
+# bench-deps (scripts/install-bench-deps.sh) installs the peers first as root when missing
+# (python3-torch, libdnnl-dev, python3-matplotlib; not root: it names them), re-configures
+# the release build when oneDNN was not built in, and never fails: a peer it cannot install
+# is reported as missing, a missing matplotlib only skips the picture.
 BENCH_SHAPES ?= bench/shapes/quick.txt
 BENCH_ARGS ?=
-bench: release
-	python3 bench/run_bench.py --build $(BUILD)/release --shapes $(BENCH_SHAPES) $(BENCH_ARGS)
+.PHONY: bench-deps
+bench-deps: release
+	@PYTHON=$(PYTHON) bash scripts/install-bench-deps.sh $(BUILD)/release $(JOBS)
+
+bench: release bench-deps
+	$(PYTHON) bench/run_bench.py --build $(BUILD)/release --shapes $(BENCH_SHAPES) $(BENCH_ARGS)
 
 # The Python package (python/syncbn) and its tests (tests/python), with Debian's python3
 # (python3-torch, -numpy, -pytest, -torchvision; `make deps` installs them) on the

@@ -13,11 +13,29 @@ Runs, one after the other (never concurrently):
        syncbn.torch.SyncBatchNorm over 2 gloo processes against torch.nn.BatchNorm2d
        on one rank's half, and the per-call overhead of the Python layer
 then merges the rows by (shape, dtype, threads, layout, mode), prints the table and
-writes build/bench/results.csv (merged) and build/bench/raw.csv (every row).
+writes build/bench/results.csv (merged), build/bench/raw.csv (every row) and
+build/bench/summary.png (bench/plot_summary.py, run by /usr/bin/python3 with Debian's
+python3-matplotlib; skipped with a note when matplotlib is missing, never an error).
+The header names the machine: CPU model, CPUs, the L1d/L2/L3 sizes of cpu0 with the
+CPUs sharing each, and the kernels `syncbn info` reports.
 
-Columns: ours ms (min/median); GB/s = byte floor / median (fwd-train 3E, bwd 5E,
-eval 2E, E = numel * element size); % of ref = ref median / ours median;
-x torch, x oneDNN = peer median / ours median (above 1: ours is faster).
+Two byte floors, E = numel * element size (x, y, dy, dx each E):
+  two-pass  fwd-train 3E (read x for the statistics, read x again, write y),
+            bwd 5E (read dy and x for the reductions, read them again, write dx),
+            eval 2E (read x, write y): what a schedule that streams the tensor
+            twice must move when the tensor does not stay in cache;
+  one-pass  fwd-train 2E, bwd 3E, eval 2E: every tensor crossed once, the least any
+            schedule can move (the second pass served from cache).
+Columns: ours ms (min/median); 2-pass GB/s = two-pass floor / our median (the
+former "GB/s"); % 1-pass floor = (one-pass floor / our median) / B_ref, where B_ref,
+the measured reference bandwidth, is the highest two-pass GB/s the plain reference
+kernels (bench_ref.c, which do move the two-pass bytes) reached in any mode on the
+same shape, dtype, thread count and layout: 100% = ours takes the time an ideal
+one-pass kernel streaming at the reference's rate would take (above 100% is possible
+when the reference is slower than the memory system); % of ref = ref median / ours
+median; x torch, x oneDNN = peer median / ours median (above 1: ours is faster).
+results.csv has both floors (floor_bytes = two-pass, floor_bytes_1pass), gbps_2pass
+(= ours_gbps), gbps_1pass, ref_bw_gbps (B_ref) and pct_1pass_floor.
 A peer that is not installed is printed as "missing"; a case a peer has no
 implementation for as "unsup"; a failed case as "error".
 """
@@ -38,6 +56,8 @@ TUNABLES = ("glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:"
 FIELDS = ["impl", "shape", "dtype", "threads", "layout", "mode", "min_ms", "med_ms", "reps",
           "floor_bytes", "gbps", "status", "note"]
 MODE_ORDER = {"fwd-train": 0, "bwd": 1, "eval": 2}
+FLOOR_2PASS = {"fwd-train": 3, "bwd": 5, "eval": 2}  # bench_ops.c floor_factor
+FLOOR_1PASS = {"fwd-train": 2, "bwd": 3, "eval": 2}
 
 
 def log(msg=""):
@@ -51,6 +71,98 @@ def load_avg():
             return " ".join(f.read().split()[:3])
     except OSError:
         return "?"
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _kib(text):
+    """'32K' / '1024K' / '32M' (sysfs) or a byte count (sysconf) -> 'N KiB' / 'N MiB'."""
+    t = str(text).strip().upper()
+    mult = {"K": 1024, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        b = int(t[:-1] if mult > 1 else t) * mult
+    except ValueError:
+        return t
+    if b >= 1 << 20 and b % (1 << 20) == 0:
+        return "%d MiB" % (b >> 20)
+    return "%d KiB" % (b >> 10) if b % 1024 == 0 else "%d B" % b
+
+
+def _cpu_list_len(text):
+    n = 0
+    for part in text.split(","):
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            n += int(hi) - int(lo) + 1
+        elif part.strip():
+            n += 1
+    return n
+
+
+def machine_info(build):
+    """One line: CPU model, CPUs, L1d/L2/L3 of cpu0 and who shares them, the kernel ISA."""
+    model = None
+    info = _read("/proc/cpuinfo") or ""
+    for line in info.splitlines():
+        if line.split(":", 1)[0].strip() in ("model name", "Model name", "cpu model"):
+            model = line.split(":", 1)[1].strip()
+            break
+    if not model and shutil.which("lscpu"):
+        try:
+            out = subprocess.run(["lscpu"], stdout=subprocess.PIPE, universal_newlines=True,
+                                 timeout=10).stdout
+            model = next((l.split(":", 1)[1].strip() for l in out.splitlines()
+                          if l.startswith("Model name:")), None)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    ncpu = os.cpu_count() or 0
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = ncpu
+    cpus = "%d CPUs" % ncpu + ("" if usable == ncpu else " (%d in the affinity mask)" % usable)
+    caches = {}
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = sorted(e for e in os.listdir(base) if e.startswith("index"))
+    except OSError:
+        entries = []
+    for e in entries:
+        level, kind = _read(os.path.join(base, e, "level")), _read(os.path.join(base, e, "type"))
+        size = _read(os.path.join(base, e, "size"))
+        shared = _read(os.path.join(base, e, "shared_cpu_list"))
+        if not level or not size or kind == "Instruction":
+            continue
+        name = "L1d" if level == "1" else "L" + level
+        n = _cpu_list_len(shared) if shared else 0
+        who = ("per CPU" if n == 1 else "shared by CPUs %s" % shared) if shared else "sharing ?"
+        caches[name] = "%s %s %s" % (name, _kib(size), who)
+    for name, key in (("L1d", "SC_LEVEL1_DCACHE_SIZE"), ("L2", "SC_LEVEL2_CACHE_SIZE"),
+                      ("L3", "SC_LEVEL3_CACHE_SIZE")):
+        if name not in caches:
+            try:
+                v = os.sysconf(key)
+            except (ValueError, OSError):
+                v = 0
+            caches[name] = "%s %s" % (name, _kib(v) if v and v > 0 else "?")
+    kernels = "?"
+    exe = os.path.join(build, "syncbn")
+    if os.access(exe, os.X_OK):
+        try:
+            out = subprocess.run([exe, "info"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 universal_newlines=True, timeout=30).stdout
+            kernels = next((l.split(":", 1)[1].strip() for l in out.splitlines()
+                            if l.startswith("kernels:")), "?")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "# machine: %s, %s; %s; kernels: %s" % (
+        model or "unknown CPU", cpus, ", ".join(caches[k] for k in ("L1d", "L2", "L3")), kernels)
 
 
 def read_shape_files(paths):
@@ -133,6 +245,9 @@ def main():
                     help="build directory holding bench_ops")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "results.csv"))
     ap.add_argument("--torch-python", default="/usr/bin/python3")
+    ap.add_argument("--plot-python", default="/usr/bin/python3",
+                    help="interpreter with matplotlib for build/bench/summary.png")
+    ap.add_argument("--no-plot", action="store_true", help="do not draw summary.png")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-mpi", action="store_true")
     ap.add_argument("--no-syncbn", action="store_true", help="skip the SyncBN layer rows")
@@ -166,6 +281,11 @@ def main():
     log("# run_bench.py %s; load average before: %s; %d shapes from %s" % (
         time.strftime("%Y-%m-%d %H:%M:%S"), load_avg(), len(shapes),
         ", ".join(os.path.relpath(p, ROOT) for p in shape_files)))
+    machine = machine_info(a.build)
+    log(machine)
+    log("# byte floors (E = numel * element size): two-pass fwd-train 3E, bwd 5E, eval 2E "
+        "(2-pass GB/s); one-pass fwd-train 2E, bwd 3E, eval 2E (% 1-pass floor, against the "
+        "reference kernels' best measured GB/s on the row's shape/dtype/T/layout)")
     rows, notes, missing = [], [], {}
     base_env = dict(os.environ)
     if a.omp_passive:
@@ -246,7 +366,32 @@ def main():
         if rc != 0:
             notes.append("# syncbn_torch_bench.py exit status %s" % rc)
     log("# load average after: %s" % load_avg())
-    return report(rows, notes, missing, counts, a.out)
+    rc = report(rows, notes, missing, counts, a.out)
+    if not a.no_plot:
+        # the machine line without "# machine: " and the kernels' "(usable on this CPU: ...)"
+        title = machine[len("# machine: "):].split(" (usable", 1)[0]
+        plot(a.plot_python, a.out, "%s; %s" % (title, time.strftime("%Y-%m-%d %H:%M")))
+    return rc
+
+
+def plot(python, csv_path, title):
+    """bench/plot_summary.py in its own process (the interpreter with matplotlib); never fails."""
+    png = os.path.join(os.path.dirname(csv_path), "summary.png")
+    if not os.path.exists(csv_path):
+        log("# summary.png not drawn: no %s" % csv_path)
+        return
+    cmd = [python, os.path.join(ROOT, "bench", "plot_summary.py"), csv_path, png, title]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=300, cwd=ROOT)
+        out, rc = p.stdout.strip(), p.returncode
+    except (OSError, subprocess.SubprocessError) as e:
+        out, rc = str(e), "not run"
+    if rc == 0:
+        log("wrote %s" % os.path.relpath(png, ROOT))
+    else:
+        last = out.splitlines()[-1] if out else "exit %s" % rc
+        log("# summary.png not drawn (%s): %s" % (rc, last))
 
 
 def report(rows, notes, missing, counts, out_path):
@@ -266,8 +411,16 @@ def report(rows, notes, missing, counts, out_path):
     for peer, why in sorted(missing.items()):
         log("# %s: missing (%s)" % (peer, why))
     log()
-    head = ["shape", "dtype", "T", "layout", "mode", "ours ms (min/med)", "GB/s", "% of ref",
-            "x torch", "x oneDNN"]
+    head = ["shape", "dtype", "T", "layout", "mode", "ours ms (min/med)", "2-pass GB/s",
+            "% 1-pass floor", "% of ref", "x torch", "x oneDNN"]
+    # B_ref: the reference kernels' best two-pass GB/s per (shape, dtype, threads, layout)
+    ref_bw = {}
+    for key in order:
+        ref = by_key[key].get("ref")
+        g = fnum(ref["gbps"]) if ref and ref["status"] == "ok" else None
+        if g:
+            k4 = key[:4]
+            ref_bw[k4] = max(ref_bw.get(k4, 0.0), g)
     table, merged = [], []
     for key in order:
         impls = by_key[key]
@@ -275,6 +428,12 @@ def report(rows, notes, missing, counts, out_path):
         torch, dnnl = impls.get("torch"), impls.get("onednn")
         o_med = fnum(ours["med_ms"]) if ours and ours["status"] == "ok" else None
         r_med = fnum(ref["med_ms"]) if ref and ref["status"] == "ok" else None
+        floor2 = fnum((ours or ref or torch or dnnl or {}).get("floor_bytes"))
+        floor1 = (floor2 * FLOOR_1PASS[key[4]] / FLOOR_2PASS[key[4]]
+                  if floor2 and key[4] in FLOOR_1PASS else None)
+        gbps1 = floor1 / (o_med * 1e-3) / 1e9 if floor1 and o_med else None
+        bw = ref_bw.get(key[:4])
+        pct1 = 100.0 * gbps1 / bw if gbps1 and bw else None
         if ours is None:
             o_cell, gbps = "missing", ""
         elif o_med is None:
@@ -282,17 +441,22 @@ def report(rows, notes, missing, counts, out_path):
         else:
             o_cell, gbps = "%.3f/%.3f" % (fnum(ours["min_ms"]), o_med), "%.1f" % fnum(ours["gbps"])
         pct = "%.0f%%" % (100.0 * r_med / o_med) if o_med and r_med else "-"
-        table.append(list(key) + [o_cell, gbps, pct,
+        table.append(list(key) + [o_cell, gbps, "%.0f%%" % pct1 if pct1 else "-", pct,
                                   peer_cell(torch, o_med, "torch" in missing or torch is None),
                                   peer_cell(dnnl, o_med, "onednn" in missing or dnnl is None)])
         rec = {"shape": key[0], "count": counts.get(key[0], ""), "dtype": key[1],
                "threads": key[2], "layout": key[3], "mode": key[4],
-               "floor_bytes": (ours or ref or torch or dnnl or {}).get("floor_bytes", "")}
+               "floor_bytes": (ours or ref or torch or dnnl or {}).get("floor_bytes", ""),
+               "floor_bytes_1pass": "%.0f" % floor1 if floor1 else ""}
         for name, r in (("ours", ours), ("ref", ref), ("torch", torch), ("onednn", dnnl)):
             rec[name + "_status"] = r["status"] if r else "missing"
             for f in ("min_ms", "med_ms", "reps", "gbps"):
                 rec["%s_%s" % (name, f)] = r[f] if r else ""
             rec[name + "_note"] = r["note"] if r else missing.get(name, "")
+        rec["gbps_2pass"] = "%.2f" % (floor2 / (o_med * 1e-3) / 1e9) if floor2 and o_med else ""
+        rec["gbps_1pass"] = "%.2f" % gbps1 if gbps1 else ""
+        rec["ref_bw_gbps"] = "%.2f" % bw if bw else ""
+        rec["pct_1pass_floor"] = "%.1f" % pct1 if pct1 else ""
         rec["pct_of_ref"] = "%.1f" % (100.0 * r_med / o_med) if o_med and r_med else ""
         for name, r in (("torch", torch), ("onednn", dnnl)):
             p_med = fnum(r["med_ms"]) if r and r["status"] == "ok" else None
@@ -304,6 +468,8 @@ def report(rows, notes, missing, counts, out_path):
     for line in table:
         log(" | ".join(str(x).ljust(w) for x, w in zip(line, widths)))
     log("(cf = channels-first NCHW, cl = channels-last NHWC; a 2-D NxC tensor is listed as cf; "
+        "2-pass GB/s = 3E/5E/2E over our median; % 1-pass floor = 2E/3E/2E over our median as a "
+        "% of the reference kernels' best GB/s on the same shape/dtype/T/layout; "
         "x peer = peer median / ours median, above 1 = ours faster)")
 
     summarize(merged, counts)
@@ -342,11 +508,11 @@ def summarize(merged, counts):
         if not sel:
             continue
         parts = []
-        for label, col in (("% of ref", "pct_of_ref"), ("x torch", "x_torch"),
-                           ("x oneDNN", "x_onednn")):
+        for label, col in (("% 1-pass floor", "pct_1pass_floor"), ("% of ref", "pct_of_ref"),
+                           ("x torch", "x_torch"), ("x oneDNN", "x_onednn")):
             vals = [fnum(m[col]) for m in sel if fnum(m[col])]
             g = geomean(vals)
-            text = "-" if not g else ("%.0f%%" % g) if col == "pct_of_ref" else ("%.2fx" % g)
+            text = "-" if not g else ("%.0f%%" % g) if col.startswith("pct") else ("%.2fx" % g)
             parts.append("%s %s (n=%d)" % (label, text, len(vals)))
         log("  %-9s  %s" % (mode, "; ".join(parts)))
     if not any(c > 1 for c in counts.values()):
