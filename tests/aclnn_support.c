@@ -291,6 +291,8 @@ int atsup_check_executor_rules(atsup_phase1_fn phase1, void *ctx, atsup_phase2_f
     if ((s = phase1(ctx, &ws, &ex)) != ACLNN_SUCCESS) return rule_failed("phase 1", s);
     if (ws > 0 && (s = atsup_run(phase2, ws - 1, ex)) != ACLNN_ERR_PARAM_INVALID)
         return rule_failed("a short workspace gives 161002", s);
+    /* a stream needs a current device, as in CANN */
+    if (aclrtSetDevice(0) != ACL_SUCCESS) return rule_failed("aclrtSetDevice", -1);
     if (aclrtCreateStream(&stream) != ACL_SUCCESS) return rule_failed("aclrtCreateStream", -1);
     {
         void *workspace = ws ? malloc((size_t)ws) : NULL;

@@ -8,7 +8,8 @@
  * time from real timestamps, never-recorded and reversed pairs), aclrtMemcpyAsync
  * and aclrtMemsetAsync (done at the call; a destroyed stream is refused and writes
  * nothing), aclrtMallocAlign32, aclDataTypeSize and the aclFloat16 conversions
- * against the native fp16 rounding.
+ * against the native fp16 rounding. The cases that create streams or events,
+ * allocate or copy call aclrtSetDevice(0) first, as CANN requires.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -139,6 +140,7 @@ static void streams(void)
 {
     aclrtStream s = NULL, t = NULL;
     aclrtStreamStatus st = ACL_STREAM_STATUS_RESERVED;
+    CHECK_RT(aclrtSetDevice(0), ACL_SUCCESS); /* streams need a current device */
     CHECK_RT(aclrtCreateStreamWithConfig(&s, 3, ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC),
              ACL_SUCCESS);
     CHECK_RT(aclrtCreateStreamWithConfig(&t, 0, 0x100), ACL_ERROR_INVALID_PARAM);
@@ -174,6 +176,7 @@ static void events(void)
     aclrtEventRecordedStatus rs = ACL_EVENT_RECORDED_STATUS_COMPLETE;
     aclrtEventWaitStatus ws = ACL_EVENT_WAIT_STATUS_RESERVED;
     float ms = -1.0f;
+    CHECK_RT(aclrtSetDevice(0), ACL_SUCCESS); /* events and streams need a current device */
     CHECK_RT(aclrtCreateEvent(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_RT(aclrtCreateEvent(&a), ACL_SUCCESS);
     CHECK_RT(aclrtCreateEventWithFlag(&b, ACL_EVENT_TIME_LINE | ACL_EVENT_SYNC), ACL_SUCCESS);
@@ -242,6 +245,7 @@ static void async_copies(void)
     int i;
     for (i = 0; i < 64; i++) src[i] = (unsigned char)i;
     memset(dst, 0, sizeof dst);
+    CHECK_RT(aclrtSetDevice(0), ACL_SUCCESS); /* streams and copies need a current device */
     CHECK_RT(aclrtCreateStream(&s), ACL_SUCCESS);
     CHECK_RT(aclrtCreateStream(&dead), ACL_SUCCESS);
     CHECK_RT(aclrtDestroyStream(dead), ACL_SUCCESS);
@@ -272,6 +276,7 @@ static void async_copies(void)
 static void malloc_align32(void)
 {
     void *p = NULL;
+    CHECK_RT(aclrtSetDevice(0), ACL_SUCCESS); /* allocation needs a current device */
     CHECK_RT(aclrtMallocAlign32(&p, 100, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     CHECK(p != NULL && ((uintptr_t)p % 32) == 0);
     memset(p, 1, 100);

@@ -8,7 +8,9 @@
  * device frees, allocation failure through the allocator hook), aclrtMemcpy in
  * every kind with the destMax check, count 0, overlap and bad kinds, aclrtMemset
  * with its maxCount check, and aclGetRecentErrMsg: NULL when nothing failed,
- * returned and cleared, per thread, the pointer valid until the next call.
+ * returned and cleared, per thread, the pointer valid until the next call. The
+ * cases that create streams, allocate, copy or set call aclrtSetDevice(0) first, as
+ * CANN requires (tests/test_acl_no_device.c covers the refusals without it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -159,6 +161,7 @@ static void streams(void)
 {
     aclrtStream s = NULL, t = NULL;
     int local = 0;
+    CHECK_ACL(aclrtSetDevice(0), ACL_SUCCESS); /* streams need a current device */
     CHECK_ACL(aclrtCreateStream(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_ACL(aclrtCreateStream(&s), ACL_SUCCESS);
     CHECK_ACL(aclrtCreateStream(&t), ACL_SUCCESS);
@@ -185,6 +188,7 @@ static void memory_alloc_and_free(void)
         ACL_MEM_TYPE_LOW_BAND_WIDTH,   ACL_MEM_TYPE_HIGH_BAND_WIDTH};
     void *p[8], *h = NULL, *q = NULL;
     int i, local = 0;
+    CHECK_ACL(aclrtSetDevice(0), ACL_SUCCESS); /* allocation needs a current device */
     for (i = 0; i < 8; i++) {
         p[i] = NULL;
         CHECK_ACL(aclrtMalloc(&p[i], (size_t)(1 + 37 * i), policies[i]), ACL_SUCCESS);
@@ -220,6 +224,7 @@ static void memory_many_allocations(void)
     void **p = calloc(N, sizeof *p);
     int i;
     CHECK(p != NULL);
+    CHECK_ACL(aclrtSetDevice(0), ACL_SUCCESS);
     for (i = 0; i < N; i++)
         CHECK_ACL(aclrtMalloc(&p[i], 8, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     for (i = N - 1; i >= 0; i -= 2) CHECK_ACL(aclrtFree(p[i]), ACL_SUCCESS);
@@ -232,6 +237,7 @@ static void memory_through_allocator_hook(void)
     tsup_counter c = {.fail_at = 1};
     void *p = NULL;
     aclrtStream s = NULL;
+    CHECK_ACL(aclrtSetDevice(0), ACL_SUCCESS); /* before the hook: its context is not counted */
     tsup_counter_install(&c);
     CHECK_ACL(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
     CHECK(atsup_msg_has("out of memory"));
@@ -254,6 +260,7 @@ static void memcpy_kinds_and_checks(void)
     void *dev = NULL, *dev2 = NULL;
     int i, k;
     for (i = 0; i < 32; i++) host[i] = (unsigned char)(i * 7 + 1);
+    CHECK_ACL(aclrtSetDevice(0), ACL_SUCCESS);
     CHECK_ACL(aclrtMalloc(&dev, 32, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     CHECK_ACL(aclrtMalloc(&dev2, 32, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_SUCCESS);
     for (k = 0; k < 5; k++) {
@@ -290,6 +297,7 @@ static void memset_checks(void)
     unsigned char buf[16];
     int i;
     memset(buf, 0, sizeof buf);
+    CHECK_ACL(aclrtSetDevice(0), ACL_SUCCESS);
     CHECK_ACL(aclrtMemset(buf, sizeof buf, 0xab, 10), ACL_SUCCESS);
     for (i = 0; i < 16; i++) CHECK(buf[i] == (i < 10 ? 0xab : 0));
     CHECK_ACL(aclrtMemset(buf, sizeof buf, 0x1ff, 2), ACL_SUCCESS); /* low byte */

@@ -302,6 +302,7 @@ static void streams_are_accepted(void)
     aclTensor *a = tensor_at(x, 0);
     aclOpExecutor *e = make3(a, a, a, 0);
     CHECK(e != NULL);
+    CHECK(aclrtSetDevice(0) == ACL_SUCCESS); /* streams need a current device */
     CHECK(aclrtCreateStream(&s) == ACL_SUCCESS);
     CHECK_ACL(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
     CHECK_ACL(sbn__acl_exec_run(OP, NULL, 0, e, NULL), ACLNN_SUCCESS);

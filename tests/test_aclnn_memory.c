@@ -143,6 +143,7 @@ static void stale_handles_of_every_kind(void)
     aclBoolArray *ba = aclCreateBoolArray(bv, 2), *ba2[ROUNDS];
     aclTensorList *tl = aclCreateTensorList(NULL, 0), *tl2[ROUNDS];
     aclrtStream st = NULL, st2[ROUNDS];
+    CHECK(aclrtSetDevice(0) == ACL_SUCCESS); /* streams need a current device */
     CHECK(s && ia && fa && ba && tl && aclrtCreateStream(&st) == ACL_SUCCESS);
     CHECK_ACL(aclDestroyScalar(s), ACLNN_SUCCESS);
     CHECK_ACL(aclDestroyIntArray(ia), ACLNN_SUCCESS);

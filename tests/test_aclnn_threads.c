@@ -398,6 +398,7 @@ static void destroyed_stream_is_refused(void)
     tx = tensor(x, 4, shape, ACL_FLOAT);
     tm = VEC(mean);
     ti = VEC(inv);
+    CHECK(aclrtSetDevice(0) == ACL_SUCCESS); /* streams need a current device */
     CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS);
     CHECK(aclrtDestroyStream(stream) == ACL_SUCCESS);
     CHECK(aclnnBatchNormStatsGetWorkspaceSize(tx, 1e-5, tm, ti, &ws, &ex) == ACLNN_SUCCESS);

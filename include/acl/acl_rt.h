@@ -5,7 +5,11 @@
  * memory is host memory; a stream runs its work in order and every piece of work
  * (an op, an async copy or set) completes at its call, so synchronizing returns at
  * once; work given a destroyed stream is refused at the call; events carry real
- * timestamps; the copy kinds all mean memmove. The error codes these calls return
+ * timestamps; the copy kinds all mean memmove. As in CANN, a host thread needs a
+ * current context (aclrtSetDevice first, or aclrtSetCurrentContext) to create
+ * streams and events, allocate, copy, set, synchronize the device and query its
+ * memory or context; without one these calls return ACL_ERROR_RT_CONTEXT_NULL
+ * after their argument checks. The error codes these calls return
  * are acl_base.h's and error_codes/rt_error_codes.h's constants (included through
  * acl_base.h, as in CANN). aclFloat16 and aclDataTypeSize, acl_base.h's in CANN,
  * are declared here. docs/aclnn-mapping.md, "Runtime calls", lists each call's

@@ -11,8 +11,16 @@
  * refused (ACL_ERROR_RT_PARAM_INVALID), never dereferenced; a default context
  * cannot be destroyed; destroying the calling thread's current context leaves it
  * with none. A thread that has neither set a device nor made a context current
- * gets ACL_ERROR_RT_CONTEXT_NULL from the calls that need one (aclrtGetDevice,
- * aclrtGetCurrentContext, aclrtSynchronizeDevice, aclrtGetMemInfo). The run mode
+ * (never, or not since aclrtResetDevice of its device or the destruction of its
+ * context) has no current context, and the calls CANN refuses then refuse with
+ * ACL_ERROR_RT_CONTEXT_NULL and a message saying to call aclrtSetDevice first
+ * (sbn__acl_require_context, after the call's argument checks as in CANN):
+ * aclrtGetDevice, aclrtGetCurrentContext, aclrtSynchronizeDevice and
+ * aclrtGetMemInfo here; aclrtCreateStream(WithConfig), aclrtCreateEvent(WithFlag),
+ * aclrtMemcpyAsync and aclrtMemsetAsync in acl_stream.c; aclrtMalloc,
+ * aclrtMallocAlign32, aclrtMallocHost, aclrtMemcpy and aclrtMemset in
+ * acl_runtime.c. The frees, stream and event use, and the device-less queries
+ * (count, run mode, SoC name) work without one, as in CANN. The run mode
  * is ACL_HOST (the program runs on the host; every copy kind works), the SoC name
  * is "syncbn-cpu", and aclrtGetMemInfo reports the machine's physical and
  * available memory for every memory attribute.
@@ -54,8 +62,20 @@ static aclError check_device_id(const char *op, int32_t deviceId)
 static aclError no_context(const char *op)
 {
     return sbn__acl_fail(ACL_ERROR_RT_CONTEXT_NULL, op,
-                         "this thread has no current device or context (call aclrtSetDevice "
-                         "or aclrtCreateContext first)");
+                         "this thread has no current context: call aclrtSetDevice first (or "
+                         "make a context current with aclrtCreateContext or "
+                         "aclrtSetCurrentContext)");
+}
+
+/* 1 when the calling thread's current context exists and is live (another thread may destroy it). */
+static int has_context(void)
+{
+    return g_context != NULL && sbn__acl_object_get(g_context, SBN_ACL_KIND_CONTEXT) != NULL;
+}
+
+aclError sbn__acl_require_context(const char *op)
+{
+    return has_context() ? ACL_SUCCESS : no_context(op);
 }
 
 static context_object *new_context(int32_t device, int is_default)
@@ -147,7 +167,7 @@ SBN_API aclError aclrtGetDeviceCount(uint32_t *count)
 
 SBN_API aclError aclrtSynchronizeDevice(void)
 {
-    if (g_device < 0) return no_context("aclrtSynchronizeDevice");
+    if (!has_context()) return no_context("aclrtSynchronizeDevice");
     return ACL_SUCCESS; /* every op and copy completed at its call */
 }
 
@@ -174,7 +194,7 @@ SBN_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
     if ((int)attr < (int)ACL_DDR_MEM || (int)attr > (int)ACL_MEM_P2P_HUGE1G)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "attr %d is not an aclrtMemAttr",
                              (int)attr);
-    if (g_device < 0) return no_context(op);
+    if (!has_context()) return no_context(op);
     if (page <= 0 || phys <= 0)
         return sbn__acl_fail(ACL_ERROR_RT_INTERNAL_ERROR, op,
                              "the machine's memory size is not known");
@@ -257,8 +277,7 @@ SBN_API aclError aclrtGetCurrentContext(aclrtContext *context)
 {
     static const char *op = "aclrtGetCurrentContext";
     if (context == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "context is NULL");
-    if (g_context == NULL || sbn__acl_object_get(g_context, SBN_ACL_KIND_CONTEXT) == NULL)
-        return no_context(op); /* none, or destroyed by another thread */
+    if (!has_context()) return no_context(op); /* none, or destroyed by another thread */
     *context = g_context;
     return ACL_SUCCESS;
 }

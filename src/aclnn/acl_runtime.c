@@ -17,6 +17,10 @@
  * once, count > destMax gives ACL_ERROR_RT_PARAM_INVALID, an unknown copy kind
  * ACL_ERROR_INVALID_PARAM, a failed allocation ACL_ERROR_RT_MEMORY_ALLOCATION; the
  * async copies and sets share these checks (sbn__acl_memcpy, sbn__acl_memset).
+ * Allocating, copying and setting need a current context, as in CANN: a thread
+ * that has not called aclrtSetDevice (or made a context current) gets
+ * ACL_ERROR_RT_CONTEXT_NULL once the arguments passed their checks (a copy or set
+ * of 0 bytes still succeeds at once); aclrtFree and aclrtFreeHost do not need one.
  * Failures leave a message for aclGetRecentErrMsg().
  */
 #include <pthread.h>
@@ -97,10 +101,12 @@ static aclError mem_alloc(const char *op, void **out, size_t size, int host)
     uintptr_t user;
     mem_node *n;
     size_t b;
+    aclError ret;
     if (out == NULL)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "the output pointer is NULL");
     if (size == 0)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "size is 0; it must be positive");
+    if ((ret = sbn__acl_require_context(op)) != ACL_SUCCESS) return ret;
     if (size > SIZE_MAX - sizeof(mem_node) - SBN_ACL_MEM_ALIGN)
         return sbn__acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, op, "size %zu is too large", size);
     block = (unsigned char *)sbn__malloc(sizeof(mem_node) + SBN_ACL_MEM_ALIGN + size);
@@ -182,6 +188,7 @@ SBN_API aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPo
 aclError sbn__acl_memcpy(const char *op, void *dst, size_t destMax, const void *src, size_t count,
                          aclrtMemcpyKind kind)
 {
+    aclError ret;
     if (count == 0) return ACL_SUCCESS;
     if (dst == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "dst is NULL");
     if (src == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "src is NULL");
@@ -203,6 +210,8 @@ aclError sbn__acl_memcpy(const char *op, void *dst, size_t destMax, const void *
         return sbn__acl_fail(ACL_ERROR_RT_PARAM_INVALID, op,
                              "count %zu is larger than destMax %zu (the destination's size)",
                              count, destMax);
+    ret = sbn__acl_require_context(op);
+    if (ret != ACL_SUCCESS) return ret;
     memmove(dst, src, count);
     return ACL_SUCCESS;
 }
@@ -210,12 +219,15 @@ aclError sbn__acl_memcpy(const char *op, void *dst, size_t destMax, const void *
 aclError sbn__acl_memset(const char *op, void *devPtr, size_t maxCount, int32_t value,
                          size_t count)
 {
+    aclError ret;
     if (count == 0) return ACL_SUCCESS;
     if (devPtr == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "devPtr is NULL");
     if (count > maxCount)
         return sbn__acl_fail(ACL_ERROR_RT_PARAM_INVALID, op,
                              "count %zu is larger than maxCount %zu (the destination's size)",
                              count, maxCount);
+    ret = sbn__acl_require_context(op);
+    if (ret != ACL_SUCCESS) return ret;
     memset(devPtr, (int)(unsigned char)value, count);
     return ACL_SUCCESS;
 }

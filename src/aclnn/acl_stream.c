@@ -7,7 +7,10 @@
  * always complete (aclrtStreamQuery) and waiting for an event never blocks. Work
  * given a stream that was destroyed (or never created) is refused at the call with
  * ACL_ERROR_RT_PARAM_INVALID and does nothing, as CANN refuses it; NULL is the
- * default stream. Streams and events are handles of the shared registry
+ * default stream. Creating a stream or an event, and the async copies and sets,
+ * need a current context (aclrtSetDevice first): a thread without one gets
+ * ACL_ERROR_RT_CONTEXT_NULL after the argument checks, as in CANN; using existing
+ * streams and events does not. Streams and events are handles of the shared registry
  * (aclnn_handles.c), never dereferenced before they are found live. An event
  * recorded on a stream takes the time of the call (CLOCK_MONOTONIC), which is when
  * the work before it on that stream finished; aclrtEventElapsedTime gives the
@@ -81,7 +84,9 @@ static aclError create_stream(const char *op, aclrtStream *stream, uint32_t prio
                               uint32_t flags)
 {
     stream_object *s;
+    aclError ret;
     if (stream == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "stream is NULL");
+    if ((ret = sbn__acl_require_context(op)) != ACL_SUCCESS) return ret;
     s = (stream_object *)sbn__acl_object_new(SBN_ACL_KIND_STREAM, sizeof *s);
     if (s == NULL) return sbn__acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, op, "out of memory");
     s->magic = STREAM_MAGIC;
@@ -169,7 +174,9 @@ SBN_API aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, 
 static aclError create_event(const char *op, aclrtEvent *event, uint32_t flags)
 {
     event_object *e;
+    aclError ret;
     if (event == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "event is NULL");
+    if ((ret = sbn__acl_require_context(op)) != ACL_SUCCESS) return ret;
     e = (event_object *)sbn__acl_object_new(SBN_ACL_KIND_EVENT, sizeof *e);
     if (e == NULL) return sbn__acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, op, "out of memory");
     e->magic = EVENT_MAGIC;

@@ -379,6 +379,13 @@ aclError sbn__acl_memset(const char *op, void *devPtr, size_t maxCount, int32_t 
                          size_t count);
 /* The calling thread's current device, -1 when it has none. */
 int32_t sbn__acl_current_device(void);
+/*
+ * ACL_SUCCESS when the calling thread has a live current context (aclrtSetDevice,
+ * aclrtCreateContext or aclrtSetCurrentContext, not undone by aclrtResetDevice or
+ * aclrtDestroyContext); else ACL_ERROR_RT_CONTEXT_NULL with a message for `op`
+ * saying to call aclrtSetDevice first, as CANN refuses the calls that need one.
+ */
+aclError sbn__acl_require_context(const char *op);
 
 /* aclScalarList (acl_scalar_list.c; declared in aclnn/acl_meta.h). */
 /* The size of a live list, 0 for anything else (tests). */
