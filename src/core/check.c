@@ -247,7 +247,9 @@ double *sbn__ws_align(void *workspace)
     return (double *)p;
 }
 
-sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need)
+sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need,
+                                const sbn__arg *outputs, int n_out, const sbn__arg *inputs,
+                                int n_in)
 {
     size_t total = sbn__ws_bytes(need);
     if (total == 0) return SBN_OK;
@@ -259,7 +261,7 @@ sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need
     if (bytes < total)
         return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
                           "workspace_bytes is %zu but the op needs %zu bytes", bytes, total);
-    return SBN_OK;
+    return sbn__check_workspace_apart(workspace, total, outputs, n_out, inputs, n_in);
 }
 
 sbn_status sbn__check_workspace_apart(const void *workspace, size_t total, const sbn__arg *a,

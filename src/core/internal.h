@@ -132,8 +132,14 @@ sbn_status sbn__check_matrix_shape(const sbn_tensor *t, const char *name, int64_
 sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n);
 sbn_status sbn__check_eps(double eps);
 sbn_status sbn__check_momentum(double momentum);
-/* Workspace large enough for `need` bytes (plus alignment slack, see sbn__ws_align). */
-sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need);
+/*
+ * Workspace large enough for `need` bytes (plus alignment slack, see sbn__ws_align),
+ * and the part of it the op uses apart from every view in outputs and inputs
+ * (sbn__check_workspace_apart).
+ */
+sbn_status sbn__check_workspace(const void *workspace, size_t bytes, size_t need,
+                                const sbn__arg *outputs, int n_out, const sbn__arg *inputs,
+                                int n_in);
 /*
  * The bytes [workspace, workspace + used) that a call writes its scratch to overlap
  * none of the views in `a` and `b` (NULL entries skipped): the scratch is written

@@ -47,10 +47,8 @@ SBN_API sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x,
                           "global number of samples and cannot be smaller",
                           (long long)count, (long long)r);
     if ((s = sbn__check_aliases(outputs, 1, inputs, 7, grad_input, dy)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_elemt_need(x))) != SBN_OK)
-        return s;
-    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(backward_elemt_need(x)), outputs, 1,
-                                   inputs, 7);
+    s = sbn__check_workspace(workspace, workspace_bytes, backward_elemt_need(x),
+                             outputs, 1, inputs, 7);
     if (s != SBN_OK) return s;
     if (r == 0) return SBN_OK;
 

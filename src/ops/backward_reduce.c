@@ -42,10 +42,8 @@ SBN_API sbn_status sbn_backward_reduce(const sbn_tensor *dy, const sbn_tensor *x
     if ((s = sbn__check_vector(grad_weight, "grad_weight", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_vector(grad_bias, "grad_bias", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 4, inputs, 4, NULL, NULL)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_reduce_need(x))) != SBN_OK)
-        return s;
-    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(backward_reduce_need(x)), outputs, 4,
-                                   inputs, 4);
+    s = sbn__check_workspace(workspace, workspace_bytes, backward_reduce_need(x),
+                             outputs, 4, inputs, 4);
     if (s != SBN_OK) return s;
 
     scratch = sbn__ws_align(workspace);

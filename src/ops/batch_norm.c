@@ -49,10 +49,8 @@ static sbn_status check_args(const sbn_tensor *x, const sbn_tensor *weight, cons
     if (training && (s = sbn__check_momentum(momentum)) != SBN_OK) return s;
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 5, inputs, 5, y, x)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, batch_norm_need(x))) != SBN_OK)
-        return s;
-    return sbn__check_workspace_apart(workspace, sbn__ws_bytes(batch_norm_need(x)), outputs, 5,
-                                      inputs, 5);
+    return sbn__check_workspace(workspace, workspace_bytes, batch_norm_need(x),
+                                outputs, 5, inputs, 5);
 }
 
 /* The arguments a training block needs. */

@@ -50,10 +50,8 @@ static sbn_status check_args(const sbn_tensor *dy, const sbn_tensor *x, const sb
     if ((s = sbn__check_vector(grad_bias, "grad_bias", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 3, inputs, 7, grad_input, dy)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, backward_need(x))) != SBN_OK)
-        return s;
-    return sbn__check_workspace_apart(workspace, sbn__ws_bytes(backward_need(x)), outputs, 3,
-                                      inputs, 7);
+    return sbn__check_workspace(workspace, workspace_bytes, backward_need(x),
+                                outputs, 3, inputs, 7);
 }
 
 /* The arguments a training block needs (the one-pass schedule). */

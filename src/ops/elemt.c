@@ -36,9 +36,7 @@ SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const 
     if ((s = sbn__check_vector(bias, "bias", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_like(y, "y", x, "x")) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 1, inputs, 5, y, x)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, elemt_need(x))) != SBN_OK) return s;
-    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(elemt_need(x)), outputs, 1,
-                                   inputs, 5);
+    s = sbn__check_workspace(workspace, workspace_bytes, elemt_need(x), outputs, 1, inputs, 5);
     if (s != SBN_OK) return s;
 
     coef = sbn__ws_align(workspace);

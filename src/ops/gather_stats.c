@@ -41,7 +41,8 @@ SBN_API sbn_status sbn_gather_stats_with_counts(const sbn_tensor *mean_all,
     if (s != SBN_OK) return s;
     world = mean_all->shape[0];
     channels = mean_all->shape[1];
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, 0)) != SBN_OK) return s;
+    s = sbn__check_workspace(workspace, workspace_bytes, 0, NULL, 0, NULL, 0);
+    if (s != SBN_OK) return s;
 
     for (c = 0; c < channels; c++) {
         sbn_moments total = {0.0, 0.0, 0.0};

@@ -31,9 +31,7 @@ SBN_API sbn_status sbn_reduce(const sbn_tensor *x, sbn_tensor *sum, sbn_tensor *
     if ((s = sbn__check_vector(sum, "sum", channels, 1)) != SBN_OK) return s;
     if ((s = sbn__check_vector(square_sum, "square_sum", channels, 1)) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 2, inputs, 1, NULL, NULL)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, reduce_need(x))) != SBN_OK) return s;
-    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(reduce_need(x)), outputs, 2,
-                                   inputs, 1);
+    s = sbn__check_workspace(workspace, workspace_bytes, reduce_need(x), outputs, 2, inputs, 1);
     if (s != SBN_OK) return s;
 
     scratch = sbn__ws_align(workspace);

@@ -50,9 +50,7 @@ SBN_API sbn_status sbn_stats(const sbn_tensor *x, double eps, sbn_tensor *mean, 
     if ((s = sbn__check_vector(invstd, "invstd", channels, 1)) != SBN_OK) return s;
     if ((s = sbn__check_eps(eps)) != SBN_OK) return s;
     if ((s = sbn__check_aliases(outputs, 2, inputs, 1, NULL, NULL)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x))) != SBN_OK) return s;
-    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(stats_need(x)), outputs, 2,
-                                   inputs, 1);
+    s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x), outputs, 2, inputs, 1);
     if (s != SBN_OK) return s;
 
     r = sbn_tensor_numel(x) / channels;
@@ -81,9 +79,7 @@ SBN_API sbn_status sbn_stats_moments(const sbn_tensor *x, sbn_moments *moments, 
     outputs[0].t = &moments_view;
     outputs[0].name = "moments";
     if ((s = sbn__check_aliases(outputs, 1, inputs, 1, NULL, NULL)) != SBN_OK) return s;
-    if ((s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x))) != SBN_OK) return s;
-    s = sbn__check_workspace_apart(workspace, sbn__ws_bytes(stats_need(x)), outputs, 1,
-                                   inputs, 1);
+    s = sbn__check_workspace(workspace, workspace_bytes, stats_need(x), outputs, 1, inputs, 1);
     if (s != SBN_OK) return s;
 
     channels = x->shape[1];
