@@ -297,25 +297,26 @@ SBN_API aclError aclrtSynchronizeEvent(aclrtEvent event)
     return with_event("aclrtSynchronizeEvent", "event", event, NULL, NULL);
 }
 
-SBN_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
+/* The checks and the read of the three aclrtQueryEvent* calls; status is the caller's out pointer. */
+static aclError query_event(const char *op, aclrtEvent event, const void *status, event_state *s)
 {
-    static const char *op = "aclrtQueryEvent";
-    aclError ret;
     if (event == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "event is NULL");
     if (status == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "status is NULL");
-    ret = with_event(op, "event", event, NULL, NULL);
+    return with_event(op, "event", event, read_state, s);
+}
+
+SBN_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
+{
+    event_state s = {0, 0};
+    aclError ret = query_event("aclrtQueryEvent", event, status, &s);
     if (ret == ACL_SUCCESS) *status = ACL_EVENT_STATUS_COMPLETE;
     return ret;
 }
 
 SBN_API aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
 {
-    static const char *op = "aclrtQueryEventStatus";
     event_state s = {0, 0};
-    aclError ret;
-    if (event == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "event is NULL");
-    if (status == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "status is NULL");
-    ret = with_event(op, "event", event, read_state, &s);
+    aclError ret = query_event("aclrtQueryEventStatus", event, status, &s);
     if (ret == ACL_SUCCESS)
         *status = s.recorded ? ACL_EVENT_RECORDED_STATUS_COMPLETE
                              : ACL_EVENT_RECORDED_STATUS_NOT_READY;
@@ -324,12 +325,8 @@ SBN_API aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatu
 
 SBN_API aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status)
 {
-    static const char *op = "aclrtQueryEventWaitStatus";
     event_state s = {0, 0};
-    aclError ret;
-    if (event == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "event is NULL");
-    if (status == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "status is NULL");
-    ret = with_event(op, "event", event, read_state, &s);
+    aclError ret = query_event("aclrtQueryEventWaitStatus", event, status, &s);
     if (ret == ACL_SUCCESS)
         *status = s.recorded ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
     return ret;
