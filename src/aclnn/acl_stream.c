@@ -297,7 +297,7 @@ SBN_API aclError aclrtSynchronizeEvent(aclrtEvent event)
     return with_event("aclrtSynchronizeEvent", "event", event, NULL, NULL);
 }
 
-/* The checks and the read of the three aclrtQueryEvent* calls; status is the caller's out pointer. */
+/* The argument checks and the event read of the three aclrtQueryEvent* calls. */
 static aclError query_event(const char *op, aclrtEvent event, const void *status, event_state *s)
 {
     if (event == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "event is NULL");
