@@ -89,19 +89,27 @@ def gather_moments(parts, momentum=0.1, eps=1e-5, running_mean=None, running_var
     return mean, invstd, total
 
 
+def _gather_outputs(first, first_view, name, running_mean, running_var):
+    """The [C] mean/invstd outputs of a [W, C] gather (first's float dtype, else f32) and the
+    views of them and of the optional running stats: (mean, invstd, mv, iv, rm, rv)."""
+    if first.ndim != 2:
+        raise _errors.bad_input(_errors.ERR_BAD_RANK, "%s has shape %s; expected [W, C]"
+                                % (name, tuple(first.shape)))
+    c = int(first.shape[1])
+    code = first_view.dtype if first_view.dtype in V.FLOAT_CODES else V.F32
+    mean, invstd = V.empty(first, (c,), code), V.empty(first, (c,), code)
+    mv, iv = V.view(mean, "mean"), V.view(invstd, "invstd")
+    rm, rv = V.view(running_mean, "running_mean", True), V.view(running_var, "running_var", True)
+    return mean, invstd, mv, iv, rm, rv
+
+
 def gather_stats_with_counts(mean_all, invstd_all, counts, momentum=0.1, eps=1e-5,
                              running_mean=None, running_var=None):
     """Merges [W, C] per-rank mean/invstd with counts [W]: the global (mean, invstd)."""
     ma, ia, cn = V.view(mean_all, "mean_all"), V.view(invstd_all, "invstd_all"), V.view(counts,
                                                                                            "counts")
-    if mean_all.ndim != 2:
-        raise _errors.bad_input(_errors.ERR_BAD_RANK, "mean_all has shape %s; expected [W, C]"
-                                % (tuple(mean_all.shape),))
-    c = int(mean_all.shape[1])
-    code = ma.dtype if ma.dtype in V.FLOAT_CODES else V.F32
-    mean, invstd = V.empty(mean_all, (c,), code), V.empty(mean_all, (c,), code)
-    mv, iv = V.view(mean, "mean"), V.view(invstd, "invstd")
-    rm, rv = V.view(running_mean, "running_mean", True), V.view(running_var, "running_var", True)
+    mean, invstd, mv, iv, rm, rv = _gather_outputs(mean_all, ma, "mean_all", running_mean,
+                                                   running_var)
     ws, nb = _ws(lib.sbn_gather_stats_with_counts_workspace_size, ma)
     _run(lib.sbn_gather_stats_with_counts, ctypes.byref(ma), ctypes.byref(ia), ctypes.byref(cn),
          float(momentum), float(eps), V.ref(rm), V.ref(rv), ctypes.byref(mv), ctypes.byref(iv), ws,
@@ -114,14 +122,8 @@ def gather_stats_from_sums(total_sum, total_square_sum, sample_count, momentum=0
     """Merges [W, C] per-rank sums and sums of squares with counts [W]: (mean, invstd)."""
     sv, qv = V.view(total_sum, "total_sum"), V.view(total_square_sum, "total_square_sum")
     cv = V.view(sample_count, "sample_count")
-    if total_sum.ndim != 2:
-        raise _errors.bad_input(_errors.ERR_BAD_RANK, "total_sum has shape %s; expected [W, C]"
-                                % (tuple(total_sum.shape),))
-    c = int(total_sum.shape[1])
-    code = sv.dtype if sv.dtype in V.FLOAT_CODES else V.F32
-    mean, invstd = V.empty(total_sum, (c,), code), V.empty(total_sum, (c,), code)
-    mv, iv = V.view(mean, "mean"), V.view(invstd, "invstd")
-    rm, rv = V.view(running_mean, "running_mean", True), V.view(running_var, "running_var", True)
+    mean, invstd, mv, iv, rm, rv = _gather_outputs(total_sum, sv, "total_sum", running_mean,
+                                                   running_var)
     _run(lib.sbn_gather_stats_from_sums, ctypes.byref(sv), ctypes.byref(qv), ctypes.byref(cv),
          float(momentum), float(eps), V.ref(rm), V.ref(rv), ctypes.byref(mv), ctypes.byref(iv))
     return mean, invstd
