@@ -2,13 +2,18 @@
  * syncbn.c - the `syncbn` command, the project's main job.
  *   syncbn demo   [--ranks W] [--shape NxCxHxW] [--iters K] [--backend threads|mpi]
  *                 [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty] [--cumulative]
- *                 [--threads T]
+ *                 [--threads T] [--reproducible]
  *       W ranks train K steps of forward + backward on a synthetic, deliberately uneven
  *       batch (rank 1 empty by default) and print per step the max difference against
  *       whole-batch BN and the time split into stats, communication and elementwise work.
- *   syncbn verify [--backend threads|mpi]
+ *       --reproducible: the layer's reproducible mode; also prints the digest of the
+ *       outputs and whether it equals the digest of the same batch on one rank.
+ *   syncbn verify [--backend threads|mpi] [--reproducible]
  *       The same comparison over a matrix of shapes, dtypes, layouts and splits; exits
- *       non-zero on any mismatch.
+ *       non-zero on any mismatch. --reproducible: digests of the reproducible mode's
+ *       outputs for 1..16 ranks, random splits and pools, and the forced-scalar kernels
+ *       (or the MPI world), each against one rank's (syncbn_repro.c).
+ *       (--print-digests, hidden: the mode of verify --reproducible's re-executed child.)
  *   syncbn info
  *       What this build and this process would use: version, the kernel variant chosen,
  *       SBN_FORCE_SCALAR, the CPUs in the affinity mask, the thread count (SBN_NUM_THREADS),
@@ -32,6 +37,7 @@
 
 #include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
 #include "syncbn_check.h"
+#include "syncbn_repro.h"
 #ifdef SBN_HAVE_MPI
 #include <mpi.h>
 #include "syncbn/comm_mpi.h"
@@ -56,6 +62,7 @@ typedef struct options {
     const char *command;
     const char *backend;
     int ranks;
+    int print_digests; /* hidden: verify --reproducible's re-executed child */
     check_config cfg;
 } options;
 
@@ -64,8 +71,8 @@ static void print_usage(FILE *out)
     fprintf(out,
             "usage: syncbn demo [--ranks W] [--shape NxCxHxW] [--iters K] [--backend threads|mpi]\n"
             "                   [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty]\n"
-            "                   [--cumulative] [--threads T]\n"
-            "       syncbn verify [--backend threads|mpi]\n"
+            "                   [--cumulative] [--threads T] [--reproducible]\n"
+            "       syncbn verify [--backend threads|mpi] [--reproducible]\n"
             "       syncbn info\n"
             "limits: --ranks 1 to %d, --iters 1 to %d, --threads 1 to %d (ranks x threads at most %d);\n"
             "        --shape has 2 to %d dims NxCx..., N >= 0, the others >= 1, at most %lld elements\n"
@@ -200,7 +207,7 @@ static int takes_value(const char *flag)
 static int is_switch(const char *flag)
 {
     return strcmp(flag, "--channels-last") == 0 || strcmp(flag, "--no-empty") == 0 ||
-           strcmp(flag, "--cumulative") == 0;
+           strcmp(flag, "--cumulative") == 0 || strcmp(flag, "--reproducible") == 0;
 }
 
 /*
@@ -247,15 +254,21 @@ static int parse(int argc, char **argv, options *o)
             print_usage(stdout);
             return 0;
         }
+        if (strcmp(a, "--print-digests") == 0 && strcmp(o->command, "verify") == 0) {
+            o->print_digests = 1;
+            continue;
+        }
         if (!takes_value(a) && !is_switch(a))
             return usage_error("unknown flag '%s' for %s", a, o->command);
-        if (strcmp(o->command, "verify") == 0 && strcmp(a, "--backend") != 0)
-            return usage_error("%s is not a flag of %s (verify takes only --backend)", a,
-                               o->command);
+        if (strcmp(o->command, "verify") == 0 && strcmp(a, "--backend") != 0 &&
+            strcmp(a, "--reproducible") != 0)
+            return usage_error("%s is not a flag of %s (verify takes only --backend and "
+                               "--reproducible)", a, o->command);
         if (is_switch(a)) {
             if (strcmp(a, "--channels-last") == 0) o->cfg.channels_last = 1;
             if (strcmp(a, "--no-empty") == 0) no_empty = 1;
             if (strcmp(a, "--cumulative") == 0) o->cfg.cumulative = 1;
+            if (strcmp(a, "--reproducible") == 0) o->cfg.reproducible = 1;
             continue;
         }
         if (v == NULL) return usage_error("%s needs a value", a);
@@ -284,6 +297,9 @@ static int parse(int argc, char **argv, options *o)
         if (rc != 0) return rc;
     }
     o->cfg.empty_rank = no_empty ? -1 : 1;
+    if (o->print_digests && (!o->cfg.reproducible || strcmp(o->backend, "threads") != 0))
+        return usage_error("--print-digests needs --reproducible and the threads backend (it is "
+                           "the mode of verify --reproducible's re-executed child)");
     /* limits that bind two flags (threads backend: --ranks is the world) */
     if (strcmp(o->backend, "threads") == 0 && strcmp(o->command, "demo") == 0) {
         if (o->ranks * o->cfg.threads > MAX_TOTAL_THREADS)
@@ -416,8 +432,9 @@ static void print_result(const check_result *r)
 static int demo(options *o)
 {
     check_result r;
-    int world = world_size(o), printer = is_printer(o);
+    int world = world_size(o), printer = is_printer(o), mpi = strcmp(o->backend, "mpi") == 0, rc;
     int64_t first, count;
+    repro_demo digests;
     int j;
     o->cfg.verbose = 1;
     o->cfg.progress = 1;
@@ -426,9 +443,9 @@ static int demo(options *o)
         printf("syncbn demo: global batch ");
         for (j = 0; j < o->cfg.rank; j++)
             printf("%s%lld", j ? "x" : "", (long long)o->cfg.shape[j]);
-        printf(" %s %s, %d ranks (%s backend), %d steps\n", sbn_dtype_name(o->cfg.dtype),
+        printf(" %s %s, %d ranks (%s backend), %d steps%s\n", sbn_dtype_name(o->cfg.dtype),
                o->cfg.channels_last ? "channels-last" : "channels-first", world, o->backend,
-               o->cfg.iters);
+               o->cfg.iters, o->cfg.reproducible ? ", reproducible mode" : "");
         printf("  samples per rank:");
         for (j = 0; j < world; j++) {
             check_split(o->cfg.shape[0], world, j, o->cfg.empty_rank, &first, &count);
@@ -436,12 +453,20 @@ static int demo(options *o)
         }
         printf("\n");
     }
+    /* --reproducible: every rank's outputs are digested (one slot per rank of this process) */
+    if (o->cfg.reproducible && !repro_demo_start(&digests, mpi ? 1 : world, &o->cfg)) {
+        fprintf(stderr, "syncbn: out of memory\n");
+        return 1;
+    }
     if (!run_one(o, &o->cfg, &r)) return 1;
-    if (!printer) return check_passed(&r) ? 0 : 1;
-    print_result(&r);
-    printf("%s\n", check_passed(&r) ? "demo: SyncBN over the ranks matches whole-batch BN"
-                                    : "demo: MISMATCH against whole-batch BN");
-    return check_passed(&r) ? 0 : 1;
+    rc = check_passed(&r) ? 0 : 1;
+    if (printer) {
+        print_result(&r);
+        printf("%s\n", rc == 0 ? "demo: SyncBN over the ranks matches whole-batch BN"
+                              : "demo: MISMATCH against whole-batch BN");
+    }
+    if (o->cfg.reproducible) rc |= repro_demo_finish(&digests, &o->cfg, mpi, printer);
+    return rc;
 }
 
 static int verify(options *o)
@@ -452,6 +477,7 @@ static int verify(options *o)
     int world_fixed = strcmp(o->backend, "threads") != 0, printer = is_printer(o);
     unsigned si, di, wi, layout;
     int failures = 0, runs = 0;
+    if (o->cfg.reproducible) return repro_verify(o->backend, o->print_digests);
     for (wi = 0; wi < sizeof worlds / sizeof worlds[0]; wi++) {
         int world = world_fixed ? world_size(o) : worlds[wi];
         for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++)

@@ -138,7 +138,12 @@ static int allocate(run_state *st, const check_config *cfg, int world)
     whole = view_of(st->x, SBN_F64, st->n, cfg, 0);
     if (sbn_syncbn_workspace_size(&whole, world, &bytes) != SBN_OK) return 0;
     {
+        /* the layer's own need is that of this rank's x (dtype, layout, rows), which may
+         * exceed the whole batch's: reproducible mode's per-sample scratch */
+        sbn_tensor mine = view_of(st->x_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
         size_t more = 0;
+        if (sbn_syncbn_workspace_size(&mine, world, &more) != SBN_OK) return 0;
+        if (more > bytes) bytes = more;
         sbn_batch_norm_backward_workspace_size(&whole, &more);
         if (more > bytes) bytes = more;
         sbn_batch_norm_workspace_size(&whole, &more);
@@ -229,6 +234,7 @@ static sbn_status layer_step(run_state *st, const check_config *cfg, sbn_comm_t 
     config.eps = CHECK_EPS;
     config.momentum = CHECK_MOMENTUM;
     config.cumulative = cfg->cumulative;
+    config.reproducible = cfg->reproducible;
     config.timing = timing;
     s = sbn_syncbn_forward(comm, &config, &x, &w, &b, &rm, &rv, &st->num_batches_tracked, &y, &m,
                            &is, &count, st->ws, st->ws_bytes, pool);
@@ -302,6 +308,22 @@ static void set_tolerances(const run_state *st, const check_config *cfg, int wor
     r->tol_stats = 1e-9;
 }
 
+/* Hands this rank's outputs of the step to cfg->hook. */
+static void call_hook(run_state *st, const check_config *cfg, sbn_comm_t *comm, int step)
+{
+    check_outputs out;
+    out.step = step;
+    out.first = st->first;
+    out.y = view_of(st->y_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
+    out.grad_input = view_of(st->gi_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
+    out.stats[0] = sbn_tensor_1d(st->save_mean, SBN_F64, st->c);
+    out.stats[1] = sbn_tensor_1d(st->save_invstd, SBN_F64, st->c);
+    out.stats[2] = sbn_tensor_1d(st->rm, SBN_F32, st->c);
+    out.stats[3] = sbn_tensor_1d(st->rv, SBN_F32, st->c);
+    out.num_batches_tracked = st->num_batches_tracked;
+    cfg->hook(cfg->hook_user, comm, &out);
+}
+
 void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result)
 {
     run_state st;
@@ -365,6 +387,7 @@ void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result)
                      sbn_status_name(s), sbn_last_error());
             goto done;
         }
+        if (cfg->hook) call_hook(&st, cfg, comm, step);
         diff[5] = timing.stats_seconds;
         diff[6] = timing.comm_seconds;
         diff[7] = timing.elemt_seconds;

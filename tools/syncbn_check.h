@@ -15,6 +15,18 @@
 /* The largest rank of a run's batch (the library's SBN_MAX_RANK). */
 #define CHECK_MAX_RANK 8
 
+/* One rank's outputs after a step of check_run, given to check_config.hook. */
+typedef struct check_outputs {
+    int step;
+    int64_t first;            /* this rank's first row of the global batch */
+    sbn_tensor y, grad_input; /* this rank's rows (dense, the run's layout) */
+    sbn_tensor stats[4];      /* save_mean, save_invstd, running_mean, running_var */
+    int64_t num_batches_tracked;
+} check_outputs;
+
+/* Called on every rank after every step, in step; it may make a collective on comm. */
+typedef void (*check_hook)(void *user, sbn_comm_t *comm, const check_outputs *outputs);
+
 typedef struct check_config {
     int rank;                     /* of the batch, 2..CHECK_MAX_RANK */
     int64_t shape[CHECK_MAX_RANK]; /* the global batch (N, C, d2, ..., dk); its first `rank` dims */
@@ -26,6 +38,9 @@ typedef struct check_config {
     int threads;          /* compute threads per rank */
     int verbose;          /* print a line per step (rank 0) */
     int progress;         /* print a progress line for long runs (rank 0) */
+    int reproducible;     /* the layer's reproducible mode (sbn_syncbn_config.reproducible) */
+    check_hook hook;      /* optional: sees every step's outputs (demo --reproducible) */
+    void *hook_user;
 } check_config;
 
 typedef struct check_result {

@@ -103,6 +103,14 @@ expect_usage_error "syncbn: --shape needs a value" "--shape" demo --iters 1 --sh
 expect_usage_error "syncbn: --dtype f8:" "f32, bf16, f16 or f64" demo --dtype f8
 expect_usage_error "syncbn: --backend nccl:" "threads or mpi" demo --backend nccl
 expect_usage_error "syncbn: --ranks is not a flag of verify" "--backend" verify --ranks 2
+expect_usage_error "syncbn: --iters is not a flag of verify" "--reproducible" \
+  verify --reproducible --iters 2
+# --print-digests (hidden) is the mode of verify --reproducible's re-executed child: alone, or
+# on demo, it is refused
+expect_usage_error "syncbn: --print-digests needs --reproducible" "threads backend" \
+  verify --print-digests
+expect_usage_error "syncbn: unknown flag '--print-digests'" "demo" \
+  demo --reproducible --print-digests
 expect_usage_error "usage: syncbn demo" "--ranks" # no command at all
 
 # --- good flags still work (tiny runs)
@@ -113,6 +121,15 @@ expect_demo_ok --ranks 2 --shape 4x2x2x1x1x2x1x3 --iters 1 --dtype bf16 --channe
 expect_demo_ok --ranks 2 --shape 0x3x2x2 --iters 1
 expect_demo_ok --ranks 3 --shape 5x4x3 --iters 1 --dtype f64 --cumulative --no-empty
 expect_demo_ok --ranks 64 --shape 64x2 --iters 1 --threads 16
+expect_demo_ok --ranks 3 --shape 7x3x2x2 --iters 2 --reproducible
+expect_demo_ok --ranks 4 --shape 9x5x3 --iters 1 --dtype f16 --channels-last --reproducible \
+  --threads 2
+# demo --reproducible prints the digest and that it equals one rank's
+checks=$((checks + 1))
+out=$(timeout 120 "$syncbn" demo --ranks 5 --shape 6x3x2 --iters 2 --reproducible 2>&1)
+if ! grep -q "W = 1 digest [0-9a-f]*: equal" <<<"$out"; then
+  fail "syncbn demo --reproducible: no equal-digest line: $(tail -n 2 <<<"$out" | tr '\n' ' ')"
+fi
 checks=$((checks + 1))
 if ! timeout 60 "$syncbn" --help | grep -q "limits:"; then fail "syncbn --help: no limits printed"; fi
 
