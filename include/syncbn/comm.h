@@ -1,13 +1,15 @@
 /*
- * comm.h - the communicator: how the ranks of a SyncBN world exchange doubles.
- * A handle has a rank and a size and three collectives: allgather, allreduce-sum
- * and barrier. Backends: in-process threads (a world of W ranks, each handle used
- * from its own thread; the default, nothing to set up), MPI (syncbn/comm_mpi.h,
- * built when MPI is found) and user callbacks (a framework carries the bytes).
+ * comm.h - the communicator: how the ranks of a SyncBN world exchange doubles
+ * (and fixed-size accumulators). A handle has a rank and a size and four
+ * collectives: allgather, allreduce-sum, allreduce-merge (fixed-size elements
+ * merged by an exact user function) and barrier. Backends: in-process threads (a
+ * world of W ranks, each handle used from its own thread; the default, nothing to
+ * set up), MPI (syncbn/comm_mpi.h, built when MPI is found) and user callbacks (a
+ * framework carries the bytes).
  *
  * Safety: every collective first exchanges a small header (operation, element
- * count, a caller tag such as C and dtype, a per-handle call number and the
- * caller's step from sbn_comm_set_step). If
+ * count and size, a caller tag such as C and dtype, a per-handle call number and
+ * the caller's step from sbn_comm_set_step). If
  * the ranks disagree, every rank returns SBN_ERR_COMM_MISMATCH with a sentence
  * naming the ranks and the values, instead of mixing up buffers or hanging. A rank
  * that has failed calls sbn_comm_fail() at the point of its next collective, so
@@ -47,17 +49,39 @@ typedef struct sbn_comm sbn_comm_t;
 sbn_status sbn_comm_threads_create(int world, double timeout_seconds, sbn_comm_t **comms);
 
 /*
+ * The merge of sbn_comm_allreduce_merge: merges `count` elements of `in` into the
+ * `count` elements of `inout`, element by element (inout[i] = inout[i] (+) in[i]).
+ * It must be associative and commutative EXACTLY, bit for bit (integer sums,
+ * max, xor, exact accumulators; not a plain floating-point sum), since every
+ * backend merges in its own order (a tree, slices, MPI's algorithm) and the
+ * result must be the same bytes on every rank and for every order. It must not
+ * call the communicator and may run on any of the backend's threads (MPI calls
+ * it from inside MPI_Test). `in` and `inout` do not overlap.
+ */
+typedef void (*sbn_comm_merge_fn)(void *inout, const void *in, size_t count);
+
+/*
  * User callbacks: the framework's own collectives on bytes. Each returns 0 on
  * success, anything else on failure (mapped to SBN_ERR_COMM).
  *   allgather: every rank contributes `bytes` bytes; recv receives size * bytes,
  *              rank r's block at offset r * bytes.
  *   barrier:   optional (NULL: an allgather of one byte is used).
  *   destroy:   optional, called by sbn_comm_destroy with user.
+ *   allreduce: optional: in place over `count` elements of `elem_bytes` bytes,
+ *              every rank ends with the merge of all ranks' data, by any
+ *              algorithm that calls `merge` (any order: merge is exact). NULL:
+ *              sbn_comm_allreduce_merge allgathers every rank's data and merges
+ *              it locally in rank order, so each rank receives size * count *
+ *              elem_bytes bytes: that fallback's traffic grows with the world.
+ * A struct zero-initialized and then filled keeps working as members are added
+ * at the end (a NULL member is "not provided").
  */
 typedef struct sbn_comm_callbacks {
     int (*allgather)(void *user, const void *send, size_t bytes, void *recv);
     int (*barrier)(void *user);
     void (*destroy)(void *user);
+    int (*allreduce)(void *user, void *data, size_t count, size_t elem_bytes,
+                     sbn_comm_merge_fn merge);
 } sbn_comm_callbacks;
 
 sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_callbacks *callbacks,
@@ -76,7 +100,52 @@ sbn_status sbn_comm_allgather(sbn_comm_t *comm, const double *send, size_t count
                               int64_t tag);
 /* allreduce-sum in place over `count` doubles, summed in rank order on every rank. */
 sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size_t count, int64_t tag);
+/*
+ * allreduce-merge in place over `count` elements of `elem_bytes` bytes each:
+ * every rank ends with merge(rank 0's data, ..., rank W-1's data), the same bytes
+ * on every rank since `merge` is exact (see sbn_comm_merge_fn). The ranks must
+ * agree on count, elem_bytes and tag (checked: SBN_ERR_COMM_MISMATCH on every
+ * rank, naming the ranks and values); failures, timeouts and steps behave as in
+ * the other collectives. Per rank the payload moved stays O(count * elem_bytes)
+ * whatever the world size, except through the callbacks' allgather fallback:
+ *   threads:   count >= W: reduce-scatter then allgather over the ranks' own
+ *              buffers (rank r merges slice r of every rank, then every rank
+ *              copies every slice): (W - 2) * n_r + count elements read by rank
+ *              r, n_r = count / W give or take one, so under 2 * count when W
+ *              divides count and under 3 * count always; count < W: a binary
+ *              tree (merge the 2 children, copy the parent's result), at most
+ *              3 * count elements read per rank; 2 * log2(W) steps deep.
+ *   MPI:       MPI_Iallreduce with a datatype of elem_bytes bytes and a
+ *              commutative MPI_Op calling merge, polled against the timeout
+ *              (a timeout there breaks the handle: see comm_mpi.h).
+ *   callbacks: the allreduce callback, else allgather + local rank-order merge.
+ * Errors: SBN_ERR_NULL_ARGUMENT (data NULL with count > 0, merge NULL),
+ * SBN_ERR_BAD_VALUE (elem_bytes 0, count * elem_bytes overflowing; on MPI count
+ * or elem_bytes above INT_MAX), announced to the peers like any bad argument.
+ */
+sbn_status sbn_comm_allreduce_merge(sbn_comm_t *comm, void *data, size_t count, size_t elem_bytes,
+                                    sbn_comm_merge_fn merge, int64_t tag);
 sbn_status sbn_comm_barrier(sbn_comm_t *comm);
+
+/*
+ * Bytes this rank's handle has moved since its creation, headers included (each
+ * collective's header is 56 bytes per rank and is allgathered, so a rank receives
+ * (W - 1) x 56 header bytes per collective: that part does grow with W); either
+ * pointer may be NULL; 0 and 0 for a NULL handle. Like the getters, it leaves the
+ * error sentence alone.
+ *   threads:   sent counts each payload this rank publishes once (its block of an
+ *              allgather, its buffer of a merge), received the bytes it reads
+ *              from other ranks' memory (W - 1 blocks of an allgather; the slices
+ *              or tree buffers of a merge). A world of one moves nothing.
+ *   MPI:       the bytes of syncbn's own point-to-point messages (each exchange
+ *              sends its block to, and receives one from, each of the W - 1
+ *              peers), and count * elem_bytes in and out for each merge's
+ *              MPI_Iallreduce: MPI's internal algorithm traffic is not visible.
+ *   callbacks: the bytes handed to and received from the callbacks (an allgather
+ *              hands `bytes` and receives size * bytes; the allreduce callback
+ *              count * elem_bytes each way; the barrier callback none).
+ */
+void sbn_comm_traffic(const sbn_comm_t *comm, uint64_t *bytes_sent, uint64_t *bytes_received);
 
 /*
  * Declares the caller's step (e.g. the training iteration) for the collectives

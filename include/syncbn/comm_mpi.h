@@ -19,6 +19,15 @@
  * its way), so the job cannot be trusted to finish its collectives or MPI_Finalize
  * cleanly. An MPI program should then report the error and call
  * MPI_Abort(MPI_COMM_WORLD, 1), as it would for any lost rank.
+ *
+ * sbn_comm_allreduce_merge runs MPI_Iallreduce (a commutative user op on a
+ * datatype of elem_bytes bytes, from and into the handle's own staging buffers)
+ * after the header exchange, polled against the same timeout. A rank that never
+ * comes is named by the header exchange; a timeout in the MPI_Iallreduce itself
+ * (a rank stopped or died after the header) cannot name anyone and breaks the
+ * handle as above: the request stays pending in MPI for good (a nonblocking
+ * collective can be neither cancelled nor freed), and its staging buffers,
+ * datatype and op are never freed, so that MPI may still complete it.
  */
 #ifndef SYNCBN_COMM_MPI_H
 #define SYNCBN_COMM_MPI_H

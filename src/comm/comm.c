@@ -1,18 +1,21 @@
 /*
  * comm.c - the generic layer of the communicator, shared by every backend. Each
- * collective first allgathers a fixed header (op, count, tag, call number, failure
- * status) from every rank; every rank then sees the same headers and reaches the
- * same verdict: a rank that announced a failure makes every rank return
- * SBN_ERR_PEER_FAILED (and the handle stays failed), any disagreement makes every
- * rank return SBN_ERR_COMM_MISMATCH, and only when all agree is the payload
- * exchanged. A rank whose own arguments are wrong announces the failure in the
- * header instead of leaving its peers waiting. allreduce_sum gathers every rank's
- * values into the grow-only scratch and adds them in rank order 0..W-1, so all
- * ranks get the same bits whatever the backend. The header also carries the
- * caller's step (sbn_comm_set_step): the call number alone can never differ
- * between ranks, since every exchange pairs the k-th call of each rank, so it
- * cannot reveal a rank that skipped a whole step; the caller's step can. The
- * timeout rule shared by the backends that wait (sbn__comm_timeout) is here too.
+ * collective first allgathers a fixed header (op, count, element size, tag, call
+ * number, step, failure status: 7 int64, 56 bytes) from every rank; every rank
+ * then sees the same headers and reaches the same verdict: a rank that announced
+ * a failure makes every rank return SBN_ERR_PEER_FAILED (and the handle stays
+ * failed), any disagreement makes every rank return SBN_ERR_COMM_MISMATCH, and
+ * only when all agree is the payload exchanged. A rank whose own arguments are
+ * wrong announces the failure in the header instead of leaving its peers
+ * waiting. allreduce_sum gathers every rank's values into the grow-only scratch
+ * and adds them in rank order 0..W-1, so all ranks get the same bits whatever the
+ * backend. allreduce_merge (fixed-size elements, an exact user merge) runs the
+ * backend's own algorithm after the header, or, for a backend without one, the
+ * same gather-then-rank-order scheme. The header also carries the caller's step
+ * (sbn_comm_set_step): the call number alone can never differ between ranks,
+ * since every exchange pairs the k-th call of each rank, so it cannot reveal a
+ * rank that skipped a whole step; the caller's step can. The timeout rule shared
+ * by the backends that wait (sbn__comm_timeout) is here too.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,6 +84,7 @@ static const char *op_name(int64_t op, char *buf, size_t size)
     case SBN_OP_ALLREDUCE: return "allreduce";
     case SBN_OP_BARRIER: return "barrier";
     case SBN_OP_FAIL: return "fail";
+    case SBN_OP_ALLREDUCE_MERGE: return "allreduce_merge";
     default: snprintf(buf, size, "op %" PRId64, op); return buf;
     }
 }
@@ -147,11 +151,22 @@ static sbn_status verdict_failed(sbn_comm_t *comm, int my_op)
                       nfailed == 1 ? "rank" : "ranks", text, nfailed > shown ? ", ..." : "");
 }
 
-/* Every rank must agree with rank 0 on op, count, tag, call number and step. */
+/* "allreduce (count 128, tag 64, call #1)"; a merge names its elem_bytes too. */
+static void describe_call(const int64_t *h, char *buf, size_t size)
+{
+    char name[32], elem[48] = "";
+    if (h[SBN_HDR_OP] == SBN_OP_ALLREDUCE_MERGE)
+        snprintf(elem, sizeof elem, ", elem_bytes %" PRId64, h[SBN_HDR_ELEM]);
+    snprintf(buf, size, "%s (count %" PRId64 "%s, tag %" PRId64 ", call #%" PRId64 ")",
+             op_name(h[SBN_HDR_OP], name, sizeof name), h[SBN_HDR_COUNT], elem, h[SBN_HDR_TAG],
+             h[SBN_HDR_SEQ]);
+}
+
+/* Every rank must agree with rank 0 on op, count, element size, tag, call number and step. */
 static sbn_status verdict_mismatch(const sbn_comm_t *comm)
 {
     const int64_t *h0 = header_of(comm, 0);
-    char n0[32], nr[32], steps[160];
+    char c0[160], cr[160], steps[160];
     int r, w;
 
     for (r = 1; r < comm->size; r++) {
@@ -164,22 +179,21 @@ static sbn_status verdict_mismatch(const sbn_comm_t *comm)
             snprintf(steps, sizeof steps, "rank 0 is at step %" PRId64 " but rank %d is at step "
                      "%" PRId64 " (a rank skipped or repeated a step): ", h0[SBN_HDR_STEP], r,
                      h[SBN_HDR_STEP]);
-        return sbn__error(SBN_ERR_COMM_MISMATCH,
-                          "%srank 0 called %s (count %" PRId64 ", tag %" PRId64 ", call #%" PRId64
-                          ") but rank %d called %s (count %" PRId64 ", tag %" PRId64
-                          ", call #%" PRId64 ")",
-                          steps, op_name(h0[SBN_HDR_OP], n0, sizeof n0), h0[SBN_HDR_COUNT],
-                          h0[SBN_HDR_TAG], h0[SBN_HDR_SEQ], r, op_name(h[SBN_HDR_OP], nr, sizeof nr),
-                          h[SBN_HDR_COUNT], h[SBN_HDR_TAG], h[SBN_HDR_SEQ]);
+        describe_call(h0, c0, sizeof c0);
+        describe_call(h, cr, sizeof cr);
+        return sbn__error(SBN_ERR_COMM_MISMATCH, "%srank 0 called %s but rank %d called %s", steps,
+                          c0, r, cr);
     }
     return SBN_OK;
 }
 
 /*
  * Starts a collective: numbers it, exchanges this rank's header and returns the
- * verdict every rank shares. `status` is the announced failure for SBN_OP_FAIL.
+ * verdict every rank shares. `elem` is the element size in bytes the ranks must
+ * agree on; `status` is the announced failure for SBN_OP_FAIL.
  */
-static sbn_status start(sbn_comm_t *comm, int op, size_t count, int64_t tag, sbn_status status)
+static sbn_status start(sbn_comm_t *comm, int op, size_t count, size_t elem, int64_t tag,
+                        sbn_status status)
 {
     int64_t mine[SBN_HDR_WORDS];
     sbn_status s;
@@ -190,6 +204,7 @@ static sbn_status start(sbn_comm_t *comm, int op, size_t count, int64_t tag, sbn
     mine[SBN_HDR_TAG] = tag;
     mine[SBN_HDR_SEQ] = (int64_t)comm->seq;
     mine[SBN_HDR_STEP] = comm->step;
+    mine[SBN_HDR_ELEM] = (int64_t)elem;
     mine[SBN_HDR_STATUS] = op == SBN_OP_FAIL ? (int64_t)status : 0;
     s = comm->vt->allgather_bytes(comm, mine, sizeof mine, comm->headers);
     if (SBN_FAILED(s)) return backend_error(comm, op, "header", s);
@@ -206,7 +221,7 @@ static sbn_status start(sbn_comm_t *comm, int op, size_t count, int64_t tag, sbn
 static void announce(sbn_comm_t *comm, sbn_status status)
 {
     if (comm->dead) return;
-    (void)start(comm, SBN_OP_FAIL, 0, 0, status);
+    (void)start(comm, SBN_OP_FAIL, 0, 0, 0, status);
 }
 
 /* 1 when size * count doubles (and count as an int64) fit. */
@@ -252,7 +267,7 @@ SBN_API sbn_status sbn_comm_allgather(sbn_comm_t *comm, const double *send, size
         return sbn__error(SBN_ERR_ALIAS, "allgather on rank %d: send (%zu doubles) overlaps recv "
                           "(%d x %zu doubles)", comm->rank, count, comm->size, count);
     }
-    s = start(comm, SBN_OP_ALLGATHER, count, tag, SBN_OK);
+    s = start(comm, SBN_OP_ALLGATHER, count, sizeof(double), tag, SBN_OK);
     if (SBN_FAILED(s) || count == 0) return s;
     s = comm->vt->allgather_bytes(comm, send, bytes, recv);
     if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLGATHER, "payload", s);
@@ -295,7 +310,7 @@ SBN_API sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size
         return sbn__error(SBN_ERR_OUT_OF_MEMORY, "allreduce on rank %d: could not allocate the "
                           "%d x %zu doubles scratch", comm->rank, comm->size, count);
     }
-    s = start(comm, SBN_OP_ALLREDUCE, count, tag, SBN_OK);
+    s = start(comm, SBN_OP_ALLREDUCE, count, sizeof(double), tag, SBN_OK);
     if (SBN_FAILED(s) || count == 0 || comm->size == 1) return s;
     s = comm->vt->allgather_bytes(comm, values, bytes, comm->scratch);
     if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLREDUCE, "payload", s);
@@ -309,6 +324,110 @@ SBN_API sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size
     return SBN_OK;
 }
 
+/*
+ * A failure of this rank alone before the header (a check or an allocation of
+ * the backend's prepare_merge): announced like a bad argument, with its sentence.
+ */
+static sbn_status announce_own(sbn_comm_t *comm, sbn_status status)
+{
+    char text[SBN_COMM_TEXT];
+    snprintf(text, sizeof text, "%s", sbn_last_error());
+    announce(comm, status);
+    return sbn__error(status, "allreduce_merge on rank %d: %s", comm->rank,
+                      text[0] ? text : sbn_status_str(status));
+}
+
+/*
+ * The merge of a backend without its own: every rank's data gathered into the
+ * scratch (size rows of count * elem_bytes), then row 0 merged with rows 1, 2,
+ * ..., size - 1 in that order: the same calls, hence the same bytes, on every
+ * rank, even for a merge that is not commutative.
+ */
+static sbn_status merge_by_allgather(sbn_comm_t *comm, void *data, size_t count, size_t elem_bytes,
+                                     sbn_comm_merge_fn merge)
+{
+    const unsigned char *rows = comm->scratch;
+    size_t bytes = count * elem_bytes;
+    sbn_status s = comm->vt->allgather_bytes(comm, data, bytes, comm->scratch);
+    int r;
+    if (SBN_FAILED(s)) return s;
+    memcpy(data, rows, bytes);
+    for (r = 1; r < comm->size; r++) merge(data, rows + (size_t)r * bytes, count);
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_comm_allreduce_merge(sbn_comm_t *comm, void *data, size_t count,
+                                            size_t elem_bytes, sbn_comm_merge_fn merge,
+                                            int64_t tag)
+{
+    const struct sbn__comm_vtable *vt;
+    sbn_status s;
+    size_t bytes;
+
+    sbn__clear_error();
+    if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
+    if (comm->dead) return dead_error(comm, SBN_OP_ALLREDUCE_MERGE);
+    vt = comm->vt;
+    if (elem_bytes == 0) {
+        announce(comm, SBN_ERR_BAD_VALUE);
+        return sbn__error(SBN_ERR_BAD_VALUE, "allreduce_merge on rank %d: elem_bytes is 0; "
+                          "expected the size in bytes of one element (at least 1)", comm->rank);
+    }
+    if (merge == NULL) {
+        announce(comm, SBN_ERR_NULL_ARGUMENT);
+        return sbn__error(SBN_ERR_NULL_ARGUMENT, "allreduce_merge on rank %d: merge (the merge "
+                          "function) is NULL", comm->rank);
+    }
+    if (count > 0 && data == NULL) {
+        announce(comm, SBN_ERR_NULL_ARGUMENT);
+        return sbn__error(SBN_ERR_NULL_ARGUMENT, "allreduce_merge on rank %d: data is NULL with "
+                          "count %zu", comm->rank, count);
+    }
+    /* The header carries count and elem_bytes as int64; the payload must be addressable. */
+    if (count > (size_t)INT64_MAX || elem_bytes > (size_t)INT64_MAX ||
+        count > SIZE_MAX / elem_bytes) {
+        announce(comm, SBN_ERR_BAD_VALUE);
+        return sbn__error(SBN_ERR_BAD_VALUE, "allreduce_merge on rank %d: count %zu x elem_bytes "
+                          "%zu overflows the address space", comm->rank, count, elem_bytes);
+    }
+    bytes = count * elem_bytes;
+    if (comm->size > 1 && count > 0) {
+        if (vt->prepare_merge != NULL) {
+            s = vt->prepare_merge(comm, count, elem_bytes, merge);
+            if (SBN_FAILED(s)) return announce_own(comm, s);
+        }
+        if (vt->allreduce_merge == NULL) {
+            if (bytes > SIZE_MAX / (size_t)comm->size) {
+                announce(comm, SBN_ERR_BAD_VALUE);
+                return sbn__error(SBN_ERR_BAD_VALUE, "allreduce_merge on rank %d: %d ranks of %zu "
+                                  "x %zu bytes (the allgather this backend merges from) overflow "
+                                  "the address space", comm->rank, comm->size, count, elem_bytes);
+            }
+            if (!reserve_scratch(comm, bytes * (size_t)comm->size)) {
+                announce(comm, SBN_ERR_OUT_OF_MEMORY);
+                return sbn__error(SBN_ERR_OUT_OF_MEMORY, "allreduce_merge on rank %d: could not "
+                                  "allocate the %d x %zu bytes scratch", comm->rank, comm->size,
+                                  bytes);
+            }
+        }
+    }
+    s = start(comm, SBN_OP_ALLREDUCE_MERGE, count, elem_bytes, tag, SBN_OK);
+    if (SBN_FAILED(s) || count == 0 || comm->size == 1) return s;
+    if (vt->allreduce_merge != NULL)
+        s = vt->allreduce_merge(comm, data, count, elem_bytes, merge);
+    else
+        s = merge_by_allgather(comm, data, count, elem_bytes, merge);
+    if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLREDUCE_MERGE, "payload", s);
+    return SBN_OK;
+}
+
+SBN_API void sbn_comm_traffic(const sbn_comm_t *comm, uint64_t *bytes_sent,
+                              uint64_t *bytes_received)
+{
+    if (bytes_sent != NULL) *bytes_sent = comm ? comm->bytes_sent : 0;
+    if (bytes_received != NULL) *bytes_received = comm ? comm->bytes_received : 0;
+}
+
 SBN_API sbn_status sbn_comm_barrier(sbn_comm_t *comm)
 {
     sbn_status s;
@@ -316,7 +435,7 @@ SBN_API sbn_status sbn_comm_barrier(sbn_comm_t *comm)
     sbn__clear_error();
     if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
     if (comm->dead) return dead_error(comm, SBN_OP_BARRIER);
-    s = start(comm, SBN_OP_BARRIER, 0, 0, SBN_OK);
+    s = start(comm, SBN_OP_BARRIER, 0, 0, 0, SBN_OK);
     if (SBN_FAILED(s)) return s;
     s = comm->vt->barrier(comm);
     if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_BARRIER, "barrier", s);
@@ -337,7 +456,7 @@ SBN_API sbn_status sbn_comm_fail(sbn_comm_t *comm, sbn_status reason)
     sbn__clear_error();
     if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
     if (!comm->dead) {
-        s = start(comm, SBN_OP_FAIL, 0, 0, reason);
+        s = start(comm, SBN_OP_FAIL, 0, 0, 0, reason);
         if (SBN_FAILED(s)) return s; /* the backend's error: the failure was not announced */
     }
     if (!SBN_FAILED(reason))

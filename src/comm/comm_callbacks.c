@@ -1,11 +1,14 @@
 /*
  * comm_callbacks.c - the backend that lets a framework carry the bytes: the
- * handle keeps the user's allgather, barrier and destroy callbacks and their
- * `user` pointer. A nonzero return from a callback becomes SBN_ERR_COMM with a
- * sentence naming the callback and the value. Without a barrier callback, the
- * barrier is an allgather of one byte into a buffer allocated at creation. On a
- * failed creation the user's destroy callback is not called: `user` stays the
- * caller's.
+ * handle keeps the user's allgather, barrier, destroy and allreduce callbacks and
+ * their `user` pointer. A nonzero return from a callback becomes SBN_ERR_COMM
+ * with a sentence naming the callback and the value. Without a barrier callback,
+ * the barrier is an allgather of one byte into a buffer allocated at creation.
+ * Without an allreduce callback, the handle's vtable has no allreduce_merge and
+ * the generic layer merges an allgather of every rank's data in rank order (so
+ * each rank receives size * count * elem_bytes bytes). Traffic: what is handed
+ * to the callbacks and what they hand back. On a failed creation the user's
+ * destroy callback is not called: `user` stays the caller's.
  */
 #include "comm_internal.h"
 
@@ -24,6 +27,7 @@ static sbn_status callbacks_allgather(sbn_comm_t *base, const void *send, size_t
     if (rc != 0)
         return sbn__error(SBN_ERR_COMM, "the allgather callback returned %d on rank %d of %d "
                           "(%zu bytes per rank)", rc, base->rank, base->size, bytes);
+    sbn__comm_count(base, bytes, (uint64_t)base->size * bytes);
     return SBN_OK;
 }
 
@@ -44,6 +48,20 @@ static sbn_status callbacks_barrier(sbn_comm_t *base)
         return sbn__error(SBN_ERR_COMM, "the allgather callback returned %d on rank %d of %d "
                           "(the one-byte allgather that stands for the barrier)",
                           rc, base->rank, base->size);
+    sbn__comm_count(base, 1, (uint64_t)base->size);
+    return SBN_OK;
+}
+
+static sbn_status callbacks_allreduce(sbn_comm_t *base, void *data, size_t count,
+                                      size_t elem_bytes, sbn_comm_merge_fn merge)
+{
+    callbacks_comm *c = (callbacks_comm *)base;
+    int rc = c->cb.allreduce(c->user, data, count, elem_bytes, merge);
+    if (rc != 0)
+        return sbn__error(SBN_ERR_COMM, "the allreduce callback returned %d on rank %d of %d "
+                          "(%zu elements of %zu bytes)", rc, base->rank, base->size, count,
+                          elem_bytes);
+    sbn__comm_count(base, (uint64_t)count * elem_bytes, (uint64_t)count * elem_bytes);
     return SBN_OK;
 }
 
@@ -55,8 +73,19 @@ static void callbacks_destroy(sbn_comm_t *base)
     sbn__free(c);
 }
 
-static const struct sbn__comm_vtable callbacks_vtable = {callbacks_allgather, callbacks_barrier,
-                                                         callbacks_destroy};
+/* Without an allreduce callback: the generic layer's allgather-then-merge. */
+static const struct sbn__comm_vtable callbacks_vtable = {
+    .allgather_bytes = callbacks_allgather,
+    .barrier = callbacks_barrier,
+    .destroy = callbacks_destroy,
+};
+
+static const struct sbn__comm_vtable callbacks_vtable_allreduce = {
+    .allgather_bytes = callbacks_allgather,
+    .barrier = callbacks_barrier,
+    .destroy = callbacks_destroy,
+    .allreduce_merge = callbacks_allreduce,
+};
 
 SBN_API sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_callbacks *callbacks,
                                              void *user, sbn_comm_t **comm)
@@ -88,7 +117,9 @@ SBN_API sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_
                               "buffer", size);
         }
     }
-    s = sbn__comm_init(&c->base, &callbacks_vtable, rank, size);
+    s = sbn__comm_init(&c->base,
+                       callbacks->allreduce ? &callbacks_vtable_allreduce : &callbacks_vtable,
+                       rank, size);
     if (SBN_FAILED(s)) {
         sbn__free(c->barrier_recv);
         sbn__free(c);

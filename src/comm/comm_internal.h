@@ -1,11 +1,13 @@
 /*
  * comm_internal.h - what the communicator's files share: the backend vtable and
  * the handle every backend embeds as its first member. A backend moves bytes
- * (allgather_bytes, barrier) and reports its own failures through sbn__error;
- * the generic layer (comm.c) owns everything else: the header exchange that
- * checks the ranks agree, the sticky failure state, the rank-order sum and the
- * grow-only scratch buffer. Backends create a handle with sbn__comm_init and
- * their destroy frees the handle itself after sbn__comm_release has run. The
+ * (allgather_bytes, barrier, optionally allreduce_merge) and reports its own
+ * failures through sbn__error and its traffic through sbn__comm_count; the
+ * generic layer (comm.c) owns everything else: the header exchange that checks
+ * the ranks agree, the sticky failure state, the rank-order sum, the rank-order
+ * merge of backends without their own, and the grow-only scratch buffer.
+ * Backends create a handle with sbn__comm_init and their destroy frees the
+ * handle itself after sbn__comm_release has run. The
  * timeout rule (an explicit argument, else SBN_COMM_TIMEOUT, else 60 s) lives
  * here too, so that every backend that waits reads it the same way.
  */
@@ -25,8 +27,9 @@ enum {
     SBN_HDR_TAG = 2,    /* the caller's tag */
     SBN_HDR_SEQ = 3,    /* the handle's call number, 1-based */
     SBN_HDR_STEP = 4,   /* the caller's step (sbn_comm_set_step), 0 until set */
-    SBN_HDR_STATUS = 5, /* the announced status of a FAIL, else 0 */
-    SBN_HDR_WORDS = 6   /* every word before SBN_HDR_STATUS must agree */
+    SBN_HDR_ELEM = 5,   /* bytes per element: 8 for doubles, elem_bytes of a merge, 0 */
+    SBN_HDR_STATUS = 6, /* the announced status of a FAIL, else 0 */
+    SBN_HDR_WORDS = 7   /* every word before SBN_HDR_STATUS must agree (56 bytes) */
 };
 
 #define SBN_COMM_DEFAULT_TIMEOUT 60.0 /* seconds */
@@ -34,7 +37,13 @@ enum {
 #define SBN_COMM_TIMEOUT_ENV "SBN_COMM_TIMEOUT"
 
 
-enum { SBN_OP_ALLGATHER = 1, SBN_OP_ALLREDUCE = 2, SBN_OP_BARRIER = 3, SBN_OP_FAIL = 4 };
+enum {
+    SBN_OP_ALLGATHER = 1,
+    SBN_OP_ALLREDUCE = 2,
+    SBN_OP_BARRIER = 3,
+    SBN_OP_FAIL = 4,
+    SBN_OP_ALLREDUCE_MERGE = 5
+};
 
 struct sbn__comm_vtable {
     /*
@@ -47,6 +56,20 @@ struct sbn__comm_vtable {
     sbn_status (*barrier)(sbn_comm_t *comm);
     /* Frees the backend's state and the handle itself. */
     void (*destroy)(sbn_comm_t *comm);
+    /*
+     * Optional, before the header exchange of an allreduce-merge: whatever can
+     * fail on one rank alone (allocations, backend limits), so that the rank
+     * announces the failure instead of leaving its peers waiting. NULL: nothing.
+     */
+    sbn_status (*prepare_merge)(sbn_comm_t *comm, size_t count, size_t elem_bytes,
+                                sbn_comm_merge_fn merge);
+    /*
+     * Optional: the allreduce-merge in place, after the header exchange agreed
+     * (count > 0, size > 1). NULL: the generic layer allgathers every rank's data
+     * into its scratch and merges it in rank order.
+     */
+    sbn_status (*allreduce_merge)(sbn_comm_t *comm, void *data, size_t count, size_t elem_bytes,
+                                  sbn_comm_merge_fn merge);
 };
 
 struct sbn_comm {
@@ -62,7 +85,16 @@ struct sbn_comm {
     int dead_rank;            /* the first failed rank */
     sbn_status dead_status;   /* the status it announced */
     uint64_t dead_seq;        /* the call in which the failure was seen */
+    /* Traffic (sbn_comm_traffic), counted by the backends with sbn__comm_count. */
+    uint64_t bytes_sent, bytes_received;
 };
+
+/* Adds to the handle's traffic counters. */
+static inline void sbn__comm_count(sbn_comm_t *comm, uint64_t sent, uint64_t received)
+{
+    comm->bytes_sent += sent;
+    comm->bytes_received += received;
+}
 
 /*
  * Fills the generic part of a backend's handle (zeroed by the caller) and

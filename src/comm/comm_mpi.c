@@ -16,6 +16,20 @@
  * in the same call, or a late rank at its next call, fails at once with the
  * notice's sentence instead of waiting for its own deadline. A broken handle's
  * destroy leaves its duplicate communicator to MPI (see mpi_destroy).
+ *
+ * The merge allreduce is MPI's own collective: MPI_Iallreduce from and to the
+ * handle's staging buffers (never the caller's) with a datatype of elem_bytes
+ * bytes and a commutative op calling the merge (comm_mpi_merge.c), polled like
+ * an exchange against the deadline and for the peers' notices. MPI names nobody
+ * in a collective that does not complete, but a rank that never comes is already
+ * caught by the header exchange before it, naming it; the MPI_Iallreduce times
+ * out only when a rank stops after the header (a dead process, a merge that never
+ * returns). Then, as after a failed exchange, the handle is broken and notifies
+ * its peers, and the request stays pending for good (a nonblocking collective
+ * can be neither cancelled nor freed): its staging buffers, datatype and op are
+ * never freed, so that MPI can still finish it if the late ranks ever arrive.
+ * Traffic: each exchange counts its W - 1 messages each way, each merge count *
+ * elem_bytes each way (what MPI's algorithm moves inside is not visible here).
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -24,6 +38,7 @@
 #include <time.h>
 
 #include "comm_internal.h"
+#include "comm_mpi_merge.h"
 #include "syncbn/comm_mpi.h"
 
 #define SBN_MPI_TAG_EXCHANGE 1
@@ -52,6 +67,7 @@ typedef struct mpi_comm {
     mpi_notice *notice_in, *notice_out;
     MPI_Request notice_recv; /* from any peer, posted at creation */
     int abandoned; /* MPI kept requests on stage or the notices: they are never freed */
+    sbn__mpi_merge merge; /* the merge allreduce's op, datatypes, stage and request */
     int broken;
     sbn_status broken_status;
     char broken_text[SBN_MPI_TEXT];
@@ -163,6 +179,7 @@ static void send_notices(mpi_comm *c)
         if (r != c->base.rank)
             MPI_Isend(c->notice_out, (int)sizeof *c->notice_out, MPI_BYTE, r, SBN_MPI_TAG_NOTICE,
                       c->comm, &sends[r]);
+    sbn__comm_count(&c->base, (uint64_t)(size - 1) * sizeof *c->notice_out, 0);
 }
 
 /* 1 when a peer's notice has arrived (the handle is then broken with its sentence). */
@@ -172,6 +189,7 @@ static int notice_arrived(mpi_comm *c)
     int flag = 0;
     if (c->notice_recv == MPI_REQUEST_NULL) return 0;
     if (MPI_Test(&c->notice_recv, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) return 0;
+    sbn__comm_count(&c->base, 0, sizeof *c->notice_in);
     c->notice_in->text[sizeof c->notice_in->text - 1] = '\0';
     snprintf(text, sizeof text, "rank %" PRId64 " gave up in its call #%" PRId64 ", which broke "
              "the communicator: %s", c->notice_in->rank, c->notice_in->seq, c->notice_in->text);
@@ -335,6 +353,7 @@ static sbn_status mpi_exchange(sbn_comm_t *base, const void *send, size_t bytes,
     }
     s = wait_exchange(c, (int)count, unit);
     if (SBN_FAILED(s)) return s;
+    sbn__comm_count(base, (uint64_t)(size - 1) * bytes, (uint64_t)(size - 1) * bytes);
     if (bytes > 0) {
         for (r = 0; r < size; r++)
             if (r != me) memcpy((unsigned char *)recv + (size_t)r * bytes, c->stage + (size_t)r * bytes,
@@ -350,6 +369,82 @@ static sbn_status mpi_barrier(sbn_comm_t *base)
     return mpi_exchange(base, NULL, 0, NULL);
 }
 
+/* ---- the merge allreduce ---- */
+
+/* Before the header: MPI's limits, the staging buffers, the op and the datatype. */
+static sbn_status mpi_prepare_merge(sbn_comm_t *base, size_t count, size_t elem_bytes,
+                                    sbn_comm_merge_fn merge)
+{
+    mpi_comm *c = (mpi_comm *)base;
+    if (c->broken) return SBN_OK; /* the header exchange reports it */
+    return sbn__mpi_merge_prepare(&c->merge, count, elem_bytes, merge);
+}
+
+/* A merge that did not complete: the handle breaks and its request stays MPI's. */
+static sbn_status fail_merge(mpi_comm *c, sbn_status status, const char *text, int notify)
+{
+    break_handle(c, status, text);
+    c->merge.abandoned = 1;
+    if (notify) send_notices(c);
+    return broken_error(c, 0);
+}
+
+/*
+ * MPI_Iallreduce of stage[0, bytes) into stage[bytes, 2 bytes), then polled:
+ * MPI_Test, then the peers' notices, then the deadline, with the exchanges' naps.
+ */
+static sbn_status mpi_allreduce_merge(sbn_comm_t *base, void *data, size_t count,
+                                      size_t elem_bytes, sbn_comm_merge_fn merge)
+{
+    mpi_comm *c = (mpi_comm *)base;
+    size_t bytes = count * elem_bytes;
+    MPI_Datatype type = sbn__mpi_merge_type_of(&c->merge, elem_bytes, merge);
+    unsigned char *in = c->merge.stage, *out = c->merge.stage + bytes;
+    char text[SBN_MPI_TEXT], why[MPI_MAX_ERROR_STRING + 32];
+    double deadline;
+    long nap_ns = 1000L;
+    int rc, flag = 0, spins = 0;
+
+    if (c->broken) return broken_error(c, 1);
+    if (notice_arrived(c)) return broken_error(c, 0);
+    if (type == MPI_DATATYPE_NULL) /* prepare_merge ran on every rank that got here */
+        return sbn__error(SBN_ERR_COMM, "no MPI datatype was prepared for %zu-byte elements",
+                          elem_bytes);
+    memcpy(in, data, bytes);
+    rc = MPI_Iallreduce(in, out, (int)count, type, c->merge.op, c->comm, &c->merge.request);
+    if (rc != MPI_SUCCESS) {
+        mpi_text(rc, why, sizeof why);
+        snprintf(text, sizeof text, "MPI_Iallreduce failed on rank %d: %s", base->rank, why);
+        return fail_merge(c, SBN_ERR_COMM, text, 1);
+    }
+    deadline = now_seconds() + c->timeout;
+    for (;;) {
+        rc = MPI_Test(&c->merge.request, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            mpi_text(rc, why, sizeof why);
+            snprintf(text, sizeof text, "MPI_Test of the MPI_Iallreduce failed on rank %d: %s",
+                     base->rank, why);
+            return fail_merge(c, SBN_ERR_COMM, text, 1);
+        }
+        if (flag) break;
+        if (notice_arrived(c)) return fail_merge(c, c->broken_status, c->broken_text, 0);
+        if (now_seconds() >= deadline) {
+            snprintf(text, sizeof text, "rank %d timed out after %g s in the MPI_Iallreduce of "
+                     "an allreduce_merge: every rank had passed the header exchange, but the "
+                     "reduction did not complete (a rank stopped after it, or a merge did not "
+                     "return in time)", base->rank, c->timeout);
+            return fail_merge(c, SBN_ERR_TIMEOUT, text, 1);
+        }
+        if (++spins > SBN_MPI_SPINS) {
+            nap(nap_ns);
+            if (nap_ns < SBN_MPI_MAX_NAP_NS) nap_ns *= 2;
+        }
+    }
+    memcpy(data, out, bytes);
+    sbn__comm_count(base, bytes, bytes);
+    return SBN_OK;
+}
+
 static void mpi_destroy(sbn_comm_t *base)
 {
     mpi_comm *c = (mpi_comm *)base;
@@ -360,6 +455,7 @@ static void mpi_destroy(sbn_comm_t *base)
         settle_requests(c, &c->notice_recv, 1, 0, 1);
         settle_requests(c, notices, base->size, 0, 0);
         if (c->unit8 != MPI_DATATYPE_NULL) MPI_Type_free(&c->unit8);
+        sbn__mpi_merge_release(&c->merge, 1);
         /*
          * A broken handle keeps its duplicate: messages of the abandoned exchange
          * may still be on their way, and Open MPI hands messages for a freed
@@ -369,6 +465,7 @@ static void mpi_destroy(sbn_comm_t *base)
          */
         if (c->comm != MPI_COMM_NULL && !c->broken) MPI_Comm_free(&c->comm);
     }
+    if (finalized) sbn__mpi_merge_release(&c->merge, 0);
     if (!c->abandoned) {
         sbn__free(c->stage);
         sbn__free(c->notice_in);
@@ -378,7 +475,13 @@ static void mpi_destroy(sbn_comm_t *base)
     sbn__free(c);
 }
 
-static const struct sbn__comm_vtable mpi_vtable = {mpi_exchange, mpi_barrier, mpi_destroy};
+static const struct sbn__comm_vtable mpi_vtable = {
+    .allgather_bytes = mpi_exchange,
+    .barrier = mpi_barrier,
+    .destroy = mpi_destroy,
+    .prepare_merge = mpi_prepare_merge,
+    .allreduce_merge = mpi_allreduce_merge,
+};
 
 /* ---- creation ---- */
 
@@ -454,6 +557,7 @@ static sbn_status make_handle(MPI_Comm dup, double timeout, mpi_comm **out)
     c->unit8 = MPI_DATATYPE_NULL;
     c->notice_recv = MPI_REQUEST_NULL;
     c->timeout = timeout;
+    sbn__mpi_merge_init(&c->merge);
     c->requests = sbn__calloc(3 * (size_t)size, sizeof *c->requests);
     c->notice_in = sbn__calloc(1, sizeof *c->notice_in);
     c->notice_out = sbn__calloc(1, sizeof *c->notice_out);

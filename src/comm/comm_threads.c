@@ -10,7 +10,12 @@
  * else SBN_COMM_TIMEOUT, else 60 s, as sbn__comm_timeout decides); a timeout, a
  * size mismatch or a destroyed handle breaks the world, and from then on every
  * collective on any of its handles fails at once with the sentence that broke it.
- * The world is freed with its last handle.
+ * The world is freed with its last handle. The merge allreduce uses the same
+ * arrival and departure around its own middle: a reduce-scatter then allgather
+ * over the ranks' own buffers when count >= W, a binary tree (with one condition
+ * variable per rank) below, so that no rank reads more than 3 * count elements
+ * whatever W; see scatter_merge and tree_merge. Traffic: a rank counts its posted
+ * payload as sent once and what it reads from other ranks' buffers as received.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -27,6 +32,9 @@ typedef struct world_slot {
     const void *send;
     size_t bytes;
     int posted; /* arrived in the open round */
+    /* The tree merge: the round in which this rank's subtree / final result was ready. */
+    uint64_t reduced, final;
+    pthread_cond_t cond; /* this rank waits here for its tree neighbours */
 } world_slot;
 
 typedef struct sbn_world {
@@ -124,13 +132,17 @@ static void open_round(sbn_world *w)
     pthread_cond_broadcast(&w->cond);
 }
 
-static sbn_status threads_allgather(sbn_comm_t *base, const void *send, size_t bytes, void *recv)
+/*
+ * Arrival: posts (send, bytes) and waits, until the world's deadline, for every
+ * rank to post; *round_out is then the number of the round just opened (the same
+ * on every rank). Returns the broken world's error otherwise.
+ */
+static sbn_status arrive(threads_comm *c, const void *send, size_t bytes, uint64_t *round_out)
 {
-    threads_comm *c = (threads_comm *)base;
     sbn_world *w = c->world;
     struct timespec deadline = deadline_after(w->timeout);
-    uint64_t round, leave;
-    int r;
+    uint64_t round;
+    int rank = c->base.rank;
 
     pthread_mutex_lock(&w->lock);
     if (w->broken) {
@@ -138,11 +150,10 @@ static sbn_status threads_allgather(sbn_comm_t *base, const void *send, size_t b
         pthread_mutex_unlock(&w->lock);
         return s;
     }
-    /* Arrival. */
     round = w->round;
-    w->slots[base->rank].send = send;
-    w->slots[base->rank].bytes = bytes;
-    w->slots[base->rank].posted = 1;
+    w->slots[rank].send = send;
+    w->slots[rank].bytes = bytes;
+    w->slots[rank].posted = 1;
     if (++w->arrived == w->size) open_round(w);
     while (w->round == round && !w->broken) {
         if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) == ETIMEDOUT &&
@@ -150,7 +161,7 @@ static sbn_status threads_allgather(sbn_comm_t *base, const void *send, size_t b
             char text[SBN_WORLD_TEXT], missing[SBN_WORLD_TEXT / 2];
             missing_ranks(w, missing, sizeof missing);
             snprintf(text, sizeof text, "rank %d timed out after %g s: %d of %d ranks arrived at "
-                     "the collective, %s missing", base->rank, w->timeout, w->arrived, w->size,
+                     "the collective, %s missing", rank, w->timeout, w->arrived, w->size,
                      missing);
             break_world(w, SBN_ERR_TIMEOUT, text);
         }
@@ -161,16 +172,19 @@ static sbn_status threads_allgather(sbn_comm_t *base, const void *send, size_t b
         return s;
     }
     pthread_mutex_unlock(&w->lock);
+    *round_out = round + 1; /* the next round needs this rank: nobody can open it yet */
+    return SBN_OK;
+}
 
-    /* The slots stay valid until every rank has departed. */
-    if (bytes > 0)
-        for (r = 0; r < w->size; r++)
-            memcpy((char *)recv + (size_t)r * bytes, w->slots[r].send, bytes);
-
-    /*
-     * Departure. Every rank of the round is already past its wait, so nothing
-     * here can block for long: no timeout, and nothing can break the world now.
-     */
+/*
+ * Returns once every rank of the open round has called it. Every rank is already
+ * past its arrival, so nothing here can block for long: no timeout, and nothing
+ * can break the world now. Departure (nobody leaves, and so reuses its buffer,
+ * until every rank has read it) and the merge's middle step both use it.
+ */
+static void meet(sbn_world *w)
+{
+    uint64_t leave;
     pthread_mutex_lock(&w->lock);
     leave = w->leave;
     if (++w->departed == w->size) {
@@ -180,6 +194,23 @@ static sbn_status threads_allgather(sbn_comm_t *base, const void *send, size_t b
     }
     while (w->leave == leave) pthread_cond_wait(&w->cond, &w->lock);
     pthread_mutex_unlock(&w->lock);
+}
+
+static sbn_status threads_allgather(sbn_comm_t *base, const void *send, size_t bytes, void *recv)
+{
+    threads_comm *c = (threads_comm *)base;
+    sbn_world *w = c->world;
+    uint64_t round;
+    sbn_status s = arrive(c, send, bytes, &round);
+    int r;
+
+    if (SBN_FAILED(s)) return s;
+    /* The slots stay valid until every rank has departed. */
+    if (bytes > 0)
+        for (r = 0; r < w->size; r++)
+            memcpy((char *)recv + (size_t)r * bytes, w->slots[r].send, bytes);
+    if (w->size > 1) sbn__comm_count(base, bytes, (uint64_t)(w->size - 1) * bytes);
+    meet(w);
     return SBN_OK;
 }
 
@@ -188,8 +219,114 @@ static sbn_status threads_barrier(sbn_comm_t *base)
     return threads_allgather(base, NULL, 0, NULL);
 }
 
+/* ---- the merge allreduce ---- */
+
+/* Slice r of `count` elements over `size` ranks: [lo, lo + n), the first count % size longer. */
+static void slice_of(size_t count, int size, int r, size_t *lo, size_t *n)
+{
+    size_t base = count / (size_t)size, extra = count % (size_t)size, ur = (size_t)r;
+    *lo = ur * base + (ur < extra ? ur : extra);
+    *n = base + (ur < extra ? 1 : 0);
+}
+
+/*
+ * count >= size: a reduce-scatter then an allgather over the ranks' own buffers,
+ * with no copy of their own. Rank r owns slice r (n_r = count / size elements,
+ * give or take one) and merges slice r of every other rank's buffer into slice r
+ * of its own: nobody else reads slice r of rank r's buffer in that step. After a
+ * meet, rank r copies slice q of rank q's buffer into its own for every q != r
+ * (nobody reads those slices of rank r's buffer in this step). Read per rank:
+ * (size - 1) * n_r + (count - n_r) elements, under 2 * count when size divides
+ * count and under 3 * count always, whatever the size.
+ */
+static void scatter_merge(threads_comm *c, unsigned char *data, size_t count, size_t elem,
+                          sbn_comm_merge_fn merge)
+{
+    sbn_world *w = c->world;
+    int me = c->base.rank, size = w->size, k;
+    size_t lo, n, qlo, qn;
+    uint64_t got = 0;
+
+    slice_of(count, size, me, &lo, &n);
+    for (k = 1; k < size; k++) { /* from rank me + 1 on, so that the ranks spread their reads */
+        const unsigned char *theirs = w->slots[(me + k) % size].send;
+        merge(data + lo * elem, theirs + lo * elem, n);
+        got += n * elem;
+    }
+    meet(w);
+    for (k = 1; k < size; k++) {
+        int q = (me + k) % size;
+        slice_of(count, size, q, &qlo, &qn);
+        memcpy(data + qlo * elem, (const unsigned char *)w->slots[q].send + qlo * elem, qn * elem);
+        got += qn * elem;
+    }
+    sbn__comm_count(&c->base, count * elem, got);
+}
+
+/*
+ * count < size (slices would be empty, and a rank owning one element would read
+ * it from all size - 1 peers): a binary tree, rank r's children 2r + 1 and
+ * 2r + 2. Up: rank r waits for each child's subtree to be merged into the child's
+ * buffer, then merges it into its own. Down: rank r waits for its parent's final
+ * result and copies it over its own buffer. Read per rank: at most 2 * count
+ * elements up and count down; 2 * log2(size) steps deep. The `reduced` and
+ * `final` words carry the round number, so stale ones never match.
+ */
+static void tree_merge(threads_comm *c, unsigned char *data, size_t count, size_t elem,
+                       sbn_comm_merge_fn merge, uint64_t round)
+{
+    sbn_world *w = c->world;
+    int me = c->base.rank, parent = (me - 1) / 2, k;
+    size_t bytes = count * elem;
+    uint64_t got = 0;
+
+    for (k = 1; k <= 2 && 2 * me + k < w->size; k++) {
+        int child = 2 * me + k;
+        pthread_mutex_lock(&w->lock);
+        while (w->slots[child].reduced != round) pthread_cond_wait(&w->slots[me].cond, &w->lock);
+        pthread_mutex_unlock(&w->lock);
+        merge(data, w->slots[child].send, count);
+        got += bytes;
+    }
+    pthread_mutex_lock(&w->lock);
+    w->slots[me].reduced = round;
+    if (me > 0) {
+        pthread_cond_signal(&w->slots[parent].cond);
+        while (w->slots[parent].final != round) pthread_cond_wait(&w->slots[me].cond, &w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (me > 0) {
+        memcpy(data, w->slots[parent].send, bytes);
+        got += bytes;
+    }
+    pthread_mutex_lock(&w->lock);
+    w->slots[me].final = round;
+    for (k = 1; k <= 2 && 2 * me + k < w->size; k++)
+        pthread_cond_signal(&w->slots[2 * me + k].cond);
+    pthread_mutex_unlock(&w->lock);
+    sbn__comm_count(&c->base, bytes, got);
+}
+
+/* Arrival as for an allgather (the buffer posted), the merge, then departure. */
+static sbn_status threads_merge(sbn_comm_t *base, void *data, size_t count, size_t elem_bytes,
+                                sbn_comm_merge_fn merge)
+{
+    threads_comm *c = (threads_comm *)base;
+    uint64_t round;
+    sbn_status s = arrive(c, data, count * elem_bytes, &round);
+    if (SBN_FAILED(s)) return s;
+    if (count >= (size_t)c->world->size)
+        scatter_merge(c, data, count, elem_bytes, merge);
+    else
+        tree_merge(c, data, count, elem_bytes, merge, round);
+    meet(c->world);
+    return SBN_OK;
+}
+
 static void free_world(sbn_world *w)
 {
+    int r;
+    for (r = 0; r < w->size; r++) pthread_cond_destroy(&w->slots[r].cond);
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->lock);
     sbn__free(w->slots);
@@ -221,8 +358,12 @@ static void threads_destroy(sbn_comm_t *base)
     release_world(w, rank);
 }
 
-static const struct sbn__comm_vtable threads_vtable = {threads_allgather, threads_barrier,
-                                                       threads_destroy};
+static const struct sbn__comm_vtable threads_vtable = {
+    .allgather_bytes = threads_allgather,
+    .barrier = threads_barrier,
+    .destroy = threads_destroy,
+    .allreduce_merge = threads_merge,
+};
 
 /* ---- creation ---- */
 
@@ -230,7 +371,7 @@ static sbn_status create_world(int size, double timeout, sbn_world **out)
 {
     pthread_condattr_t attr;
     sbn_world *w;
-    int rc;
+    int rc, r;
 
     *out = NULL;
     w = sbn__calloc(1, sizeof *w);
@@ -259,6 +400,18 @@ static sbn_status create_world(int size, double timeout, sbn_world **out)
         sbn__free(w);
         return sbn__error(SBN_ERR_THREAD, "could not initialize the world's condition variable "
                           "on CLOCK_MONOTONIC (error %d)", rc);
+    }
+    for (r = 0; r < size; r++) { /* the tree merge's, untimed */
+        rc = pthread_cond_init(&w->slots[r].cond, NULL);
+        if (rc != 0) {
+            while (--r >= 0) pthread_cond_destroy(&w->slots[r].cond);
+            pthread_cond_destroy(&w->cond);
+            pthread_mutex_destroy(&w->lock);
+            sbn__free(w->slots);
+            sbn__free(w);
+            return sbn__error(SBN_ERR_THREAD, "could not initialize the condition variables of "
+                              "a world of %d ranks (error %d)", size, rc);
+        }
     }
     w->size = size;
     w->timeout = timeout;
