@@ -3,12 +3,27 @@
  * semantics (torch.nn.SyncBatchNorm and its autograd function), over a
  * communicator from comm.h.
  *
- * Forward (training): local moments (count, mean, M2) of x, one allgather of 3C
- * doubles, the count-weighted merge in rank order, the running-stat update
- * (unbiased variance; momentum, or the cumulative average 1/num_batches_tracked),
- * then y = (x - mean) * invstd * w + b. Backward (training): local sum_dy and
- * sum_dy_xmu, one allreduce of 2C doubles, then grad_input with the global count;
- * grad_weight and grad_bias are this rank's share unless sync_grad_params.
+ * Forward (training): local moments (count, mean, M2) of x, deposited as
+ * order-independent sums (count*mean, count*mean^2, M2: exact products), one
+ * allreduce of 3C + 1 accumulators merged exactly, the global mean and M2 finished
+ * from them on every rank, the running-stat update (unbiased variance; momentum,
+ * or the cumulative average 1/num_batches_tracked), then
+ * y = (x - mean) * invstd * w + b. Backward (training): local sum_dy and
+ * sum_dy_xmu, one allreduce of 2C accumulators, then grad_input with the global
+ * count; grad_weight and grad_bias are this rank's share unless sync_grad_params.
+ * The accumulators are 56 bytes each and their merge is exactly associative, so
+ * the result does not depend on the reduction tree of the backend (MPI's own
+ * algorithms, a tree of threads) and each rank sends and receives O(C) bytes
+ * whatever the world size.
+ *
+ * Reproducible mode (config.reproducible): every sample is its own unit (its
+ * per-channel mean and M2, or its backward sums, computed in the kernels' fixed
+ * order), so y, save_mean/save_invstd, running stats, grad_input and the synced
+ * grad_weight/grad_bias are bitwise the same for every world size W >= 1, every
+ * split of the global batch over the ranks (any N_r >= 0, samples in any order),
+ * every thread count and every ISA, and equal to W = 1 (docs/numerics.md states
+ * the accuracy). The default mode's bits depend on the split (each rank's batch is
+ * one unit), never on the tree.
  * Eval with running stats: plain batch norm, no collective. Eval without running
  * stats (track_running_stats off): batch norm with this rank's batch statistics,
  * no collective (as PyTorch). Ranks with an empty batch (N = 0) take part in every
@@ -39,12 +54,14 @@ typedef struct sbn_syncbn_config {
     int sync_grad_params;     /* all-reduce grad_weight/grad_bias too (default 0: local, as PyTorch) */
     int nan_guard;            /* do not let non-finite batch stats into the running stats */
     sbn_syncbn_timing *timing; /* optional */
+    int reproducible;         /* same bits for any world size and split (see above); default 0 */
 } sbn_syncbn_config;
 
 /* eps 1e-5, momentum 0.1, training, everything else off. */
 void sbn_syncbn_config_default(sbn_syncbn_config *config);
 
-/* Workspace for both calls on this rank's x in a world of `world` ranks. */
+/* Workspace for both calls on this rank's x in a world of `world` ranks (the same for
+ * every world size: nothing in the layer grows with W). */
 sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, size_t *bytes);
 
 /*

@@ -33,18 +33,23 @@ class LayerConfig(ctypes.Structure):
     _fields_ = [("eps", ctypes.c_double), ("momentum", ctypes.c_double),
                 ("cumulative", ctypes.c_int), ("training", ctypes.c_int),
                 ("sync_grad_params", ctypes.c_int), ("nan_guard", ctypes.c_int),
-                ("timing", ctypes.POINTER(Timing))]
+                ("timing", ctypes.POINTER(Timing)), ("reproducible", ctypes.c_int)]
 
 
 ALLGATHER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                 ctypes.c_void_p)
 BARRIER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 DESTROY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+MERGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+ALLREDUCE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                ctypes.c_size_t, MERGE_FN)
 
 
 class CommCallbacks(ctypes.Structure):
-    """``sbn_comm_callbacks``."""
-    _fields_ = [("allgather", ALLGATHER_FN), ("barrier", BARRIER_FN), ("destroy", DESTROY_FN)]
+    """``sbn_comm_callbacks``; every member must be listed (the library copies the whole
+    struct): allreduce stays NULL, so the library allgathers and merges locally."""
+    _fields_ = [("allgather", ALLGATHER_FN), ("barrier", BARRIER_FN), ("destroy", DESTROY_FN),
+                ("allreduce", ALLREDUCE_FN)]
 
 
 _T = ctypes.POINTER(Tensor)

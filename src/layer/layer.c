@@ -4,33 +4,44 @@
  * first collective; a rank whose arguments are wrong announces the failure with
  * sbn_comm_fail so that its peers return SBN_ERR_PEER_FAILED instead of waiting.
  *
- * Workspace (64-byte aligned), C channels, W ranks:
- *   local moments [C]{count, mean, M2} | gathered [W][C] | merged [C] |
- *   mean [C] | invstd [C] | sums [2C] | the ops' own workspace (the largest of them)
+ * The statistics travel as order-independent sums (layer_sums.h): the forward
+ * pass deposits this rank's moments (default: one unit for the whole local batch;
+ * reproducible: one unit per sample) and one allreduce merges the accumulators,
+ * so every rank finishes the same bits whatever the reduction tree, and each rank
+ * sends and receives O(C) bytes whatever the world size.
+ *
+ * Workspace (64-byte aligned), C channels, whatever the world size:
+ *   local moments [C]{count, mean, M2} | merged [C] | mean [C] | invstd [C] |
+ *   sums [2C] | accumulators [3C + 1] | the ops' own workspace (the largest of
+ *   them and of the per-sample passes)
  */
 #include <math.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/internal.h"
+#include "layer/layer_sums.h"
 #include "syncbn/layer.h"
 
 /* Tags that the ranks must agree on: channels, dtype and which exchange it is. */
 enum { PHASE_FORWARD = 1, PHASE_BACKWARD = 2 };
 
 typedef struct layer_ws {
-    sbn_moments *local, *gathered, *merged;
+    sbn_moments *local, *merged;
     double *mean, *invstd, *sums;
+    sbn__rsum *acc;
     void *ops;
     size_t ops_bytes;
 } layer_ws;
 
 /* SIZE_MAX when the count does not fit (refused as SBN_ERR_TOO_LARGE). */
-static size_t arrays_bytes(int64_t channels, int64_t world)
+static size_t arrays_bytes(int64_t channels)
 {
-    size_t moments = sbn__sat_mul(sbn__sat_mul((size_t)channels, (size_t)world + 2),
-                                  sizeof(sbn_moments));
-    return sbn__sat_add(moments, sbn__sat_mul((size_t)channels, 4 * sizeof(double)));
+    size_t moments = sbn__sat_mul((size_t)channels, 2 * sizeof(sbn_moments));
+    size_t accs = sbn__sat_mul(sbn__sat_add(sbn__sat_mul((size_t)channels, 3), 1),
+                               sizeof(sbn__rsum));
+    return sbn__sat_add(sbn__sat_add(moments, sbn__sat_mul((size_t)channels, 4 * sizeof(double))),
+                        accs);
 }
 
 /* The largest workspace any op of the layer needs for x; SIZE_MAX when one does not fit. */
@@ -46,13 +57,14 @@ static size_t ops_bytes(const sbn_tensor *x)
         if (sizers[i](x, &bytes) != SBN_OK) return SIZE_MAX;
         if (bytes > most) most = bytes;
     }
-    return most;
+    bytes = sbn__ws_bytes(sbn__layer_sample_bytes(x));
+    return bytes > most ? bytes : most;
 }
 
-/* The whole layer workspace for x over `world` ranks; SIZE_MAX when it does not fit. */
-static size_t layer_bytes(const sbn_tensor *x, int64_t world)
+/* The whole layer workspace for x (any world size); SIZE_MAX when it does not fit. */
+static size_t layer_bytes(const sbn_tensor *x)
 {
-    return sbn__sat_add(sbn__ws_bytes(arrays_bytes(x->shape[1], world)), ops_bytes(x));
+    return sbn__sat_add(sbn__ws_bytes(arrays_bytes(x->shape[1])), ops_bytes(x));
 }
 
 static sbn_status too_large(const sbn_tensor *x, int64_t world)
@@ -81,23 +93,22 @@ SBN_API sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, siz
     if ((s = sbn__check_activation_shape(x, "x")) != SBN_OK) return s;
     if (world < 1)
         return sbn__error(SBN_ERR_BAD_VALUE, "world is %d; expected >= 1", world);
-    need = layer_bytes(x, world);
+    need = layer_bytes(x);
     if (need == SIZE_MAX) return too_large(x, world);
     *bytes = need;
     return SBN_OK;
 }
 
-static void carve(void *workspace, size_t workspace_bytes, int64_t channels, int64_t world,
-                  layer_ws *ws)
+static void carve(void *workspace, size_t workspace_bytes, int64_t channels, layer_ws *ws)
 {
     char *base = (char *)sbn__ws_align(workspace);
-    size_t used = sbn__ws_bytes(arrays_bytes(channels, world));
+    size_t used = sbn__ws_bytes(arrays_bytes(channels));
     ws->local = (sbn_moments *)base;
-    ws->gathered = ws->local + channels;
-    ws->merged = ws->gathered + channels * world;
+    ws->merged = ws->local + channels;
     ws->mean = (double *)(ws->merged + channels);
     ws->invstd = ws->mean + channels;
     ws->sums = ws->invstd + channels;
+    ws->acc = (sbn__rsum *)(ws->sums + 2 * channels);
     ws->ops = (char *)workspace + used;
     ws->ops_bytes = workspace_bytes - used;
 }
@@ -119,9 +130,11 @@ static void lap(const sbn_syncbn_config *config, double *bucket, double *mark)
     *mark = t;
 }
 
-static int64_t make_tag(const sbn_tensor *x, int phase)
+/* Ranks must agree on C, the dtype, the phase and the mode. */
+static int64_t make_tag(const sbn_tensor *x, const sbn_syncbn_config *config, int phase)
 {
-    return (x->shape[1] << 8) | ((int64_t)x->dtype << 4) | phase;
+    return (x->shape[1] << 8) | ((int64_t)x->dtype << 4) | ((config->reproducible != 0) << 2) |
+           phase;
 }
 
 static sbn_status check_config(const sbn_syncbn_config *config)
@@ -143,7 +156,7 @@ static sbn_status check_layer_workspace(sbn_comm_t *comm, const sbn_tensor *x,
                                         const sbn__arg *inputs, int n_in,
                                         int64_t *num_batches_tracked, int64_t *global_count)
 {
-    size_t need = layer_bytes(x, sbn_comm_size(comm));
+    size_t need = layer_bytes(x);
     sbn_tensor counter_views[2];
     sbn__arg counters[2] = {{NULL, "num_batches_tracked"}, {NULL, "global_count"}};
     sbn_status s;
@@ -230,6 +243,32 @@ static int merged_finite(const sbn_moments *merged, int64_t channels)
     return 1;
 }
 
+/*
+ * This rank's part of the forward statistics, deposited into the cleared
+ * accumulators: reproducible, one unit per sample; else one unit per channel for
+ * the whole local batch (its moments from sbn_stats_moments).
+ */
+static sbn_status deposit_forward(const sbn_syncbn_config *config, const sbn_tensor *x,
+                                  layer_ws *ws, sbn_pool_t *pool)
+{
+    const int64_t channels = x->shape[1];
+    int64_t c;
+    sbn_status s;
+    sbn__rsum_clear(ws->acc, SBN_LAYER_FWD_ACCS(channels));
+    if (config->reproducible) {
+        sbn__layer_sample_moments(x, ws->acc, sbn__ws_align(ws->ops), pool);
+        return SBN_OK;
+    }
+    s = sbn_stats_moments(x, ws->local, ws->ops, ws->ops_bytes, pool);
+    if (s != SBN_OK) return s;
+    if (channels == 0 || !(ws->local[0].count > 0)) return SBN_OK;
+    for (c = 0; c < channels; c++)
+        sbn__layer_deposit_moments(ws->acc, channels, c, ws->local[c].count, ws->local[c].mean,
+                                   ws->local[c].m2);
+    sbn__rsum_add(&ws->acc[3 * channels], ws->local[0].count);
+    return SBN_OK;
+}
+
 SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
                                       const sbn_tensor *x, const sbn_tensor *weight,
                                       const sbn_tensor *bias, sbn_tensor *running_mean,
@@ -243,7 +282,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     sbn_status s, result = SBN_OK;
     sbn_tensor mean_view, invstd_view;
     double mark = now_seconds(), factor;
-    int64_t channels, world, c, batches;
+    int64_t channels, c, batches;
     int tracking = running_mean != NULL || running_var != NULL, update = 1;
     layer_ws ws;
 
@@ -255,30 +294,32 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
                       workspace_bytes);
     if (s != SBN_OK) return config->training ? sbn_comm_fail(comm, s) : s;
     channels = x->shape[1];
-    world = sbn_comm_size(comm);
-    carve(workspace, workspace_bytes, channels, world, &ws);
+    carve(workspace, workspace_bytes, channels, &ws);
     if (!config->training)
         return forward_local(config, x, weight, bias, running_mean, running_var, y, save_mean,
                              save_invstd, global_count, &ws, pool);
 
-    /* 1. local moments, 2. one allgather of 3C doubles */
-    s = sbn_stats_moments(x, ws.local, ws.ops, ws.ops_bytes, pool);
+    /* 1. this rank's units into the accumulators, 2. one allreduce of 3C + 1 of them */
+    s = deposit_forward(config, x, &ws, pool);
     if (s != SBN_OK) return sbn_comm_fail(comm, s);
     lap(config, &timing->stats_seconds, &mark);
-    s = sbn_comm_allgather(comm, (const double *)ws.local, (size_t)channels * 3,
-                           (double *)ws.gathered, make_tag(x, PHASE_FORWARD));
+    s = sbn_comm_allreduce_merge(comm, ws.acc, SBN_LAYER_FWD_ACCS(channels), sizeof(sbn__rsum),
+                                 sbn__rsum_merge_bytes, make_tag(x, config, PHASE_FORWARD));
     lap(config, &timing->comm_seconds, &mark);
     if (s != SBN_OK) return s;
 
-    /* 3. merge in rank order (PyTorch counts every training call in num_batches_tracked) */
+    /* 3. the global statistics, the same bits on every rank (PyTorch counts every
+     * training call in num_batches_tracked) */
     batches = tracking && num_batches_tracked ? *num_batches_tracked + 1 : 0;
     factor = config->cumulative ? (batches > 0 ? 1.0 / (double)batches : 0.0) : config->momentum;
     mean_view = sbn_tensor_1d(ws.mean, SBN_F64, channels);
     invstd_view = sbn_tensor_1d(ws.invstd, SBN_F64, channels);
-    s = sbn_gather_moments(ws.gathered, world, channels, factor, config->eps, NULL, NULL,
-                           ws.merged, &mean_view, &invstd_view);
-    if (SBN_FAILED(s)) return sbn_comm_fail(comm, s);
-    result = s;
+    for (c = 0; c < channels; c++) {
+        ws.merged[c] = sbn__layer_finish_moments(ws.acc, channels, c);
+        result = sbn__combine_status(result, sbn__finish_channel(&ws.merged[c], c, factor,
+                                                                 config->eps, NULL, NULL,
+                                                                 &mean_view, &invstd_view));
+    }
     if (result != SBN_NO_SAMPLES && !merged_finite(ws.merged, channels)) {
         if (config->nan_guard) {
             update = 0;
@@ -345,6 +386,33 @@ static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *conf
                                  NULL);
 }
 
+/*
+ * This rank's backward sums: its own share (sum_dy, sum_dy_xmu) in ws->mean[0, 2C)
+ * and the same deposited into the cleared accumulators: reproducible, per sample
+ * (the share is then the rounded sum of its samples); else the whole local batch.
+ */
+static sbn_status deposit_backward(const sbn_syncbn_config *config, const sbn_tensor *dy,
+                                   const sbn_tensor *x, const sbn_tensor *save_mean,
+                                   const sbn_tensor *save_invstd, layer_ws *ws, sbn_pool_t *pool)
+{
+    const int64_t channels = x->shape[1];
+    sbn_tensor sum_dy = sbn_tensor_1d(ws->mean, SBN_F64, channels);
+    sbn_tensor sum_dy_xmu = sbn_tensor_1d(ws->mean + channels, SBN_F64, channels);
+    int64_t c;
+    sbn_status s;
+    sbn__rsum_clear(ws->acc, SBN_LAYER_BWD_ACCS(channels));
+    if (config->reproducible) {
+        sbn__layer_sample_sums(dy, x, save_mean, ws->acc, sbn__ws_align(ws->ops), pool);
+        for (c = 0; c < 2 * channels; c++) ws->mean[c] = sbn__rsum_value(&ws->acc[c]);
+        return SBN_OK;
+    }
+    s = sbn_backward_reduce(dy, x, save_mean, save_invstd, &sum_dy, &sum_dy_xmu, NULL, NULL,
+                            ws->ops, ws->ops_bytes, pool);
+    if (s != SBN_OK) return s;
+    for (c = 0; c < 2 * channels; c++) sbn__rsum_add(&ws->acc[c], ws->mean[c]);
+    return SBN_OK;
+}
+
 SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
                                        const sbn_tensor *dy, const sbn_tensor *x,
                                        const sbn_tensor *weight, const sbn_tensor *running_mean,
@@ -371,7 +439,7 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
                        workspace_bytes);
     if (s != SBN_OK) return config->training ? sbn_comm_fail(comm, s) : s;
     channels = x->shape[1];
-    carve(workspace, workspace_bytes, channels, sbn_comm_size(comm), &ws);
+    carve(workspace, workspace_bytes, channels, &ws);
     if (!config->training) {
         int use_running = running_mean != NULL && running_var != NULL;
         return sbn_batch_norm_backward(dy, x, weight, running_mean, running_var,
@@ -381,20 +449,21 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
                                        ws.ops_bytes, pool);
     }
 
-    /* 1. local sums; 2. one allreduce of (sum_dy, sum_dy_xmu) when grad_input or synced params */
+    /* 1. this rank's sums into the accumulators (its own share kept in mean/invstd);
+     * 2. one allreduce of 2C accumulators when grad_input or synced params need them */
     sum_dy = sbn_tensor_1d(ws.sums, SBN_F64, channels);
     sum_dy_xmu = sbn_tensor_1d(ws.sums + channels, SBN_F64, channels);
-    s = sbn_backward_reduce(dy, x, save_mean, save_invstd, &sum_dy, &sum_dy_xmu, NULL, NULL,
-                            ws.ops, ws.ops_bytes, pool);
+    s = deposit_backward(config, dy, x, save_mean, save_invstd, &ws, pool);
     if (s != SBN_OK) return sbn_comm_fail(comm, s);
-    memcpy(ws.mean, ws.sums, (size_t)channels * 2 * sizeof(double)); /* keep the local sums */
     lap(config, &timing->stats_seconds, &mark);
     sync_params = config->sync_grad_params && (grad_weight || grad_bias);
     if (grad_input != NULL || sync_params) {
-        s = sbn_comm_allreduce_sum(comm, ws.sums, (size_t)channels * 2,
-                                   make_tag(x, PHASE_BACKWARD));
+        s = sbn_comm_allreduce_merge(comm, ws.acc, SBN_LAYER_BWD_ACCS(channels),
+                                     sizeof(sbn__rsum), sbn__rsum_merge_bytes,
+                                     make_tag(x, config, PHASE_BACKWARD));
         lap(config, &timing->comm_seconds, &mark);
         if (s != SBN_OK) return s;
+        for (c = 0; c < 2 * channels; c++) ws.sums[c] = sbn__rsum_value(&ws.acc[c]);
     }
     /* 3. grad_input with the global sums and count */
     if (grad_input) {

@@ -70,6 +70,7 @@ def _config(m, training):
     cfg.cumulative = int(m.momentum is None)
     cfg.momentum = 0.0 if m.momentum is None else float(m.momentum)
     cfg.training = int(training)
+    cfg.reproducible = int(bool(getattr(m, "reproducible", False)))
     return cfg
 
 

@@ -35,12 +35,13 @@ def _share(src, dst):
         dst.qconfig = src.qconfig
 
 
-def convert_to(module, process_group, cls):
-    """`module` with every _BatchNorm that is not a `cls` replaced by a `cls`."""
+def convert_to(module, process_group, cls, **extra):
+    """`module` with every _BatchNorm that is not a `cls` replaced by a `cls` (built with
+    the keyword arguments `extra`, e.g. reproducible=True)."""
     out = module
     if isinstance(module, _BatchNorm) and not isinstance(module, cls):
         out = cls(module.num_features, module.eps, module.momentum, module.affine,
-                  module.track_running_stats, process_group)
+                  module.track_running_stats, process_group, **extra)
         _share(module, out)
         old = peek(module)
         new = state_of(out)
@@ -50,14 +51,16 @@ def convert_to(module, process_group, cls):
             new.replaced = type(module)
         new.input_dim = old.input_dim if old is not None else None
     for name, child in module.named_children():
-        out.add_module(name, convert_to(child, process_group, cls))
+        out.add_module(name, convert_to(child, process_group, cls, **extra))
     del module
     return out
 
 
-def convert_sync_batchnorm(module, process_group=None):
-    """`module` with every batch norm layer replaced by syncbn's SyncBatchNorm."""
-    return convert_to(module, process_group, SyncBatchNorm)
+def convert_sync_batchnorm(module, process_group=None, *, reproducible=False):
+    """`module` with every batch norm layer replaced by syncbn's SyncBatchNorm
+    (reproducible=True: the bits of training do not depend on the world size)."""
+    extra = {"reproducible": True} if reproducible else {}
+    return convert_to(module, process_group, SyncBatchNorm, **extra)
 
 
 def _plain_class(module, path):

@@ -24,14 +24,24 @@ class SyncBatchNorm(_BatchNorm):
 
     Arguments as ``torch.nn.SyncBatchNorm``: num_features, eps=1e-5, momentum=0.1
     (None: cumulative average), affine=True, track_running_stats=True,
-    process_group=None, device=None, dtype=None.
+    process_group=None, device=None, dtype=None; and one of ours, keyword only:
+    reproducible=False. When True, training gives the same bits (outputs, running
+    stats, gradients) for every world size, split of the global batch over the
+    ranks and thread count, equal to one process on the whole batch
+    (sbn_syncbn_config.reproducible; docs/numerics.md).
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, process_group=None, device=None, dtype=None):
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 reproducible=False):
         super().__init__(num_features, eps, momentum, affine, track_running_stats,
                          device=device, dtype=dtype)
         self.process_group = process_group
+        self.reproducible = bool(reproducible)
+
+    def extra_repr(self):
+        text = super().extra_repr()
+        return text + ", reproducible=True" if self.reproducible else text
 
     def _check_input_dim(self, input):
         if input.dim() < 2:
@@ -42,10 +52,10 @@ class SyncBatchNorm(_BatchNorm):
         return sync_batch_norm(self, input)
 
     @classmethod
-    def convert_sync_batchnorm(cls, module, process_group=None):
+    def convert_sync_batchnorm(cls, module, process_group=None, *, reproducible=False):
         """Swaps every batch norm of `module` for this class (see syncbn.torch.convert)."""
         from .convert import convert_sync_batchnorm
-        return convert_sync_batchnorm(module, process_group)
+        return convert_sync_batchnorm(module, process_group, reproducible=reproducible)
 
     @property
     def seen_input_dim(self):

@@ -1,0 +1,193 @@
+/*
+ * layer_sums.c - the deposits and the finish of the SyncBN layer's
+ * order-independent statistics (layer_sums.h has the formulas), and the
+ * per-sample passes of reproducible mode. A sample never spans ranks, so its
+ * partials (mean and M2 of each channel, or its two backward sums) are computed
+ * by the ordinary reduction kernels on a view of that sample alone, in their fixed
+ * order; the accumulators then make the sum over samples independent of which
+ * rank or thread held them. When the batch and channel dims merge into one
+ * stride (NCHW, (N, C), any view with stride[0] == C * stride[1]), G samples go
+ * through the kernels at once as a (1, G*C, spatial) view whose "channel"
+ * k = j*C + c is channel c of sample n0 + j; otherwise (channels-last) one sample
+ * at a time. Either way each (sample, channel) reduction reads the same elements
+ * in the same order, so the bits do not depend on the grouping.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "layer/layer_sums.h"
+
+/* ---- deposits and finish ---- */
+
+/* Doubles that sum exactly to an accumulator's value (rsum_parts). */
+#define RSUM_PARTS (2 * SBN_RSUM_DIGITS + 1)
+
+/*
+ * The value V of a (rsum.h: sum_k digit[k] 2^(32 (lo + k)) - neg 2^(32 (top + 1)), in
+ * units of 2^-1074) as at most RSUM_PARTS doubles whose exact sum is V: each digit
+ * split into its high and low 32 bits, and the sign extension. Every part is an
+ * integer below 2^32 times a power of two >= 2^-1074, so it is exact unless V is near
+ * the overflow threshold (then a part is infinite and so is what uses it). Returns
+ * the number of nonzero parts written; flags (NaN, Inf) are not represented.
+ */
+static int rsum_parts(const sbn__rsum *a, double *parts)
+{
+    int64_t lo = a->top - (SBN_RSUM_DIGITS - 1), k;
+    int np = 0;
+    if (a->top < 0) return 0;
+    for (k = 0; k < SBN_RSUM_DIGITS; k++) {
+        int64_t d = a->digit[k], bin = lo + k; /* d >= 0: sums of parts in [0, 2^32) */
+        double high = (double)((uint64_t)d >> 32), low = (double)((uint64_t)d & 0xFFFFFFFFu);
+        if (bin < 0) continue; /* below the grid: always 0 */
+        if (low != 0) parts[np++] = ldexp(low, (int)(32 * bin - 1074));
+        if (high != 0) parts[np++] = ldexp(high, (int)(32 * (bin + 1) - 1074));
+    }
+    if (a->neg != 0) parts[np++] = -ldexp((double)a->neg, (int)(32 * (a->top + 1) - 1074));
+    return np;
+}
+
+/* Deposits a * b exactly: the rounded product and, when finite, its error (fma). */
+static void add_product(sbn__rsum *acc, double a, double b)
+{
+    double p = a * b;
+    sbn__rsum_add(acc, p);
+    if (isfinite(p)) sbn__rsum_add(acc, fma(a, b, -p));
+}
+
+/* Deposits count * v * v exactly (v*v split first, then each half times count). */
+static void add_scaled_square(sbn__rsum *acc, double count, double v)
+{
+    double h = v * v;
+    add_product(acc, count, h);
+    if (isfinite(h)) add_product(acc, count, fma(v, v, -h));
+}
+
+void sbn__layer_deposit_moments(sbn__rsum *acc, int64_t channels, int64_t c, double count,
+                                double mean, double m2)
+{
+    add_product(&acc[c], count, mean);
+    add_scaled_square(&acc[channels + c], count, mean);
+    sbn__rsum_add(&acc[2 * channels + c], m2);
+}
+
+sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, int64_t c)
+{
+    sbn_moments out = {0.0, 0.0, 0.0};
+    double parts[RSUM_PARTS], n = sbn__rsum_value(&acc[3 * channels]), g;
+    sbn__rsum m2;
+    int k, np;
+    if (!(n > 0)) return out;
+    g = sbn__rsum_value(&acc[c]) / n;
+    /* M2 = M + Q - 2 g P + N g^2 */
+    m2 = acc[channels + c];
+    sbn__rsum_merge(&m2, &acc[2 * channels + c], 1);
+    np = rsum_parts(&acc[c], parts);
+    for (k = 0; k < np; k++) add_product(&m2, -2.0 * g, parts[k]);
+    add_scaled_square(&m2, n, g);
+    out.count = n;
+    out.mean = g;
+    out.m2 = sbn__rsum_value(&m2);
+    if (out.m2 < 0) out.m2 = 0; /* truncation below 2^-96 of the largest term; NaN stays */
+    return out;
+}
+
+/* ---- per-sample passes ---- */
+
+/* Elements per (sample, channel): the product of the dims after the channel. */
+static int64_t sample_size(const sbn_tensor *x)
+{
+    int64_t s = 1;
+    int d;
+    for (d = 2; d < x->rank; d++) s *= x->shape[d];
+    return s;
+}
+
+/* 1 when samples n and n + 1 continue the channel stride (stride[0] == C * stride[1]). */
+static int samples_merge(const sbn_tensor *x)
+{
+    int64_t step;
+    if (x->shape[0] <= 1) return 1;
+    return sbn__mul_i64(x->shape[1], x->strides[1], &step) && step == x->strides[0];
+}
+
+int64_t sbn__layer_group_samples(const sbn_tensor *x)
+{
+    int64_t g = SBN_LAYER_GROUP_CELLS / (x->shape[1] > 0 ? x->shape[1] : 1);
+    if (g < 1 || !samples_merge(x)) g = 1;
+    if (g > x->shape[0]) g = x->shape[0] > 0 ? x->shape[0] : 1;
+    return g;
+}
+
+/* Samples [n0, n0 + g) of x as one (1, g*C, ...) view (g == 1: any layout). */
+static sbn_tensor group_view(const sbn_tensor *x, int64_t n0, int64_t g)
+{
+    sbn_tensor v = *x;
+    v.data = (char *)x->data + n0 * x->strides[0] * (int64_t)sbn_dtype_size(x->dtype);
+    v.shape[0] = 1;
+    v.shape[1] = g * x->shape[1];
+    v.strides[0] = v.shape[1] * x->strides[1];
+    return v;
+}
+
+/* Scratch of a group of g samples: the reduction's own, then out [2gC], center [gC]. */
+static size_t group_bytes(const sbn_tensor *x, int64_t g)
+{
+    sbn_tensor v = group_view(x, 0, g);
+    size_t cells = sbn__sat_mul((size_t)g, (size_t)x->shape[1]);
+    return sbn__sat_add(sbn__channel_reduce_bytes(&v), sbn__sat_mul(cells, 3 * sizeof(double)));
+}
+
+size_t sbn__layer_sample_bytes(const sbn_tensor *x)
+{
+    if (x->shape[0] == 0 || sample_size(x) == 0) return 0; /* nothing to reduce */
+    return group_bytes(x, sbn__layer_group_samples(x));
+}
+
+/* The group buffers inside scratch: the reduction's scratch, out and center. */
+static double *group_out(const sbn_tensor *v, void *scratch)
+{
+    return (double *)scratch + sbn__channel_reduce_bytes(v) / sizeof(double);
+}
+
+void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratch,
+                               sbn_pool_t *pool)
+{
+    const int64_t n = x->shape[0], channels = x->shape[1], s = sample_size(x);
+    const int64_t gmax = sbn__layer_group_samples(x);
+    int64_t n0, k;
+    if (n == 0 || s == 0) return;
+    for (n0 = 0; n0 < n; n0 += gmax) {
+        const int64_t g = n - n0 < gmax ? n - n0 : gmax;
+        sbn_tensor v = group_view(x, n0, g);
+        double *out = group_out(&v, scratch);
+        sbn__channel_reduce(SBN_REDUCE_MOMENTS, &v, NULL, NULL, out, scratch, pool);
+        for (k = 0; k < g * channels; k++)
+            sbn__layer_deposit_moments(acc, channels, k % channels, (double)s, out[2 * k],
+                                       out[2 * k + 1]);
+    }
+    sbn__rsum_add(&acc[3 * channels], (double)n * (double)s);
+}
+
+void sbn__layer_sample_sums(const sbn_tensor *dy, const sbn_tensor *x, const sbn_tensor *mean,
+                            sbn__rsum *acc, void *scratch, sbn_pool_t *pool)
+{
+    const int64_t n = x->shape[0], channels = x->shape[1];
+    const int64_t gmax = sbn__layer_group_samples(x) < sbn__layer_group_samples(dy)
+                             ? sbn__layer_group_samples(x)
+                             : sbn__layer_group_samples(dy);
+    int64_t n0, k, c;
+    if (n == 0 || sample_size(x) == 0) return;
+    for (n0 = 0; n0 < n; n0 += gmax) {
+        const int64_t g = n - n0 < gmax ? n - n0 : gmax;
+        sbn_tensor v = group_view(x, n0, g), dv = group_view(dy, n0, g), center;
+        double *out = group_out(&v, scratch), *cen = out + 2 * g * channels;
+        for (k = 0; k < g; k++)
+            for (c = 0; c < channels; c++) cen[k * channels + c] = sbn__load1(mean, c);
+        center = sbn_tensor_1d(cen, SBN_F64, g * channels);
+        sbn__channel_reduce(SBN_REDUCE_BACKWARD, &dv, &v, &center, out, scratch, pool);
+        for (k = 0; k < g * channels; k++) {
+            sbn__rsum_add(&acc[k % channels], out[2 * k]);
+            sbn__rsum_add(&acc[channels + k % channels], out[2 * k + 1]);
+        }
+    }
+}
