@@ -94,4 +94,7 @@ int bench_syncbn_threads(const bench_opts *o);
 /* Under mpirun: every process is one rank; rank 0 prints the row. */
 int bench_syncbn_mpi(const bench_opts *o, int *argc, char ***argv);
 
+/* ---- bench_traffic.c: bytes per rank per layer step for W = 2 .. 256 (threads) ---- */
+int bench_traffic(void);
+
 #endif /* SYNCBN_BENCH_H */

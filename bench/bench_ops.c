@@ -372,7 +372,8 @@ static void usage(void)
             "                 [--threads 1,2] [--layouts cf,cl] [--modes fwd-train,bwd,eval]\n"
             "                 [--min-reps 20] [--min-time 0.3] [--max-time 1.0] [--no-onednn]\n"
             "                 [--syncbn] [--syncbn-only] [--syncbn-shape 32x64x56x56] [--world 2]\n"
-            "       mpirun -np W bench_ops --syncbn-mpi [--syncbn-shape ...]\n");
+            "       mpirun -np W bench_ops --syncbn-mpi [--syncbn-shape ...]\n"
+            "       bench_ops --traffic   (bytes per rank per layer step, W = 2 .. 256)\n");
 }
 
 static int has_item(const char *list, const char *item)
@@ -652,7 +653,7 @@ static void print_header(void)
 int main(int argc, char **argv)
 {
     static shape shapes[MAX_SHAPES];
-    int nshapes = 0, i, do_syncbn = 0, syncbn_only = 0, syncbn_mpi = 0;
+    int nshapes = 0, i, do_syncbn = 0, syncbn_only = 0, syncbn_mpi = 0, traffic = 0;
     run_cfg rc = {"f32,bf16", "1,2", "cf,cl", "fwd-train,bwd,eval", 0};
     bench_opts o;
     shape ss;
@@ -670,6 +671,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--syncbn") == 0) do_syncbn = 1;
         else if (strcmp(a, "--syncbn-only") == 0) do_syncbn = syncbn_only = 1;
         else if (strcmp(a, "--syncbn-mpi") == 0) syncbn_mpi = 1;
+        else if (strcmp(a, "--traffic") == 0) traffic = 1;
         else if (strcmp(a, "--no-onednn") == 0) rc.no_onednn = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage();
@@ -710,6 +712,7 @@ int main(int argc, char **argv)
     if (o.min_reps < 1) o.min_reps = 1;
     if (o.world < 1 || o.world > 64) o.world = 2;
     if (syncbn_mpi) return bench_syncbn_mpi(&o, &argc, &argv);
+    if (traffic) return bench_traffic();
 
     print_header();
     if (!syncbn_only) {

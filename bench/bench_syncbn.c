@@ -9,6 +9,9 @@
  * critical-path rank (the one that waited least in the collectives); the other
  * rank's larger comm time is load imbalance, reported as the mean share.
  * Floor: fwd-train 3E + bwd 5E = 8E of the global tensor.
+ * Each world runs twice: the default mode (rows syncbn-threads, syncbn-mpi) and
+ * the reproducible mode (rows ...-repro, sbn_syncbn_config.reproducible), and the
+ * note gives the bytes rank 0 sent and received per step (sbn_comm_traffic).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -28,11 +31,13 @@
 typedef struct rank_args {
     sbn_comm_t *comm;
     const bench_opts *o;
+    int reproducible;
     sbn_status status;
     char error[256];
     /* rank 0's results */
     int reps;
     double step_min, step_med, comm_share, comm_share_mean, comm_med_us, stats_ms, elemt_ms;
+    uint64_t step_sent, step_received; /* this rank's bytes per step */
 } rank_args;
 
 static void fill_rank(float *a, int64_t n, int64_t first, float offset, float scale, uint64_t seed)
@@ -101,6 +106,7 @@ static void rank_main(rank_args *ra)
     }
     sbn_syncbn_config_default(&cfg);
     cfg.timing = &tm;
+    cfg.reproducible = ra->reproducible;
 
     /* warm-up: a fixed 5 steps on every rank (the ranks must make the same calls);
      * every rank then adopts the slowest rank's estimate */
@@ -133,6 +139,7 @@ static void rank_main(rank_args *ra)
     if (reps < 5) reps = 5;
     if (reps > MAX_STEPS) reps = MAX_STEPS;
 
+    sbn_comm_traffic(comm, &ra->step_sent, &ra->step_received);
     for (i = 0; i < reps; i++) {
         double t0;
         memset(&tm, 0, sizeof tm);
@@ -154,6 +161,12 @@ static void rank_main(rank_args *ra)
         snprintf(ra->error, sizeof ra->error, "rank %d step: %s: %s", rank, sbn_status_name(s),
                  sbn_last_error());
         goto out;
+    }
+    {
+        uint64_t sent, received; /* the barrier of each step counted too */
+        sbn_comm_traffic(comm, &sent, &received);
+        ra->step_sent = (sent - ra->step_sent) / (uint64_t)reps;
+        ra->step_received = (received - ra->step_received) / (uint64_t)reps;
     }
     /* gather every rank's per-step numbers (outside the timed steps) */
     all = calloc((size_t)world * 4 * MAX_STEPS, sizeof(double));
@@ -223,9 +236,11 @@ static void report(const char *impl, const bench_opts *o, int world, const rank_
     }
     snprintf(note, sizeof note,
              "comm %.2f%% of step (critical rank; mean over ranks %.2f%%); comm median %.1f us; "
-             "stats %.3f ms; elemt %.3f ms; %d ranks x %lld rows; compute serial",
+             "stats %.3f ms; elemt %.3f ms; %d ranks x %lld rows; compute serial; "
+             "rank 0 per step (barrier included): sent %llu B, received %llu B",
              100.0 * r0->comm_share, 100.0 * r0->comm_share_mean, r0->comm_med_us, r0->stats_ms,
-             r0->elemt_ms, world, (long long)(o->syncbn_shape[0] / world));
+             r0->elemt_ms, world, (long long)(o->syncbn_shape[0] / world),
+             (unsigned long long)r0->step_sent, (unsigned long long)r0->step_received);
     bench_row(impl, shape, "f32", thr, "cf", "fwd+bwd", r0->step_min, r0->step_med, r0->reps,
               8 * e, "ok", note);
 }
@@ -236,7 +251,8 @@ static void *rank_thread(void *arg)
     return NULL;
 }
 
-int bench_syncbn_threads(const bench_opts *o)
+/* One world of o->world threads in one mode; prints its row; 0 on success. */
+static int threads_world(const bench_opts *o, int reproducible)
 {
     int world = o->world, i, ok = 1;
     sbn_comm_t **comms = calloc((size_t)world, sizeof *comms);
@@ -249,6 +265,7 @@ int bench_syncbn_threads(const bench_opts *o)
     for (i = 0; i < world; i++) {
         ra[i].comm = comms[i];
         ra[i].o = o;
+        ra[i].reproducible = reproducible;
         if (pthread_create(&th[i], NULL, rank_thread, &ra[i]) != 0) return 1;
     }
     for (i = 0; i < world; i++) pthread_join(th[i], NULL);
@@ -258,7 +275,7 @@ int bench_syncbn_threads(const bench_opts *o)
             memcpy(ra[0].error, ra[i].error, sizeof ra[0].error);
             ok = 0;
         }
-    report("syncbn-threads", o, world, &ra[0]);
+    report(reproducible ? "syncbn-threads-repro" : "syncbn-threads", o, world, &ra[0]);
     for (i = 0; i < world; i++) sbn_comm_destroy(comms[i]);
     free(comms);
     free(ra);
@@ -266,11 +283,17 @@ int bench_syncbn_threads(const bench_opts *o)
     return ok ? 0 : 1;
 }
 
+int bench_syncbn_threads(const bench_opts *o)
+{
+    int rc = threads_world(o, 0);
+    return threads_world(o, 1) | rc;
+}
+
 #ifdef SBN_HAVE_MPI
 int bench_syncbn_mpi(const bench_opts *o, int *argc, char ***argv)
 {
     rank_args ra;
-    int rank = 0, size = 1;
+    int rank = 0, size = 1, mode;
     sbn_comm_t *comm = NULL;
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -280,11 +303,16 @@ int bench_syncbn_mpi(const bench_opts *o, int *argc, char ***argv)
         fprintf(stderr, "bench_ops: rank %d: sbn_comm_mpi_create: %s\n", rank, sbn_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    ra.comm = comm;
-    ra.o = o;
-    rank_main(&ra);
-    if (rank == 0) report("syncbn-mpi", o, size, &ra);
-    else if (ra.status != SBN_OK) fprintf(stderr, "bench_ops: %s\n", ra.error);
+    for (mode = 0; mode < 2; mode++) {
+        memset(&ra, 0, sizeof ra);
+        ra.comm = comm;
+        ra.o = o;
+        ra.reproducible = mode;
+        rank_main(&ra);
+        if (rank == 0) report(mode ? "syncbn-mpi-repro" : "syncbn-mpi", o, size, &ra);
+        else if (ra.status != SBN_OK) fprintf(stderr, "bench_ops: %s\n", ra.error);
+        if (ra.status != SBN_OK) break;
+    }
     sbn_comm_destroy(comm);
     MPI_Finalize();
     return ra.status == SBN_OK ? 0 : 1;

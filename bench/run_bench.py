@@ -354,6 +354,8 @@ def main():
             rows.append(dict(zip(FIELDS, ["syncbn-mpi", "-", "f32", "W2", "cf", "fwd+bwd", "",
                                           "", "0", "0", "", "error",
                                           "mpirun exit %s and no row" % rc])))
+    if not a.no_syncbn:
+        traffic_table(exe, base_env)
     # 4. the Python row: syncbn.torch.SyncBatchNorm over 2 gloo processes (torch needed)
     if not (a.no_torch or a.no_syncbn) and "torch" not in missing:
         env = dict(base_env, SBN_LIBRARY=os.path.join(a.build, "libsyncbn.so"))
@@ -559,10 +561,38 @@ def syncbn_table(rows, by_key):
         cmp = ""
         if None not in ops:
             cmp = "; ops fwd-train+bwd with a pool of 2 on the whole batch: %.3f ms" % sum(ops)
-        log("  %-15s %s %s: step %.3f/%.3f ms (min/med, %s reps), %.1f GB/s of the 8E floor%s" % (
+        base = next((b for b in layer if b["impl"] == r["impl"][:-len("-repro")]
+                     and b["status"] == "ok"), None) if r["impl"].endswith("-repro") else None
+        if base is not None:
+            cmp += "; %.3fx the default mode's median" % (fnum(r["med_ms"]) / fnum(base["med_ms"]))
+        log("  %-20s %s %s: step %.3f/%.3f ms (min/med, %s reps), %.1f GB/s of the 8E floor%s" % (
             r["impl"], r["shape"], r["threads"], fnum(r["min_ms"]), fnum(r["med_ms"]), r["reps"],
             fnum(r["gbps"]), cmp))
-        log("  %-15s %s" % ("", r["note"]))
+        log("  %-20s %s" % ("", r["note"]))
+
+
+def traffic_table(exe, env):
+    """Bytes per rank per layer step for W = 2 .. 256 on the threads backend (bench_ops
+    --traffic): the layer's merge allreduce in both modes, flat in W, beside the previous
+    allgather exchanges, which grow with W."""
+    rc, out, _ = run([exe, "--traffic"], env=env, timeout=300, label="bench_ops --traffic")
+    table = {}
+    for line in out.splitlines():
+        f = line.split(",")
+        if len(f) == 6 and f[0] == "traffic" and f[2].isdigit():
+            table.setdefault(int(f[2]), {})[f[1]] = (int(f[4]), int(f[5]))
+    if not table:
+        log("# bench_ops --traffic gave no rows (exit %s)" % rc)
+        return
+    log()
+    log("Bytes per rank per layer step (fwd + bwd, C = 64, threads backend, max over ranks, "
+        "headers included), sent / received:")
+    log("  %5s | %-21s | %-21s | %-21s" % ("W", "merge (default)", "merge (reproducible)",
+                                          "allgather (before)"))
+    for w in sorted(table):
+        cells = ["%9d / %-9d" % table[w][p] if p in table[w] else "-"
+                 for p in ("merge", "merge-repro", "allgather")]
+        log("  %5d | %-21s | %-21s | %-21s" % ((w,) + tuple(cells)))
 
 
 def aclnn_table(order, by_key):
