@@ -188,6 +188,24 @@ static inline __m256i bf16x16_narrow_p(__m512d lo, __m512d hi)
 
 /* ---- eight elements of element type dt (sbn_kdtype) at p ---- */
 
+/*
+ * a + b and a - b issued as fused multiply-adds with the multiplier exactly 1.0:
+ * a * 1 is exact, so fma(a, 1, b) rounds a + b once, exactly like the add (same
+ * bits, signed zeros, infinities and NaN-ness included). They only move work from
+ * the adder ports to the FMA ports, which the double-pumped 512-bit adds and the
+ * conversions otherwise leave idle (Zen 4: 8.5 -> 7 cycles per 16 fp32 elements in
+ * the moments loop). No product is ever fused with an add.
+ */
+SBN512_INLINE __m512d sbn512_add_on_fma(__m512d a, __m512d b)
+{
+    return _mm512_fmadd_pd(a, _mm512_set1_pd(1.0), b);
+}
+
+SBN512_INLINE __m512d sbn512_sub_on_fma(__m512d a, __m512d b)
+{
+    return _mm512_fnmadd_pd(b, _mm512_set1_pd(1.0), a);
+}
+
 SBN512_INLINE size_t sbn512_esize(sbn_kdtype dt)
 {
     return dt == SBN_KD_F64 ? 8 : dt == SBN_KD_F32 ? 4 : 2;

@@ -25,10 +25,11 @@
 
 /* ---- one zmm of eight lanes in registers (runs) ---- */
 
+/* The subtraction and a's add run on the FMA ports (io_avx512.h: same bits). */
 SBN512_INLINE void accum8(__m512d *a, __m512d *b, __m512d v, __m512d shift)
 {
-    __m512d d = _mm512_sub_pd(v, shift);
-    *a = _mm512_add_pd(*a, d);
+    __m512d d = sbn512_sub_on_fma(v, shift);
+    *a = sbn512_add_on_fma(d, *a);
     *b = _mm512_add_pd(*b, _mm512_mul_pd(d, d));
 }
 
@@ -41,8 +42,8 @@ SBN512_INLINE void accum8m(__m512d *a, __m512d *b, __mmask8 m, __m512d v, __m512
 
 SBN512_INLINE void bwd8(__m512d *a, __m512d *b, __m512d g, __m512d v, __m512d center)
 {
-    *a = _mm512_add_pd(*a, g);
-    *b = _mm512_add_pd(*b, _mm512_mul_pd(g, _mm512_sub_pd(v, center)));
+    *a = sbn512_add_on_fma(g, *a);
+    *b = _mm512_add_pd(*b, _mm512_mul_pd(g, sbn512_sub_on_fma(v, center)));
 }
 
 SBN512_INLINE void bwd8m(__m512d *a, __m512d *b, __mmask8 m, __m512d g, __m512d v,

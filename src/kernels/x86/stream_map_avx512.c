@@ -21,16 +21,17 @@
  */
 #include "kernels/x86/io_avx512.h"
 
+/* normalize: the add on the FMA ports; backward: the two subtractions (io_avx512.h: same bits). */
 SBN512_INLINE __m512d normalize8(__m512d v, __m512d k0, __m512d k1, __m512d k2)
 {
-    return _mm512_add_pd(_mm512_mul_pd(_mm512_sub_pd(v, k0), k1), k2);
+    return sbn512_add_on_fma(_mm512_mul_pd(_mm512_sub_pd(v, k0), k1), k2);
 }
 
 SBN512_INLINE __m512d backward8(__m512d g, __m512d v, __m512d k0, __m512d k1, __m512d k2,
                                 __m512d k3)
 {
-    __m512d a = _mm512_sub_pd(g, k0);
-    __m512d b = _mm512_mul_pd(_mm512_sub_pd(v, k1), k2);
+    __m512d a = sbn512_sub_on_fma(g, k0);
+    __m512d b = _mm512_mul_pd(sbn512_sub_on_fma(v, k1), k2);
     return _mm512_mul_pd(_mm512_sub_pd(a, b), k3);
 }
 
