@@ -126,6 +126,19 @@ void sbn__rsum_merge(sbn__rsum *inout, const sbn__rsum *in, size_t n)
     for (i = 0; i < n; i++) rsum_merge_one(&inout[i], &in[i]);
 }
 
+/*
+ * Bytes from a peer are not trusted to hold a state sbn__rsum_add could make: a top
+ * outside -1..65 would send the window arithmetic out of range, so such a state is
+ * replaced by NaN (a loud, propagating result) instead of being merged.
+ */
+static void rsum_sanitize(sbn__rsum *a)
+{
+    if (a->top >= RSUM_EMPTY_TOP && a->top <= 65) return;
+    memset(a, 0, sizeof *a);
+    a->top = RSUM_EMPTY_TOP;
+    a->flags = SBN_RSUM_NAN;
+}
+
 void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n)
 {
     unsigned char *out = (unsigned char *)inout;
@@ -135,6 +148,8 @@ void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n)
         sbn__rsum x, y;
         memcpy(&x, out + i * sizeof x, sizeof x);
         memcpy(&y, src + i * sizeof y, sizeof y);
+        rsum_sanitize(&x);
+        rsum_sanitize(&y);
         rsum_merge_one(&x, &y);
         memcpy(out + i * sizeof x, &x, sizeof x);
     }

@@ -88,7 +88,9 @@ void sbn__rsum_add(sbn__rsum *a, double t);
  * inout and in may be the same array (doubles every term).
  */
 void sbn__rsum_merge(sbn__rsum *inout, const sbn__rsum *in, size_t n);
-/* sbn__rsum_merge on untyped buffers of n accumulators (any alignment): a merge callback. */
+/* sbn__rsum_merge on untyped buffers of n accumulators (any alignment): a merge callback.
+ * A state whose top is outside -1..65 (not one sbn__rsum_add can make: corrupt bytes from
+ * a peer) merges as NaN instead of being trusted. */
 void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n);
 /*
  * V correctly rounded to the nearest double, ties to even: NaN when a NaN or both
