@@ -122,7 +122,8 @@ int64_t sbn__layer_group_samples(const sbn_tensor *x)
 static sbn_tensor group_view(const sbn_tensor *x, int64_t n0, int64_t g)
 {
     sbn_tensor v = *x;
-    v.data = (char *)x->data + n0 * x->strides[0] * (int64_t)sbn_dtype_size(x->dtype);
+    if (n0 > 0) /* (data may be NULL when only the size is asked) */
+        v.data = (char *)x->data + n0 * x->strides[0] * (int64_t)sbn_dtype_size(x->dtype);
     v.shape[0] = 1;
     v.shape[1] = g * x->shape[1];
     v.strides[0] = v.shape[1] * x->strides[1];
