@@ -2,10 +2,13 @@
  * bench_kernels.c - the streaming kernels alone, for the gap analysis of
  * docs/performance.md: ns per element of every ISA built on this CPU for the
  * fp32 and bf16 kernels that dominate a batch-norm pass (run accum, run normalize,
- * row accum and row normalize over 64 channels), once on data that stays in the L1
- * cache (2048 elements, or 32 rows x 64 channels) and once streaming over 64 MiB
- * (the memory-bound case), against the byte floor of the same sweep measured with
- * memcpy-free plain reads (a sum of 64-bit words) on the same buffer. Best of 15.
+ * row accum and row normalize over 64 channels), sweeping x (and y for the maps)
+ * over four working sets: 8 KiB of x (one call of 2048 fp32 elements, or 32 rows x 64
+ * channels: L1), 256 KiB (L2), 8 MiB (L3 on the machines met so far) and 64 MiB (the
+ * memory-bound case), against the plain-read floor of the same x bytes (memcpy-free
+ * reads, a sum of 64-bit words, on the same buffer and working set). Best of 15; the
+ * first sweep warms the level. A map also writes y, so its floor (reads only) is a
+ * lower bound: a map at 1.25x of it is at the floor of its traffic.
  *   usage: bench_kernels
  */
 #define _GNU_SOURCE
@@ -19,6 +22,10 @@
 
 #define BIG ((size_t)64 << 20) /* bytes swept by the memory-bound case */
 #define REPS 15
+#define LEVELS 4
+static const size_t g_level_bytes[LEVELS] = {(size_t)8 << 10, (size_t)256 << 10,
+                                             (size_t)8 << 20, BIG};
+static const char *const g_level_names[LEVELS] = {"l1", "l2", "l3", "dram"};
 
 static double now(void)
 {
@@ -95,19 +102,23 @@ int main(void)
     static const char *const fams[] = {"accum", "normalize", "row_accum64", "row_normalize64"};
     static const int kds[] = {SBN_KD_F32, SBN_KD_BF16};
     char *x = aligned_alloc(4096, BIG), *y = aligned_alloc(4096, BIG);
-    double floor_ns;
+    double floor_ns[LEVELS];
     size_t i;
-    int a, f, d;
+    int a, f, d, l;
     if (!x || !y) return 1;
     for (i = 0; i < 4 * 64; i++) /* generic coefficients, like a mean and invstd * weight */
         g_coef[i] = 0.4873 + 0.8498 * (double)((i * 37) % 64) / 64.0;
     for (i = 0; i < BIG / 4; i++) ((float *)x)[i] = (float)(i % 1000) * 0.001f; /* also valid bf16 pairs */
     memset(y, 0, BIG);
-    floor_ns = read_floor((const uint64_t *)x, BIG / 8);
-    printf("# plain read of 64 MiB: %.3f ms = %.1f GB/s (floor per element: f32 %.3f ns, bf16 %.3f ns"
-           " per read)\n", floor_ns * 1e-6, (double)BIG / floor_ns, floor_ns / (double)(BIG / 4),
-           floor_ns / (double)(BIG / 2));
-    printf("isa,dtype,kernel,l1_ns_per_elem,dram_ns_per_elem\n");
+    for (l = 0; l < LEVELS; l++) { /* ns per byte of a plain read of the level's working set */
+        floor_ns[l] = read_floor((const uint64_t *)x, g_level_bytes[l] / 8) /
+                      (double)g_level_bytes[l];
+        printf("# plain read of %zu KiB (%s): %.1f GB/s = f32 %.4f ns, bf16 %.4f ns per element\n",
+               g_level_bytes[l] >> 10, g_level_names[l], 1.0 / floor_ns[l], 4 * floor_ns[l],
+               2 * floor_ns[l]);
+    }
+    printf("isa,dtype,kernel,l1_ns_per_elem,l2_ns_per_elem,l3_ns_per_elem,dram_ns_per_elem,"
+           "l1_x_floor,l2_x_floor,l3_x_floor,dram_x_floor\n");
     for (a = 0; a < 3; a++) {
         const sbn_kernels *k = sbn__kernels_for(isas[a]);
         if (!k) continue;
@@ -115,17 +126,23 @@ int main(void)
             for (f = 0; f < 4; f++) {
                 size_t es = kds[d] == SBN_KD_F32 ? 4 : 2, rows = f >= 2;
                 size_t per_call = rows ? 32 : 2048, call_elems = rows ? 32 * 64 : 2048;
+                double ns[LEVELS];
                 job j;
-                double l1, dram;
                 j.k = k;
                 j.kd = kds[d];
                 j.family = f;
                 j.x = x;
                 j.y = y;
                 j.n = per_call;
-                l1 = time_job(&j, call_elems, call_elems, es) ;
-                dram = time_job(&j, call_elems, BIG / es / call_elems * call_elems, es);
-                printf("%s,%s,%s,%.3f,%.3f\n", isas[a], d ? "bf16" : "f32", fams[f], l1, dram);
+                for (l = 0; l < LEVELS; l++) {
+                    size_t total = g_level_bytes[l] / es / call_elems * call_elems;
+                    if (total < call_elems) total = call_elems;
+                    ns[l] = time_job(&j, call_elems, total, es);
+                }
+                printf("%s,%s,%s", isas[a], d ? "bf16" : "f32", fams[f]);
+                for (l = 0; l < LEVELS; l++) printf(",%.3f", ns[l]);
+                for (l = 0; l < LEVELS; l++) printf(",%.2f", ns[l] / (floor_ns[l] * (double)es));
+                printf("\n");
             }
     }
     free(x);
