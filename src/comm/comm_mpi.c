@@ -88,8 +88,8 @@ static void nap(long nanos)
     nanosleep(&ts, NULL);
 }
 
-/* MPI's text for `code`, into buf. */
-static void mpi_text(int code, char *buf, size_t size)
+/* MPI's text for `code`, into buf (comm_mpi_merge.h). */
+void sbn__mpi_text(int code, char *buf, size_t size)
 {
     char text[MPI_MAX_ERROR_STRING + 1];
     int len = 0;
@@ -103,7 +103,7 @@ static void mpi_text(int code, char *buf, size_t size)
 static sbn_status mpi_error(int code, const char *call, int rank)
 {
     char text[MPI_MAX_ERROR_STRING + 32];
-    mpi_text(code, text, sizeof text);
+    sbn__mpi_text(code, text, sizeof text);
     if (rank >= 0) return sbn__error(SBN_ERR_COMM, "%s failed on rank %d: %s", call, rank, text);
     return sbn__error(SBN_ERR_COMM, "%s failed: %s", call, text);
 }
@@ -266,7 +266,7 @@ static sbn_status wait_exchange(mpi_comm *c, int unit_count, MPI_Datatype unit)
             flag = 0;
             rc = MPI_Test(&c->requests[i], &flag, &status);
             if (rc != MPI_SUCCESS) {
-                mpi_text(rc, why, sizeof why);
+                sbn__mpi_text(rc, why, sizeof why);
                 snprintf(text, sizeof text, "MPI_Test of the %s rank %d failed on rank %d: %s",
                          i < size ? "receive from" : "send to", i % size, c->base.rank, why);
                 return fail_exchange(c, SBN_ERR_COMM, text, 1);
@@ -347,7 +347,7 @@ static sbn_status mpi_exchange(sbn_comm_t *base, const void *send, size_t bytes,
             rc = MPI_Isend(out, (int)count, unit, r, SBN_MPI_TAG_EXCHANGE, c->comm,
                            &c->requests[size + r]);
     if (rc != MPI_SUCCESS) {
-        mpi_text(rc, why, sizeof why);
+        sbn__mpi_text(rc, why, sizeof why);
         snprintf(text, sizeof text, "posting the messages of rank %d failed: %s", me, why);
         return fail_exchange(c, SBN_ERR_COMM, text, 1);
     }
@@ -413,7 +413,7 @@ static sbn_status mpi_allreduce_merge(sbn_comm_t *base, void *data, size_t count
     memcpy(in, data, bytes);
     rc = MPI_Iallreduce(in, out, (int)count, type, c->merge.op, c->comm, &c->merge.request);
     if (rc != MPI_SUCCESS) {
-        mpi_text(rc, why, sizeof why);
+        sbn__mpi_text(rc, why, sizeof why);
         snprintf(text, sizeof text, "MPI_Iallreduce failed on rank %d: %s", base->rank, why);
         return fail_merge(c, SBN_ERR_COMM, text, 1);
     }
@@ -421,7 +421,7 @@ static sbn_status mpi_allreduce_merge(sbn_comm_t *base, void *data, size_t count
     for (;;) {
         rc = MPI_Test(&c->merge.request, &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-            mpi_text(rc, why, sizeof why);
+            sbn__mpi_text(rc, why, sizeof why);
             snprintf(text, sizeof text, "MPI_Test of the MPI_Iallreduce failed on rank %d: %s",
                      base->rank, why);
             return fail_merge(c, SBN_ERR_COMM, text, 1);

@@ -117,13 +117,9 @@ MPI_Datatype sbn__mpi_merge_type_of(const sbn__mpi_merge *m, size_t elem_bytes,
 
 static sbn_status mpi_failed(int code, const char *call)
 {
-    char text[MPI_MAX_ERROR_STRING + 1];
-    int len = 0;
-    if (MPI_Error_string(code, text, &len) != MPI_SUCCESS || len <= 0)
-        snprintf(text, sizeof text, "unknown MPI error");
-    else
-        text[len < MPI_MAX_ERROR_STRING ? len : MPI_MAX_ERROR_STRING] = '\0';
-    return sbn__error(SBN_ERR_COMM, "%s failed: %s (MPI error %d)", call, text, code);
+    char text[MPI_MAX_ERROR_STRING + 64];
+    sbn__mpi_text(code, text, sizeof text);
+    return sbn__error(SBN_ERR_COMM, "%s failed: %s", call, text);
 }
 
 /* A new committed, registered datatype for (elem_bytes, merge), appended to m->types. */

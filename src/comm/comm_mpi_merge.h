@@ -55,4 +55,7 @@ MPI_Datatype sbn__mpi_merge_type_of(const sbn__mpi_merge *m, size_t elem_bytes,
  */
 void sbn__mpi_merge_release(sbn__mpi_merge *m, int mpi_alive);
 
+/* "MPI's text for code (MPI error code)" into buf (comm_mpi.c; shared by both files). */
+void sbn__mpi_text(int code, char *buf, size_t size);
+
 #endif /* SBN_COMM_MPI_MERGE_H */
