@@ -10,7 +10,9 @@
  * through the kernels at once as a (1, G*C, spatial) view whose "channel"
  * k = j*C + c is channel c of sample n0 + j; otherwise (channels-last) one sample
  * at a time. Either way each (sample, channel) reduction reads the same elements
- * in the same order, so the bits do not depend on the grouping.
+ * in the same order, so the bits do not depend on the grouping. With one element
+ * per (sample, channel) ((N, C) inputs) the units are read directly: mean x and
+ * M2 0, or dy and dy * (x - mean), which is what the kernels would give.
  */
 #include <math.h>
 #include <string.h>
@@ -46,20 +48,28 @@ static int rsum_parts(const sbn__rsum *a, double *parts)
     return np;
 }
 
-/* Deposits a * b exactly: the rounded product and, when finite, its error (fma). */
+/* Deposits a * b exactly: the rounded product and, when finite, its error (fma);
+ * a == 1 (a unit of one element) needs no split. */
 static void add_product(sbn__rsum *acc, double a, double b)
 {
     double p = a * b;
     sbn__rsum_add(acc, p);
-    if (isfinite(p)) sbn__rsum_add(acc, fma(a, b, -p));
+    if (a != 1.0 && isfinite(p)) sbn__rsum_add(acc, fma(a, b, -p));
 }
 
-/* Deposits count * v * v exactly (v*v split first, then each half times count). */
+/*
+ * Deposits count * v * v as two doubles whose sum is within 2^-104 of it (relative):
+ * v*v = h + l exactly (fma), count*h = p + e exactly, then p and round(e + count*l).
+ * Deterministic, which is all the accumulators need; the error is far below their
+ * 2^-96 truncation.
+ */
 static void add_scaled_square(sbn__rsum *acc, double count, double v)
 {
-    double h = v * v;
-    add_product(acc, count, h);
-    if (isfinite(h)) add_product(acc, count, fma(v, v, -h));
+    double h = v * v, p = count * h;
+    sbn__rsum_add(acc, p);
+    if (!isfinite(p)) return;
+    if (count == 1.0) sbn__rsum_add(acc, fma(v, v, -h)); /* v*v = h + l exactly */
+    else sbn__rsum_add(acc, fma(count, h, -p) + count * fma(v, v, -h));
 }
 
 void sbn__layer_deposit_moments(sbn__rsum *acc, int64_t channels, int64_t c, double count,
@@ -67,7 +77,7 @@ void sbn__layer_deposit_moments(sbn__rsum *acc, int64_t channels, int64_t c, dou
 {
     add_product(&acc[c], count, mean);
     add_scaled_square(&acc[channels + c], count, mean);
-    sbn__rsum_add(&acc[2 * channels + c], m2);
+    if (m2 != 0) sbn__rsum_add(&acc[2 * channels + c], m2);
 }
 
 sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, int64_t c)
@@ -140,7 +150,7 @@ static size_t group_bytes(const sbn_tensor *x, int64_t g)
 
 size_t sbn__layer_sample_bytes(const sbn_tensor *x)
 {
-    if (x->shape[0] == 0 || sample_size(x) == 0) return 0; /* nothing to reduce */
+    if (x->shape[0] == 0 || sample_size(x) <= 1) return 0; /* nothing for the kernels */
     return group_bytes(x, sbn__layer_group_samples(x));
 }
 
@@ -150,6 +160,15 @@ static double *group_out(const sbn_tensor *v, void *scratch)
     return (double *)scratch + sbn__channel_reduce_bytes(v) / sizeof(double);
 }
 
+/* Sample n of a tensor with one element per (sample, channel): a 1-D view over C. */
+static sbn_tensor sample_row(const sbn_tensor *x, int64_t n)
+{
+    sbn_tensor row = sbn_tensor_1d(x->data, x->dtype, x->shape[1]);
+    if (n > 0) row.data = (char *)x->data + n * x->strides[0] * (int64_t)sbn_dtype_size(x->dtype);
+    row.strides[0] = x->strides[1];
+    return row;
+}
+
 void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratch,
                                sbn_pool_t *pool)
 {
@@ -157,6 +176,15 @@ void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratc
     const int64_t gmax = sbn__layer_group_samples(x);
     int64_t n0, k;
     if (n == 0 || s == 0) return;
+    if (s == 1) { /* a unit is one element: mean x, M2 0 (what the kernels give), no pass */
+        for (n0 = 0; n0 < n; n0++) {
+            sbn_tensor row = sample_row(x, n0);
+            for (k = 0; k < channels; k++)
+                sbn__layer_deposit_moments(acc, channels, k, 1.0, sbn__load1(&row, k), 0.0);
+        }
+        sbn__rsum_add(&acc[3 * channels], (double)n);
+        return;
+    }
     for (n0 = 0; n0 < n; n0 += gmax) {
         const int64_t g = n - n0 < gmax ? n - n0 : gmax;
         sbn_tensor v = group_view(x, n0, g);
@@ -178,6 +206,17 @@ void sbn__layer_sample_sums(const sbn_tensor *dy, const sbn_tensor *x, const sbn
                              : sbn__layer_group_samples(dy);
     int64_t n0, k, c;
     if (n == 0 || sample_size(x) == 0) return;
+    if (sample_size(x) == 1) { /* one element per unit: the kernels' two sums, directly */
+        for (n0 = 0; n0 < n; n0++) {
+            sbn_tensor row = sample_row(x, n0), drow = sample_row(dy, n0);
+            for (c = 0; c < channels; c++) {
+                double g = sbn__load1(&drow, c);
+                sbn__rsum_add(&acc[c], g);
+                sbn__rsum_add(&acc[channels + c], g * (sbn__load1(&row, c) - sbn__load1(mean, c)));
+            }
+        }
+        return;
+    }
     for (n0 = 0; n0 < n; n0 += gmax) {
         const int64_t g = n - n0 < gmax ? n - n0 : gmax;
         sbn_tensor v = group_view(x, n0, g), dv = group_view(dy, n0, g), center;

@@ -6,7 +6,9 @@
  * and every rank finishes the same global statistics from the merged sums.
  *
  * Forward, per channel c, a unit u with count S_u, mean m_u and M2_u deposits
- *   P += S_u * m_u,  Q += S_u * m_u^2,  M += M2_u     (products split exactly, fma)
+ *   P += S_u * m_u,  Q += S_u * m_u^2,  M += M2_u
+ * (S*m split exactly with fma into 2 deposits; S*m^2 as a double-double, within
+ * 2^-104, 2 deposits; so 5 deposits per unit and channel).
  * and the count N += S_u once per unit row. After the merge, with g = P / N:
  *   M2 = M + Q - 2 g P + N g^2 = sum_u M2_u + sum_u S_u (m_u - g)^2  (>= 0)
  * evaluated in the accumulators (P's exact parts times g, g^2 times N, each
