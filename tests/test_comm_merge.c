@@ -15,9 +15,11 @@
  * count >= W the reduce-scatter); long interleaved runs with the other
  * collectives; per-rank payload traffic (measured as the difference from a
  * count-0 merge, i.e. without the header) flat in W: at most 3 * count *
- * elem_bytes for W = 2..256; count, elem_bytes, tag and op disagreements giving
- * SBN_ERR_COMM_MISMATCH everywhere; a failed rank giving SBN_ERR_PEER_FAILED; a
- * rank that never arrives giving SBN_ERR_TIMEOUT (0.5 s); argument errors.
+ * elem_bytes for W = 2..256, and with the header under 3 blocks + 2 headers +
+ * 64 bytes (the header check reads one peer's header, not W - 1); count,
+ * elem_bytes, tag and op disagreements giving SBN_ERR_COMM_MISMATCH everywhere;
+ * a failed rank giving SBN_ERR_PEER_FAILED; a rank that never arrives giving
+ * SBN_ERR_TIMEOUT (0.5 s); argument errors.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -259,6 +261,7 @@ enum { TRAFFIC_COUNT = 64, TRAFFIC_ELEM = 56 };
 
 typedef struct traffic_shared {
     uint64_t header_sent[MAXW], header_recv[MAXW], payload_sent[MAXW], payload_recv[MAXW];
+    uint64_t total_recv[MAXW]; /* the whole merge, header included */
 } traffic_shared;
 
 /* A count-0 merge moves only the header: the payload is the difference of the second. */
@@ -278,6 +281,7 @@ static void rank_traffic(tsup_rank *c)
     sh->header_recv[c->rank] = r1 - r0;
     sh->payload_sent[c->rank] = (s2 - s1) - (s1 - s0);
     sh->payload_recv[c->rank] = (r2 - r1) - (r1 - r0);
+    sh->total_recv[c->rank] = r2 - r1;
 }
 
 static void threads_traffic(void)
@@ -299,8 +303,9 @@ static void threads_traffic(void)
             return;
         }
         for (i = 0; i < w; i++) {
-            CHECK_MSG(sh->header_sent[i] == HEADER && sh->header_recv[i] == (uint64_t)(w - 1) *
-                      HEADER, "W %d rank %d: header %llu sent, %llu received", w, i,
+            /* The header check reads the next rank's header and the world's word. */
+            CHECK_MSG(sh->header_sent[i] == HEADER && sh->header_recv[i] == HEADER + 8,
+                      "W %d rank %d: header %llu sent, %llu received", w, i,
                       (unsigned long long)sh->header_sent[i],
                       (unsigned long long)sh->header_recv[i]);
             CHECK_MSG(sh->payload_sent[i] == block, "W %d rank %d: payload sent %llu", w, i,
@@ -309,6 +314,11 @@ static void threads_traffic(void)
             CHECK_MSG(sh->payload_recv[i] > 0 && sh->payload_recv[i] <= 3 * block,
                       "W %d rank %d: payload received %llu bytes, more than 3 blocks of %llu", w,
                       i, (unsigned long long)sh->payload_recv[i], (unsigned long long)block);
+            /* Header included: flat too, an allgathered header would add (W - 1) x 56 B. */
+            CHECK_MSG(sh->total_recv[i] < 3 * block + 2 * HEADER + 64,
+                      "W %d rank %d: the merge received %llu bytes with its header, not under 3 "
+                      "blocks of %llu + 2 headers + 64", w, i,
+                      (unsigned long long)sh->total_recv[i], (unsigned long long)block);
             rmin = sh->payload_recv[i] < rmin ? sh->payload_recv[i] : rmin;
             rmax = sh->payload_recv[i] > rmax ? sh->payload_recv[i] : rmax;
             rsum += sh->payload_recv[i];

@@ -129,14 +129,18 @@ sbn_status sbn_comm_barrier(sbn_comm_t *comm);
 
 /*
  * Bytes this rank's handle has moved since its creation, headers included (each
- * collective's header is 56 bytes per rank and is allgathered, so a rank receives
- * (W - 1) x 56 header bytes per collective: that part does grow with W); either
- * pointer may be NULL; 0 and 0 for a NULL handle. Like the getters, it leaves the
- * error sentence alone.
- *   threads:   sent counts each payload this rank publishes once (its block of an
- *              allgather, its buffer of a merge), received the bytes it reads
- *              from other ranks' memory (W - 1 blocks of an allgather; the slices
- *              or tree buffers of a merge). A world of one moves nothing.
+ * collective's header is 56 bytes per rank; the MPI and callbacks backends
+ * allgather it, so a rank receives (W - 1) x 56 header bytes per collective
+ * there: that part does grow with W); either pointer may be NULL; 0 and 0 for a
+ * NULL handle. Like the getters, it leaves the error sentence alone.
+ *   threads:   sent counts each payload this rank publishes once (its header,
+ *              its block of an allgather, its buffer of a merge), received the
+ *              bytes it reads from other ranks' memory (W - 1 blocks of an
+ *              allgather; the slices or tree buffers of a merge). The header
+ *              check reads only the next rank's header and one 8-byte word
+ *              shared by the world, 64 bytes per collective whatever W, and
+ *              W - 1 headers more only when the ranks disagree or one failed.
+ *              A world of one moves nothing.
  *   MPI:       the bytes of syncbn's own point-to-point messages (each exchange
  *              sends its block to, and receives one from, each of the W - 1
  *              peers), and count * elem_bytes in and out for each merge's

@@ -1,9 +1,11 @@
 /*
  * comm.c - the generic layer of the communicator, shared by every backend. Each
  * collective first allgathers a fixed header (op, count, element size, tag, call
- * number, step, failure status: 7 int64, 56 bytes) from every rank; every rank
- * then sees the same headers and reaches the same verdict: a rank that announced
- * a failure makes every rank return SBN_ERR_PEER_FAILED (and the handle stays
+ * number, step, failure status: 7 int64, 56 bytes) from every rank (a backend
+ * with its own exchange_headers, the threads one, first checks agreement in O(1)
+ * per rank and gathers them only when that check fails); every rank then sees
+ * the same headers and reaches the same verdict: a rank that announced a
+ * failure makes every rank return SBN_ERR_PEER_FAILED (and the handle stays
  * failed), any disagreement makes every rank return SBN_ERR_COMM_MISMATCH, and
  * only when all agree is the payload exchanged. A rank whose own arguments are
  * wrong announces the failure in the header instead of leaving its peers
@@ -190,7 +192,10 @@ static sbn_status verdict_mismatch(const sbn_comm_t *comm)
 /*
  * Starts a collective: numbers it, exchanges this rank's header and returns the
  * verdict every rank shares. `elem` is the element size in bytes the ranks must
- * agree on; `status` is the announced failure for SBN_OP_FAIL.
+ * agree on; `status` is the announced failure for SBN_OP_FAIL. A backend with
+ * its own exchange_headers answers "all agree, nobody failed" without gathering
+ * the headers (SBN_OK, as the verdicts would be), else gathers them for the same
+ * verdicts as the allgather.
  */
 static sbn_status start(sbn_comm_t *comm, int op, size_t count, size_t elem, int64_t tag,
                         sbn_status status)
@@ -206,8 +211,16 @@ static sbn_status start(sbn_comm_t *comm, int op, size_t count, size_t elem, int
     mine[SBN_HDR_STEP] = comm->step;
     mine[SBN_HDR_ELEM] = (int64_t)elem;
     mine[SBN_HDR_STATUS] = op == SBN_OP_FAIL ? (int64_t)status : 0;
-    s = comm->vt->allgather_bytes(comm, mine, sizeof mine, comm->headers);
-    if (SBN_FAILED(s)) return backend_error(comm, op, "header", s);
+    if (comm->vt->exchange_headers != NULL) {
+        /* The backend's own check: the headers are only gathered when it fails. */
+        int all_agree = 0;
+        s = comm->vt->exchange_headers(comm, mine, &all_agree);
+        if (SBN_FAILED(s)) return backend_error(comm, op, "header", s);
+        if (all_agree) return SBN_OK;
+    } else {
+        s = comm->vt->allgather_bytes(comm, mine, sizeof mine, comm->headers);
+        if (SBN_FAILED(s)) return backend_error(comm, op, "header", s);
+    }
     s = verdict_failed(comm, op);
     if (SBN_FAILED(s) || op == SBN_OP_FAIL) return s;
     return verdict_mismatch(comm);

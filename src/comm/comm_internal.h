@@ -1,13 +1,13 @@
 /*
  * comm_internal.h - what the communicator's files share: the backend vtable and
  * the handle every backend embeds as its first member. A backend moves bytes
- * (allgather_bytes, barrier, optionally allreduce_merge) and reports its own
- * failures through sbn__error and its traffic through sbn__comm_count; the
- * generic layer (comm.c) owns everything else: the header exchange that checks
- * the ranks agree, the sticky failure state, the rank-order sum, the rank-order
- * merge of backends without their own, and the grow-only scratch buffer.
- * Backends create a handle with sbn__comm_init and their destroy frees the
- * handle itself after sbn__comm_release has run. The
+ * (allgather_bytes, barrier, optionally allreduce_merge and exchange_headers) and
+ * reports its own failures through sbn__error and its traffic through
+ * sbn__comm_count; the generic layer (comm.c) owns everything else: the header
+ * verdicts that check the ranks agree, the sticky failure state, the rank-order
+ * sum, the rank-order merge of backends without their own, and the grow-only
+ * scratch buffer. Backends create a handle with sbn__comm_init and their destroy
+ * frees the handle itself after sbn__comm_release has run. The
  * timeout rule (an explicit argument, else SBN_COMM_TIMEOUT, else 60 s) lives
  * here too, so that every backend that waits reads it the same way.
  */
@@ -70,6 +70,15 @@ struct sbn__comm_vtable {
      */
     sbn_status (*allreduce_merge)(sbn_comm_t *comm, void *data, size_t count, size_t elem_bytes,
                                   sbn_comm_merge_fn merge);
+    /*
+     * Optional: the header exchange itself, `mine` being this rank's
+     * SBN_HDR_WORDS words. *all_agree = 1 when every rank's header agrees with
+     * this one on every word before SBN_HDR_STATUS and no rank announced a
+     * failure (the same answer on every rank), and comm->headers is then left
+     * alone; otherwise *all_agree = 0 and comm->headers holds every rank's header,
+     * as after the allgather, for the generic verdicts. NULL: the allgather.
+     */
+    sbn_status (*exchange_headers)(sbn_comm_t *comm, const int64_t *mine, int *all_agree);
 };
 
 struct sbn_comm {

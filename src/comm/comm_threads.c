@@ -14,8 +14,11 @@
  * arrival and departure around its own middle: a reduce-scatter then allgather
  * over the ranks' own buffers when count >= W, a binary tree (with one condition
  * variable per rank) below, so that no rank reads more than 3 * count elements
- * whatever W; see scatter_merge and tree_merge. Traffic: a rank counts its posted
- * payload as sent once and what it reads from other ranks' buffers as received.
+ * whatever W; see scatter_merge and tree_merge. The header of every collective
+ * takes the same arrival and departure too, but a rank reads only its ring
+ * successor's header and one shared word unless the ranks disagree or one
+ * failed (threads_headers). Traffic: a rank counts its posted payload as sent
+ * once and what it reads from other ranks' buffers as received.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,6 +50,7 @@ typedef struct sbn_world {
     int departed;        /* ranks done copying in the closing round */
     uint64_t round;      /* bumped when every rank has arrived */
     uint64_t leave;      /* bumped when every rank has copied */
+    uint64_t disagreed;  /* the last round whose header check failed (threads_headers) */
     int broken;
     sbn_status broken_status;
     char broken_text[SBN_WORLD_TEXT];
@@ -219,6 +223,54 @@ static sbn_status threads_barrier(sbn_comm_t *base)
     return threads_allgather(base, NULL, 0, NULL);
 }
 
+/* ---- the header exchange ---- */
+
+/*
+ * The header check in O(1) per rank. Every rank posts its header as for an
+ * allgather (the same timed arrival), then compares its ring successor's,
+ * rank (r + 1) % size, with its own on every word that must agree and looks at
+ * the successor's op and status; a difference or a failure marks the round in
+ * the world's `disagreed` word. Every adjacent pair agreeing is every pair
+ * agreeing, and every rank's header is seen by its predecessor, so after a meet
+ * that word is the verdict of every rank: clear, nothing else is read; set,
+ * every rank copies every header into comm->headers for the generic verdicts
+ * and meets again before leaving (the headers live on their ranks' stacks). A
+ * world of one compares its header with itself and still sees its own failure.
+ * Read per rank: the successor's header and the word, W - 1 headers more when
+ * the check failed. The word is written under the lock, before the meet, and
+ * read after it; no rank can write it again before every rank arrives again.
+ */
+static sbn_status threads_headers(sbn_comm_t *base, const int64_t *mine, int *all_agree)
+{
+    threads_comm *c = (threads_comm *)base;
+    sbn_world *w = c->world;
+    const size_t bytes = SBN_HDR_WORDS * sizeof(int64_t);
+    const int64_t *next;
+    uint64_t round, got = bytes + sizeof w->disagreed;
+    sbn_status s = arrive(c, mine, bytes, &round);
+    int r, same = 1;
+
+    *all_agree = 0;
+    if (SBN_FAILED(s)) return s;
+    next = w->slots[(base->rank + 1) % w->size].send;
+    for (r = 0; r < SBN_HDR_STATUS; r++) same = same && next[r] == mine[r];
+    if (!same || next[SBN_HDR_OP] == SBN_OP_FAIL || next[SBN_HDR_STATUS] != 0) {
+        pthread_mutex_lock(&w->lock);
+        w->disagreed = round;
+        pthread_mutex_unlock(&w->lock);
+    }
+    meet(w);
+    *all_agree = w->disagreed != round;
+    if (!*all_agree) {
+        for (r = 0; r < w->size; r++)
+            memcpy(base->headers + (size_t)r * SBN_HDR_WORDS, w->slots[r].send, bytes);
+        got += (uint64_t)(w->size - 1) * bytes;
+        meet(w);
+    }
+    if (w->size > 1) sbn__comm_count(base, bytes, got);
+    return SBN_OK;
+}
+
 /* ---- the merge allreduce ---- */
 
 /* Slice r of `count` elements over `size` ranks: [lo, lo + n), the first count % size longer. */
@@ -363,6 +415,7 @@ static const struct sbn__comm_vtable threads_vtable = {
     .barrier = threads_barrier,
     .destroy = threads_destroy,
     .allreduce_merge = threads_merge,
+    .exchange_headers = threads_headers,
 };
 
 /* ---- creation ---- */
