@@ -150,7 +150,9 @@ static size_t group_bytes(const sbn_tensor *x, int64_t g)
 
 size_t sbn__layer_sample_bytes(const sbn_tensor *x)
 {
-    if (x->shape[0] == 0 || sample_size(x) <= 1) return 0; /* nothing for the kernels */
+    if (x->shape[0] == 0 || sample_size(x) == 0) return 0; /* nothing to reduce */
+    if (sample_size(x) == 1) /* rows of x, dy and the means, in double */
+        return sbn__sat_mul((size_t)x->shape[1], 3 * sizeof(double));
     return group_bytes(x, sbn__layer_group_samples(x));
 }
 
@@ -160,13 +162,12 @@ static double *group_out(const sbn_tensor *v, void *scratch)
     return (double *)scratch + sbn__channel_reduce_bytes(v) / sizeof(double);
 }
 
-/* Sample n of a tensor with one element per (sample, channel): a 1-D view over C. */
-static sbn_tensor sample_row(const sbn_tensor *x, int64_t n)
+/* Sample n of a tensor with one element per (sample, channel), its C values in double. */
+static void load_sample(const sbn_tensor *x, int64_t n, double *out)
 {
-    sbn_tensor row = sbn_tensor_1d(x->data, x->dtype, x->shape[1]);
-    if (n > 0) row.data = (char *)x->data + n * x->strides[0] * (int64_t)sbn_dtype_size(x->dtype);
-    row.strides[0] = x->strides[1];
-    return row;
+    const char *p = (const char *)x->data;
+    if (n > 0) p += n * x->strides[0] * (int64_t)sbn_dtype_size(x->dtype);
+    sbn__load_run(p, x->dtype, x->strides[1], x->shape[1], out);
 }
 
 void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratch,
@@ -177,10 +178,11 @@ void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratc
     int64_t n0, k;
     if (n == 0 || s == 0) return;
     if (s == 1) { /* a unit is one element: mean x, M2 0 (what the kernels give), no pass */
+        double *row = scratch;
         for (n0 = 0; n0 < n; n0++) {
-            sbn_tensor row = sample_row(x, n0);
+            load_sample(x, n0, row);
             for (k = 0; k < channels; k++)
-                sbn__layer_deposit_moments(acc, channels, k, 1.0, sbn__load1(&row, k), 0.0);
+                sbn__layer_deposit_moments(acc, channels, k, 1.0, row[k], 0.0);
         }
         sbn__rsum_add(&acc[3 * channels], (double)n);
         return;
@@ -207,12 +209,14 @@ void sbn__layer_sample_sums(const sbn_tensor *dy, const sbn_tensor *x, const sbn
     int64_t n0, k, c;
     if (n == 0 || sample_size(x) == 0) return;
     if (sample_size(x) == 1) { /* one element per unit: the kernels' two sums, directly */
+        double *row = scratch, *drow = row + channels, *means = drow + channels;
+        for (c = 0; c < channels; c++) means[c] = sbn__load1(mean, c);
         for (n0 = 0; n0 < n; n0++) {
-            sbn_tensor row = sample_row(x, n0), drow = sample_row(dy, n0);
+            load_sample(x, n0, row);
+            load_sample(dy, n0, drow);
             for (c = 0; c < channels; c++) {
-                double g = sbn__load1(&drow, c);
-                sbn__rsum_add(&acc[c], g);
-                sbn__rsum_add(&acc[channels + c], g * (sbn__load1(&row, c) - sbn__load1(mean, c)));
+                sbn__rsum_add(&acc[c], drow[c]);
+                sbn__rsum_add(&acc[channels + c], drow[c] * (row[c] - means[c]));
             }
         }
         return;
