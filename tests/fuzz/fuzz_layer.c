@@ -2,7 +2,8 @@
  * fuzz_layer.c - a libFuzzer target over the SyncBN layer (syncbn/layer.h) on a
  * threads world (syncbn/comm.h): the input bytes choose W = 1..4 ranks, C, the dtype,
  * the layout, the rank of x, an uneven N per rank (0 allowed), the values of x and dy,
- * the config (training or eval, cumulative, nan_guard, sync_grad_params, momentum) and
+ * the config (training or eval, cumulative, nan_guard, sync_grad_params, momentum,
+ * reproducible) and
  * a pool (NULL or two threads shared by the ranks); then every rank runs two steps of
  * forward and backward on its own thread, and sometimes one rank gets one bad argument
  * in one call (NULL or misshapen tensors, bad eps or momentum, a short workspace, y on
@@ -62,11 +63,11 @@ static void fail(const world_plan *p, const char *what, int rank, int step)
     fprintf(stderr,
             "fuzz_layer: VIOLATION: %s (rank %d, step %d)\n  world %d, C %lld, x rank %d, "
             "dtype %d, %s, training %d, cumulative %d, nan_guard %d, sync_grad_params %d, "
-            "momentum %g; N per rank:",
+            "momentum %g, reproducible %d; N per rank:",
             what, rank, step, p->world, (long long)p->c, p->rank, p->dtype_code,
             p->channels_last ? "channels-last" : "channels-first", p->config.training,
             p->config.cumulative, p->config.nan_guard, p->config.sync_grad_params,
-            p->config.momentum);
+            p->config.momentum, p->config.reproducible);
     for (rank = 0; rank < p->world; rank++) fprintf(stderr, " %lld", (long long)p->n[rank]);
     fprintf(stderr, "\n  bad argument %d on rank %d at step %d in %s; NaN on rank %d\n", (int)p->bad,
             p->bad_rank, p->bad_step, p->bad_in_backward ? "backward" : "forward", p->nan_rank);
@@ -317,6 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.config.sync_grad_params = (flags >> 4) & 1;
     p.config.momentum = momenta[(flags >> 5) % 4];
     p.pool = (flags >> 7) ? two_threads : NULL;
+    p.config.reproducible = (int)fz_pick(&rd, 2);
     p.bad = fz_pick(&rd, 2) ? (bad_arg)(1 + fz_pick(&rd, BAD_COUNT - 1)) : BAD_NONE;
     p.bad_rank = (int)fz_pick(&rd, (unsigned)p.world);
     p.bad_step = (int)fz_pick(&rd, STEPS);
