@@ -300,13 +300,39 @@ static int reserve_scratch(sbn_comm_t *comm, size_t bytes)
     return 1;
 }
 
+/*
+ * The merge of a backend without its own: every rank's data gathered into the
+ * scratch (size rows of count * elem_bytes), then row 0 merged with rows 1, 2,
+ * ..., size - 1 in that order: the same calls, hence the same bytes, on every
+ * rank, even for a merge that is not commutative.
+ */
+static sbn_status merge_by_allgather(sbn_comm_t *comm, void *data, size_t count, size_t elem_bytes,
+                                     sbn_comm_merge_fn merge)
+{
+    const unsigned char *rows = comm->scratch;
+    size_t bytes = count * elem_bytes;
+    sbn_status s = comm->vt->allgather_bytes(comm, data, bytes, comm->scratch);
+    int r;
+    if (SBN_FAILED(s)) return s;
+    memcpy(data, rows, bytes);
+    for (r = 1; r < comm->size; r++) merge(data, rows + (size_t)r * bytes, count);
+    return SBN_OK;
+}
+
+/* inout[i] += in[i]: allreduce_sum as a merge, in rank order ((v0 + v1) + v2) + ... */
+static void add_doubles(void *inout, const void *in, size_t count)
+{
+    double *acc = inout;
+    const double *row = in;
+    size_t i;
+    for (i = 0; i < count; i++) acc[i] += row[i];
+}
+
 SBN_API sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size_t count,
                                           int64_t tag)
 {
-    const double *rows;
     sbn_status s;
-    size_t bytes, i;
-    int r;
+    size_t bytes;
 
     sbn__clear_error();
     if (comm == NULL) return sbn__error(SBN_ERR_NULL_ARGUMENT, "comm is NULL");
@@ -325,15 +351,9 @@ SBN_API sbn_status sbn_comm_allreduce_sum(sbn_comm_t *comm, double *values, size
     }
     s = start(comm, SBN_OP_ALLREDUCE, count, sizeof(double), tag, SBN_OK);
     if (SBN_FAILED(s) || count == 0 || comm->size == 1) return s;
-    s = comm->vt->allgather_bytes(comm, values, bytes, comm->scratch);
+    /* the same order, hence the same bits, on every rank */
+    s = merge_by_allgather(comm, values, count, sizeof(double), add_doubles);
     if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLREDUCE, "payload", s);
-    /* ((v0 + v1) + v2) + ...: the same order, hence the same bits, on every rank. */
-    rows = comm->scratch;
-    memcpy(values, rows, bytes);
-    for (r = 1; r < comm->size; r++) {
-        const double *row = rows + (size_t)r * count;
-        for (i = 0; i < count; i++) values[i] += row[i];
-    }
     return SBN_OK;
 }
 
@@ -348,25 +368,6 @@ static sbn_status announce_own(sbn_comm_t *comm, sbn_status status)
     announce(comm, status);
     return sbn__error(status, "allreduce_merge on rank %d: %s", comm->rank,
                       text[0] ? text : sbn_status_str(status));
-}
-
-/*
- * The merge of a backend without its own: every rank's data gathered into the
- * scratch (size rows of count * elem_bytes), then row 0 merged with rows 1, 2,
- * ..., size - 1 in that order: the same calls, hence the same bytes, on every
- * rank, even for a merge that is not commutative.
- */
-static sbn_status merge_by_allgather(sbn_comm_t *comm, void *data, size_t count, size_t elem_bytes,
-                                     sbn_comm_merge_fn merge)
-{
-    const unsigned char *rows = comm->scratch;
-    size_t bytes = count * elem_bytes;
-    sbn_status s = comm->vt->allgather_bytes(comm, data, bytes, comm->scratch);
-    int r;
-    if (SBN_FAILED(s)) return s;
-    memcpy(data, rows, bytes);
-    for (r = 1; r < comm->size; r++) merge(data, rows + (size_t)r * bytes, count);
-    return SBN_OK;
 }
 
 SBN_API sbn_status sbn_comm_allreduce_merge(sbn_comm_t *comm, void *data, size_t count,
