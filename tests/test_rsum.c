@@ -711,6 +711,32 @@ static void timing(void)
     (void)sink; /* printed for the record only: no timing assertion in a test */
 }
 
+/* sbn__rsum_parts: at most SBN_RSUM_PARTS nonzero doubles whose exact sum is the
+ * accumulator's value, checked against the independent oracle summing them. */
+static void parts_sum_to_the_value(void)
+{
+    enum { N = 200, SETS = 300 };
+    static double t[N];
+    int set;
+    g_rng = 7;
+    for (set = 0; set < SETS; set++) {
+        size_t n = 1 + rnd_below(N), i;
+        double parts[SBN_RSUM_PARTS + 1];
+        sbn__rsum a;
+        int np, k, nonzero = 1;
+        rnd_mixed(t, n);
+        for (i = 0; i < n; i++) /* finite terms only: flags are not parts */
+            if (!isfinite(t[i])) t[i] = 1.0;
+        a = rsum_of(t, n);
+        np = sbn__rsum_parts(&a, parts);
+        CHECK(np >= 0 && np <= SBN_RSUM_PARTS);
+        for (k = 0; k < np; k++) nonzero = nonzero && parts[k] != 0 && isfinite(parts[k]);
+        CHECK(nonzero);
+        CHECK_MSG(same_bits(sbn__rsum_value(&a), np ? oracle_sum(parts, (size_t)np, 0) : 0.0),
+                  "set %d: %d parts do not sum to the value", set, np);
+    }
+}
+
 /* Bytes from a peer with a top no deposit can make merge as NaN, without UB. */
 static void corrupted_peer_bytes(void)
 {
@@ -746,6 +772,7 @@ static const sbn_test_case cases[] = {
     SBN_TEST_CASE(max_terms),
     SBN_TEST_CASE(timing),
     SBN_TEST_CASE(corrupted_peer_bytes),
+    SBN_TEST_CASE(parts_sum_to_the_value),
 };
 
 SBN_TEST_MAIN(cases)

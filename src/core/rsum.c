@@ -155,6 +155,23 @@ void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n)
     }
 }
 
+int sbn__rsum_parts(const sbn__rsum *a, double parts[SBN_RSUM_PARTS])
+{
+    int64_t lo = a->top - (SBN_RSUM_DIGITS - 1), k;
+    int np = 0;
+    if (a->top < 0) return 0;
+    for (k = 0; k < SBN_RSUM_DIGITS; k++) {
+        uint64_t d = (uint64_t)a->digit[k]; /* sums of parts in [0, 2^32): never negative */
+        int64_t bin = lo + k;
+        if (bin < 0) continue; /* below the grid: always 0 */
+        if (d & RSUM_LIMB_MASK)
+            parts[np++] = ldexp((double)(d & RSUM_LIMB_MASK), (int)(32 * bin - 1074));
+        if (d >> 32) parts[np++] = ldexp((double)(d >> 32), (int)(32 * (bin + 1) - 1074));
+    }
+    if (a->neg != 0) parts[np++] = -ldexp((double)a->neg, (int)(32 * (a->top + 1) - 1074));
+    return np;
+}
+
 int sbn__rsum_equal(const sbn__rsum *a, const sbn__rsum *b)
 {
     int k;

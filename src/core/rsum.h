@@ -99,6 +99,17 @@ void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n);
  * zeros, or terms that cancel). Subnormal results are rounded once, directly.
  */
 double sbn__rsum_value(const sbn__rsum *a);
+/* The most doubles sbn__rsum_parts writes. */
+#define SBN_RSUM_PARTS (2 * SBN_RSUM_DIGITS + 1)
+/*
+ * V as at most SBN_RSUM_PARTS nonzero doubles whose exact sum is V (for products
+ * with V split exactly, as the SyncBN layer's M2 finish needs): each digit's high
+ * and low 32 bits at their bins, and the sign extension -neg 2^(32 (top + 1)). Each
+ * part is an integer below 2^32 times a power of two >= 2^-1074, so it is exact
+ * unless V is near the overflow threshold (then a part is infinite). Flags are not
+ * represented. Returns the number written (0 for an empty accumulator).
+ */
+int sbn__rsum_parts(const sbn__rsum *a, double parts[SBN_RSUM_PARTS]);
 /* 1 when a and b hold the same state (for canonical states: the same multiset of terms). */
 int sbn__rsum_equal(const sbn__rsum *a, const sbn__rsum *b);
 

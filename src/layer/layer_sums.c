@@ -21,33 +21,6 @@
 
 /* ---- deposits and finish ---- */
 
-/* Doubles that sum exactly to an accumulator's value (rsum_parts). */
-#define RSUM_PARTS (2 * SBN_RSUM_DIGITS + 1)
-
-/*
- * The value V of a (rsum.h: sum_k digit[k] 2^(32 (lo + k)) - neg 2^(32 (top + 1)), in
- * units of 2^-1074) as at most RSUM_PARTS doubles whose exact sum is V: each digit
- * split into its high and low 32 bits, and the sign extension. Every part is an
- * integer below 2^32 times a power of two >= 2^-1074, so it is exact unless V is near
- * the overflow threshold (then a part is infinite and so is what uses it). Returns
- * the number of nonzero parts written; flags (NaN, Inf) are not represented.
- */
-static int rsum_parts(const sbn__rsum *a, double *parts)
-{
-    int64_t lo = a->top - (SBN_RSUM_DIGITS - 1), k;
-    int np = 0;
-    if (a->top < 0) return 0;
-    for (k = 0; k < SBN_RSUM_DIGITS; k++) {
-        int64_t d = a->digit[k], bin = lo + k; /* d >= 0: sums of parts in [0, 2^32) */
-        double high = (double)((uint64_t)d >> 32), low = (double)((uint64_t)d & 0xFFFFFFFFu);
-        if (bin < 0) continue; /* below the grid: always 0 */
-        if (low != 0) parts[np++] = ldexp(low, (int)(32 * bin - 1074));
-        if (high != 0) parts[np++] = ldexp(high, (int)(32 * (bin + 1) - 1074));
-    }
-    if (a->neg != 0) parts[np++] = -ldexp((double)a->neg, (int)(32 * (a->top + 1) - 1074));
-    return np;
-}
-
 /* Deposits a * b exactly: the rounded product and, when finite, its error (fma);
  * a == 1 (a unit of one element) needs no split. */
 static void add_product(sbn__rsum *acc, double a, double b)
@@ -80,10 +53,16 @@ void sbn__layer_deposit_moments(sbn__rsum *acc, int64_t channels, int64_t c, dou
     if (m2 != 0) sbn__rsum_add(&acc[2 * channels + c], m2);
 }
 
-sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, int64_t c)
+double sbn__layer_count(const sbn__rsum *acc, int64_t channels)
+{
+    return sbn__rsum_value(&acc[3 * channels]);
+}
+
+sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, int64_t c,
+                                      double n)
 {
     sbn_moments out = {0.0, 0.0, 0.0};
-    double parts[RSUM_PARTS], n = sbn__rsum_value(&acc[3 * channels]), g;
+    double parts[SBN_RSUM_PARTS], g;
     sbn__rsum m2;
     int k, np;
     if (!(n > 0)) return out;
@@ -91,7 +70,7 @@ sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, in
     /* M2 = M + Q - 2 g P + N g^2 */
     m2 = acc[channels + c];
     sbn__rsum_merge(&m2, &acc[2 * channels + c], 1);
-    np = rsum_parts(&acc[c], parts);
+    np = sbn__rsum_parts(&acc[c], parts);
     for (k = 0; k < np; k++) add_product(&m2, -2.0 * g, parts[k]);
     add_scaled_square(&m2, n, g);
     out.count = n;
@@ -140,7 +119,7 @@ static sbn_tensor group_view(const sbn_tensor *x, int64_t n0, int64_t g)
     return v;
 }
 
-/* Scratch of a group of g samples: the reduction's own, then out [2gC], center [gC]. */
+/* Scratch of groups of g samples: center [gC] (backward), the reduction's own, out [2gC]. */
 static size_t group_bytes(const sbn_tensor *x, int64_t g)
 {
     sbn_tensor v = group_view(x, 0, g);
@@ -156,10 +135,17 @@ size_t sbn__layer_sample_bytes(const sbn_tensor *x)
     return group_bytes(x, sbn__layer_group_samples(x));
 }
 
-/* The group buffers inside scratch: the reduction's scratch, out and center. */
-static double *group_out(const sbn_tensor *v, void *scratch)
+/* The reduction's scratch of a group inside the per-sample scratch: after the centers
+ * of gmax samples (gmax * C doubles, used by the backward pass). */
+static double *group_scratch(const sbn_tensor *x, int64_t gmax, void *scratch)
 {
-    return (double *)scratch + sbn__channel_reduce_bytes(v) / sizeof(double);
+    return (double *)scratch + gmax * x->shape[1];
+}
+
+/* The group's results (2 per cell) after its reduction scratch. */
+static double *group_out(const sbn_tensor *v, double *reduce_scratch)
+{
+    return reduce_scratch + sbn__channel_reduce_bytes(v) / sizeof(double);
 }
 
 /* Sample n of a tensor with one element per (sample, channel), its C values in double. */
@@ -190,8 +176,8 @@ void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratc
     for (n0 = 0; n0 < n; n0 += gmax) {
         const int64_t g = n - n0 < gmax ? n - n0 : gmax;
         sbn_tensor v = group_view(x, n0, g);
-        double *out = group_out(&v, scratch);
-        sbn__channel_reduce(SBN_REDUCE_MOMENTS, &v, NULL, NULL, out, scratch, pool);
+        double *rs = group_scratch(x, gmax, scratch), *out = group_out(&v, rs);
+        sbn__channel_reduce(SBN_REDUCE_MOMENTS, &v, NULL, NULL, out, rs, pool);
         for (k = 0; k < g * channels; k++)
             sbn__layer_deposit_moments(acc, channels, k % channels, (double)s, out[2 * k],
                                        out[2 * k + 1]);
@@ -202,10 +188,10 @@ void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratc
 void sbn__layer_sample_sums(const sbn_tensor *dy, const sbn_tensor *x, const sbn_tensor *mean,
                             sbn__rsum *acc, void *scratch, sbn_pool_t *pool)
 {
-    const int64_t n = x->shape[0], channels = x->shape[1];
-    const int64_t gmax = sbn__layer_group_samples(x) < sbn__layer_group_samples(dy)
-                             ? sbn__layer_group_samples(x)
-                             : sbn__layer_group_samples(dy);
+    const int64_t n = x->shape[0], channels = x->shape[1], gx = sbn__layer_group_samples(x);
+    const int64_t gdy = sbn__layer_group_samples(dy), gmax = gx < gdy ? gx : gdy;
+    double *cen = scratch;
+    sbn_tensor center;
     int64_t n0, k, c;
     if (n == 0 || sample_size(x) == 0) return;
     if (sample_size(x) == 1) { /* one element per unit: the kernels' two sums, directly */
@@ -221,14 +207,15 @@ void sbn__layer_sample_sums(const sbn_tensor *dy, const sbn_tensor *x, const sbn
         }
         return;
     }
+    /* every group centers cell j*C + c on mean[c]: the means of gmax samples, once */
+    sbn__load_run(mean->data, mean->dtype, mean->strides[0], channels, cen);
+    for (k = 1; k < gmax; k++) memcpy(cen + k * channels, cen, (size_t)channels * sizeof *cen);
     for (n0 = 0; n0 < n; n0 += gmax) {
         const int64_t g = n - n0 < gmax ? n - n0 : gmax;
-        sbn_tensor v = group_view(x, n0, g), dv = group_view(dy, n0, g), center;
-        double *out = group_out(&v, scratch), *cen = out + 2 * g * channels;
-        for (k = 0; k < g; k++)
-            for (c = 0; c < channels; c++) cen[k * channels + c] = sbn__load1(mean, c);
+        sbn_tensor v = group_view(x, n0, g), dv = group_view(dy, n0, g);
+        double *rs = group_scratch(x, gmax, scratch), *out = group_out(&v, rs);
         center = sbn_tensor_1d(cen, SBN_F64, g * channels);
-        sbn__channel_reduce(SBN_REDUCE_BACKWARD, &dv, &v, &center, out, scratch, pool);
+        sbn__channel_reduce(SBN_REDUCE_BACKWARD, &dv, &v, &center, out, rs, pool);
         for (k = 0; k < g * channels; k++) {
             sbn__rsum_add(&acc[k % channels], out[2 * k]);
             sbn__rsum_add(&acc[channels + k % channels], out[2 * k + 1]);
