@@ -281,7 +281,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     sbn_syncbn_timing *timing = config && config->timing ? config->timing : &unused;
     sbn_status s, result = SBN_OK;
     sbn_tensor mean_view, invstd_view;
-    double mark = now_seconds(), factor;
+    double mark = now_seconds(), factor, count;
     int64_t channels, c, batches;
     int tracking = running_mean != NULL || running_var != NULL, update = 1;
     layer_ws ws;
@@ -314,8 +314,9 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     factor = config->cumulative ? (batches > 0 ? 1.0 / (double)batches : 0.0) : config->momentum;
     mean_view = sbn_tensor_1d(ws.mean, SBN_F64, channels);
     invstd_view = sbn_tensor_1d(ws.invstd, SBN_F64, channels);
+    count = sbn__layer_count(ws.acc, channels);
     for (c = 0; c < channels; c++) {
-        ws.merged[c] = sbn__layer_finish_moments(ws.acc, channels, c);
+        ws.merged[c] = sbn__layer_finish_moments(ws.acc, channels, c, count);
         result = sbn__combine_status(result, sbn__finish_channel(&ws.merged[c], c, factor,
                                                                  config->eps, NULL, NULL,
                                                                  &mean_view, &invstd_view));

@@ -38,8 +38,11 @@ size_t sbn__layer_sample_bytes(const sbn_tensor *x);
 /* Deposits one unit of channel c (count S > 0) into the forward block. */
 void sbn__layer_deposit_moments(sbn__rsum *acc, int64_t channels, int64_t c, double count,
                                 double mean, double m2);
-/* The global (count, mean, M2) of channel c from a merged forward block. */
-sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, int64_t c);
+/* The global count per channel N of a merged forward block. */
+double sbn__layer_count(const sbn__rsum *acc, int64_t channels);
+/* The global (count, mean, M2) of channel c from a merged forward block of count n. */
+sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, int64_t c,
+                                      double n);
 
 /*
  * Reproducible forward: deposits every sample of x as a unit (its per-channel mean
