@@ -31,55 +31,22 @@
 
 #include "harness/harness.h"
 #include "support/world.h"
+#include "support/merge_words.h"
 #include "syncbn/comm.h"
 
 #define MAXW 256
 #define TIMEOUT 60.0 /* seconds: never fires in a passing run, even with 256 threads under ASan */
 #define HEADER 56    /* bytes of one rank's header */
 
-/* ---- the exact merge: words summed, maxed, xored, counted ---- */
+/* ---- the exact merge of support/merge_words.h: words summed, maxed, xored, counted ---- */
 
-static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t x = a * 0x9E3779B97F4A7C15ull + b * 0xBF58476D1CE4E5B9ull + c * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    x *= 0xD6E8FEB86659FD93ull;
-    x ^= x >> 29;
-    return x;
-}
-
-static void merge_words(void *inout, const void *in, size_t count, size_t words)
-{
-    unsigned char *o = inout;
-    const unsigned char *p = in;
-    size_t i, j;
-    for (i = 0; i < count * words; i++) {
-        uint64_t a, b;
-        memcpy(&a, o + 8 * i, 8);
-        memcpy(&b, p + 8 * i, 8);
-        j = i % words;
-        a = j % 4 == 1 ? (a > b ? a : b) : j % 4 == 2 ? a ^ b : a + b;
-        memcpy(o + 8 * i, &a, 8);
-    }
-}
-
-static void merge8(void *inout, const void *in, size_t n) { merge_words(inout, in, n, 1); }
-static void merge24(void *inout, const void *in, size_t n) { merge_words(inout, in, n, 3); }
-static void merge56(void *inout, const void *in, size_t n) { merge_words(inout, in, n, 7); }
+static void merge8(void *inout, const void *in, size_t n) { mw_merge(inout, in, n, 1); }
+static void merge24(void *inout, const void *in, size_t n) { mw_merge(inout, in, n, 3); }
+static void merge56(void *inout, const void *in, size_t n) { mw_merge(inout, in, n, 7); }
 
 static sbn_comm_merge_fn merge_for(size_t elem)
 {
     return elem == 8 ? merge8 : elem == 24 ? merge24 : merge56;
-}
-
-/* Rank r's input: count elements of elem bytes; `salt` tells the collectives apart. */
-static void fill_input(unsigned char *buf, int rank, size_t count, size_t elem, uint64_t salt)
-{
-    size_t i;
-    for (i = 0; i < count * elem / 8; i++) {
-        uint64_t v = i % (elem / 8) % 4 == 3 ? 1 : hash3((uint64_t)rank, i, salt);
-        memcpy(buf + 8 * i, &v, 8);
-    }
 }
 
 /* The serial merge ((in_0 (+) in_1) (+) in_2) ... of `world` ranks' inputs. */
@@ -87,9 +54,9 @@ static unsigned char *serial_merge(int world, size_t count, size_t elem, uint64_
 {
     unsigned char *want = malloc(count * elem + 1), *in = malloc(count * elem + 1);
     int r;
-    fill_input(want, 0, count, elem, salt);
+    mw_fill_input(want, 0, count, elem, salt);
     for (r = 1; r < world; r++) {
-        fill_input(in, r, count, elem, salt);
+        mw_fill_input(in, r, count, elem, salt);
         merge_for(elem)(want, in, count);
     }
     free(in);
@@ -196,7 +163,7 @@ static void rank_results(tsup_rank *c)
         for (e = 0; e < NELEMS; e++) {
             size_t n = counts_[k], elem = elems_[e];
             uint64_t salt = (uint64_t)(10 * k + e);
-            fill_input(buf, c->rank, n, elem, salt);
+            mw_fill_input(buf, c->rank, n, elem, salt);
             RNOTE_STATUS(c, sbn_comm_allreduce_merge(c->comm, n ? buf : NULL, n, elem,
                                                      merge_for(elem), (int64_t)salt), SBN_OK);
             RNOTE(c, n == 0 || memcmp(buf, sh->want[k][e], n * elem) == 0,
@@ -236,7 +203,7 @@ static void rank_interleaved(tsup_rank *c)
     for (it = 0; it < 150; it++) {
         size_t n = (size_t)(it * 7 % 23);
         unsigned char *want = serial_merge(c->world, n, 24, (uint64_t)it);
-        fill_input(buf, c->rank, n, 24, (uint64_t)it);
+        mw_fill_input(buf, c->rank, n, 24, (uint64_t)it);
         RNOTE_STATUS(c, sbn_comm_allreduce_merge(c->comm, buf, n, 24, merge24, it), SBN_OK);
         RNOTE(c, n == 0 || memcmp(buf, want, n * 24) == 0, "round %d (count %zu) differs", it, n);
         free(want);
@@ -270,7 +237,7 @@ static void rank_traffic(tsup_rank *c)
     traffic_shared *sh = c->shared;
     unsigned char buf[TRAFFIC_COUNT * TRAFFIC_ELEM];
     uint64_t s0, r0, s1, r1, s2, r2;
-    fill_input(buf, c->rank, TRAFFIC_COUNT, TRAFFIC_ELEM, 5);
+    mw_fill_input(buf, c->rank, TRAFFIC_COUNT, TRAFFIC_ELEM, 5);
     sbn_comm_traffic(c->comm, &s0, &r0);
     RSTATUS(c, sbn_comm_allreduce_merge(c->comm, NULL, 0, TRAFFIC_ELEM, merge56, 1), SBN_OK);
     sbn_comm_traffic(c->comm, &s1, &r1);
@@ -333,7 +300,7 @@ static void threads_traffic(void)
     {
         sbn_comm_t *one;
         unsigned char buf[56];
-        fill_input(buf, 0, 1, 56, 1);
+        mw_fill_input(buf, 0, 1, 56, 1);
         CHECK_OK(sbn_comm_threads_create(1, 0.0, &one));
         CHECK_OK(sbn_comm_allreduce_merge(one, buf, 1, 56, merge56, 0));
         sbn_comm_traffic(one, &s, &r);
@@ -362,7 +329,7 @@ static void rank_mismatch(tsup_rank *c)
     _Alignas(8) unsigned char buf[9 * 56];
     int odd = c->rank == mc->odd_rank;
     size_t n = odd ? mc->odd_count : 8, elem = odd ? mc->odd_elem : 56;
-    fill_input(buf, c->rank, 8, 56, 3);
+    mw_fill_input(buf, c->rank, 8, 56, 3);
     if (odd && mc->odd_op == 1)
         RSTATUS(c, sbn_comm_allreduce_sum(c->comm, (double *)(void *)buf, n, 3),
                 SBN_ERR_COMM_MISMATCH);
@@ -372,7 +339,7 @@ static void rank_mismatch(tsup_rank *c)
     RHAS(c, "rank 0 called allreduce_merge (count 8, elem_bytes 56, tag 3, call #1) but rank");
     RHAS(c, mc->want);
     /* Not sticky: the next merge works. */
-    fill_input(buf, c->rank, 8, 56, 4);
+    mw_fill_input(buf, c->rank, 8, 56, 4);
     RSTATUS(c, sbn_comm_allreduce_merge(c->comm, buf, 8, 56, merge56, 4), SBN_OK);
 }
 
@@ -393,7 +360,7 @@ static void rank_peer_failed(tsup_rank *c)
 {
     unsigned char buf[3 * 24];
     char who[64];
-    fill_input(buf, c->rank, 3, 24, 1);
+    mw_fill_input(buf, c->rank, 3, 24, 1);
     if (c->rank == c->world - 1) {
         RSTATUS(c, sbn_comm_fail(c->comm, SBN_ERR_BAD_SHAPE), SBN_ERR_BAD_SHAPE);
     } else {
@@ -422,7 +389,7 @@ static void rank_never_arrives(tsup_rank *c)
     late_shared *sh = c->shared;
     unsigned char buf[10 * 8];
     double t0;
-    fill_input(buf, c->rank, 10, 8, 1);
+    mw_fill_input(buf, c->rank, 10, 8, 1);
     if (c->rank != 2) {
         t0 = tsup_now();
         RNOTE_STATUS(c, sbn_comm_allreduce_merge(c->comm, buf, 10, 8, merge8, 0), SBN_ERR_TIMEOUT);
@@ -462,7 +429,7 @@ static void rank_bad_argument(tsup_rank *c)
                                         SBN_ERR_NULL_ARGUMENT, SBN_ERR_BAD_VALUE};
     int kind = *(const int *)c->shared;
     unsigned char buf[4 * 8];
-    fill_input(buf, c->rank, 4, 8, 1);
+    mw_fill_input(buf, c->rank, 4, 8, 1);
     if (c->rank == 0) {
         sbn_status s = kind == 0 ? sbn_comm_allreduce_merge(c->comm, buf, 4, 0, merge8, 0)
                      : kind == 1 ? sbn_comm_allreduce_merge(c->comm, buf, 4, 8, NULL, 0)
@@ -565,7 +532,7 @@ static void bus_rank_run(bus_rank *c, sbn_comm_t *comm)
     for (k = 0; k < 3; k++) { /* the exact merge gives the serial bytes either way */
         size_t n = (size_t)(k == 0 ? 1 : k == 1 ? 7 : 100), elem = elems_[k];
         want = serial_merge(w, n, elem, (uint64_t)k);
-        fill_input(buf, c->rank, n, elem, (uint64_t)k);
+        mw_fill_input(buf, c->rank, n, elem, (uint64_t)k);
         RNOTE_STATUS(c, sbn_comm_allreduce_merge(comm, buf, n, elem, merge_for(elem), k), SBN_OK);
         RNOTE(c, memcmp(buf, want, n * elem) == 0, "count %zu elem %zu differs", n, elem);
         free(want);
@@ -621,7 +588,7 @@ static void *bus_rank_main(void *p)
     } else { /* the allreduce callback fails on one rank: SBN_ERR_COMM there only */
         unsigned char buf[4 * 8];
         int bad = c->rank == c->b->fail_rank;
-        fill_input(buf, c->rank, 4, 8, 1);
+        mw_fill_input(buf, c->rank, 4, 8, 1);
         TSUP_RANK_STATUS_(c, sbn_comm_allreduce_merge(comm, buf, 4, 8, merge8, 0), "merge",
                           bad ? SBN_ERR_COMM : SBN_OK, (void)0);
         if (bad) RNOTE_HAS(c, "the allreduce callback returned 5 on rank 1 of");

@@ -35,31 +35,20 @@
 #include <time.h>
 
 #include "mpi_cases.h"
+#include "../support/merge_words.h"
 #include "syncbn/comm_mpi.h"
 
 #define HEADER 56
 #define TOKEN_TAG 78
 
-/* ---- the exact merge (as in tests/test_comm_merge.c), with call counters ---- */
+/* ---- the exact merge of support/merge_words.h, with call counters ---- */
 
 static long g_merge_calls, g_merge_elems;
 static double g_slow_merge; /* seconds the next merge call sleeps first (merge_slow_peer) */
 
-static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t x = a * 0x9E3779B97F4A7C15ull + b * 0xBF58476D1CE4E5B9ull + c * 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    x *= 0xD6E8FEB86659FD93ull;
-    x ^= x >> 29;
-    return x;
-}
-
-/* Word j of an element: j % 4 = 0 wrapping sum, 1 max, 2 xor, 3 sum (of ones). */
+/* The shared test merge (support/merge_words.h), counted, and slowed when asked. */
 static void merge_words(void *inout, const void *in, size_t count, size_t words)
 {
-    unsigned char *o = inout;
-    const unsigned char *p = in;
-    size_t i, j;
     if (g_slow_merge > 0) {
         struct timespec ts = {(time_t)g_slow_merge, 0};
         g_slow_merge = 0;
@@ -67,14 +56,7 @@ static void merge_words(void *inout, const void *in, size_t count, size_t words)
     }
     g_merge_calls++;
     g_merge_elems += (long)count;
-    for (i = 0; i < count * words; i++) {
-        uint64_t a, b;
-        memcpy(&a, o + 8 * i, 8);
-        memcpy(&b, p + 8 * i, 8);
-        j = i % words;
-        a = j % 4 == 1 ? (a > b ? a : b) : j % 4 == 2 ? a ^ b : a + b;
-        memcpy(o + 8 * i, &a, 8);
-    }
+    mw_merge(inout, in, count, words);
 }
 
 static void merge8(void *inout, const void *in, size_t n) { merge_words(inout, in, n, 1); }
@@ -86,23 +68,15 @@ static sbn_comm_merge_fn merge_for(size_t elem)
     return elem == 8 ? merge8 : elem == 24 ? merge24 : merge56;
 }
 
-static void fill_input(unsigned char *buf, int rank, size_t count, size_t elem, uint64_t salt)
-{
-    size_t i;
-    for (i = 0; i < count * elem / 8; i++) {
-        uint64_t v = i % (elem / 8) % 4 == 3 ? 1 : hash3((uint64_t)rank, i, salt);
-        memcpy(buf + 8 * i, &v, 8);
-    }
-}
 
 /* ((in_0 (+) in_1) (+) ...) (+) in_{size-1}, into want. */
 static void serial_merge(unsigned char *want, int size, size_t count, size_t elem, uint64_t salt)
 {
     unsigned char *in = malloc(count * elem + 1);
     int r;
-    fill_input(want, 0, count, elem, salt);
+    mw_fill_input(want, 0, count, elem, salt);
     for (r = 1; r < size; r++) {
-        fill_input(in, r, count, elem, salt);
+        mw_fill_input(in, r, count, elem, salt);
         merge_words(want, in, count, elem / 8);
     }
     free(in);
@@ -124,7 +98,7 @@ static void check_results(sbn_comm_t *comm, const char *what)
             size_t n = counts_[k], elem = elems_[e];
             uint64_t salt = 10 * k + e;
             serial_merge(want, size, n, elem, salt);
-            fill_input(buf, rank, n, elem, salt);
+            mw_fill_input(buf, rank, n, elem, salt);
             EXPECT_STATUS(sbn_comm_allreduce_merge(comm, buf, n, elem, merge_for(elem),
                                                    (int64_t)salt), SBN_OK);
             EXPECT(n == 0 || memcmp(buf, want, n * elem) == 0, "%s, count %zu, elem_bytes %zu: "
@@ -174,7 +148,7 @@ static void merge_traffic(void)
     unsigned char buf[64 * 56];
     uint64_t s0, r0, s1, r1, s2, r2, block = 64 * 56;
     EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK);
-    fill_input(buf, g_rank, 64, 56, 1);
+    mw_fill_input(buf, g_rank, 64, 56, 1);
     sbn_comm_traffic(comm, &s0, &r0);
     EXPECT_STATUS(sbn_comm_allreduce_merge(comm, NULL, 0, 56, merge56, 0), SBN_OK);
     sbn_comm_traffic(comm, &s1, &r1);
@@ -201,7 +175,7 @@ static void merge_mismatch(void)
     int last = g_rank == g_size - 1;
     char other[128];
     EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK);
-    fill_input(buf, g_rank, 8, 56, 2);
+    mw_fill_input(buf, g_rank, 8, 56, 2);
     EXPECT_STATUS(sbn_comm_allreduce_merge(comm, buf, last ? 7 : 8, 56, merge56, 3),
                   SBN_ERR_COMM_MISMATCH);
     snprintf(other, sizeof other, "but rank %d called allreduce_merge (count 7, elem_bytes 56, "
@@ -227,7 +201,7 @@ static void merge_peer_failure(void)
     unsigned char buf[4 * 24];
     char who[64];
     EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK);
-    fill_input(buf, g_rank, 4, 24, 3);
+    mw_fill_input(buf, g_rank, 4, 24, 3);
     if (g_rank == g_size - 1) {
         EXPECT_STATUS(sbn_comm_fail(comm, SBN_ERR_BAD_SHAPE), SBN_ERR_BAD_SHAPE);
     } else {
@@ -245,7 +219,7 @@ static void merge_argument_errors(void)
     unsigned char buf[8];
     /* Rank 0 passes elem_bytes 0: it gets SBN_ERR_BAD_VALUE, its peers SBN_ERR_PEER_FAILED. */
     EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK);
-    fill_input(buf, g_rank, 1, 8, 4);
+    mw_fill_input(buf, g_rank, 1, 8, 4);
     if (g_rank == 0) {
         EXPECT_STATUS(sbn_comm_allreduce_merge(comm, buf, 1, 0, merge8, 0), SBN_ERR_BAD_VALUE);
         EXPECT_HAS("elem_bytes is 0");
@@ -311,7 +285,7 @@ static void merge_never_arrives(void)
     char missing[32];
     EXPECT_STATUS(sbn_comm_mpi_create_with_timeout(MPI_COMM_WORLD, 1.0, &comm), SBN_OK);
     if (comm == NULL) return;
-    fill_input(buf, g_rank, 10, 8, 5);
+    mw_fill_input(buf, g_rank, 10, 8, 5);
     t0 = now_seconds();
     if (g_rank != culprit) {
         EXPECT_STATUS(sbn_comm_allreduce_merge(comm, buf, 10, 8, merge8, 0), SBN_ERR_TIMEOUT);
@@ -351,7 +325,7 @@ static void merge_slow_peer(void)
     double t0;
     EXPECT_STATUS(sbn_comm_mpi_create_with_timeout(MPI_COMM_WORLD, 1.0, &comm), SBN_OK);
     if (comm == NULL) return;
-    fill_input(buf, g_rank, 16, 8, 6);
+    mw_fill_input(buf, g_rank, 16, 8, 6);
     if (g_rank == 0) g_slow_merge = 3.0;
     s = sbn_comm_allreduce_merge(comm, buf, 16, 8, merge8, 0);
     g_slow_merge = 0;
