@@ -1,7 +1,7 @@
 /*
  * test_comm_merge.c - sbn_comm_allreduce_merge and sbn_comm_traffic on the
- * threads backend (worlds of 1 to 256 ranks, one pthread each, run by this file's
- * own runner since tests/support/world.c stops at 8) and on the callbacks backend
+ * threads backend (worlds of 1 to 256 ranks, one pthread each, run by
+ * tests/support/world.c's tsup_run_world) and on the callbacks backend
  * (a fake framework of up to 8 threads, with and without an allreduce callback).
  * The merges are exact: an element is k = elem_bytes / 8 words, word j merged by
  * j % 4 = 0: wrapping sum, 1: max, 2: xor (of hashes: a rank merged twice cancels
@@ -78,71 +78,6 @@ static void merge_order(void *inout, const void *in, size_t count)
 
 /* ---- a threads world of up to 256 ranks ---- */
 
-typedef struct thread_arg {
-    tsup_rank_fn fn;
-    tsup_rank *ctx;
-    pthread_barrier_t *end;
-} thread_arg;
-
-static void *rank_main(void *p)
-{
-    thread_arg *a = p;
-    a->fn(a->ctx);
-    if (a->end) pthread_barrier_wait(a->end);
-    return NULL;
-}
-
-/* tsup_run_world for up to MAXW ranks; held: every rank waits for the others at the end. */
-static int run_world(int world, double timeout, tsup_rank_fn fn, void *shared, int held)
-{
-    sbn_comm_t **comms = calloc((size_t)world, sizeof *comms);
-    tsup_rank *ctx = calloc((size_t)world, sizeof *ctx);
-    thread_arg *args = calloc((size_t)world, sizeof *args);
-    pthread_t *threads = calloc((size_t)world, sizeof *threads);
-    pthread_barrier_t end;
-    pthread_attr_t attr;
-    int r, bad = 0;
-    sbn_status s = sbn_comm_threads_create(world, timeout, comms);
-    if (s != SBN_OK) {
-        sbn_test_fail(__FILE__, __LINE__, "sbn_comm_threads_create(%d): %s (%s)", world,
-                      sbn_status_name(s), sbn_last_error());
-        bad = 1;
-        goto out;
-    }
-    if (held) pthread_barrier_init(&end, NULL, (unsigned)world);
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 1u << 20);
-    for (r = 0; r < world; r++) {
-        ctx[r].rank = r;
-        ctx[r].world = world;
-        ctx[r].comm = comms[r];
-        ctx[r].shared = shared;
-        args[r].fn = fn;
-        args[r].ctx = &ctx[r];
-        args[r].end = held ? &end : NULL;
-        if (pthread_create(&threads[r], &attr, rank_main, &args[r]) != 0) {
-            sbn_test_fail(__FILE__, __LINE__, "pthread_create failed");
-            exit(1);
-        }
-    }
-    pthread_attr_destroy(&attr);
-    for (r = 0; r < world; r++) pthread_join(threads[r], NULL);
-    if (held) pthread_barrier_destroy(&end);
-    for (r = 0; r < world; r++) {
-        if (ctx[r].failed && !bad) {
-            sbn_test_fail(__FILE__, __LINE__, "world of %d: %s", world, ctx[r].msg);
-            bad = 1;
-        }
-        sbn_comm_destroy(comms[r]);
-    }
-out:
-    free(comms);
-    free(ctx);
-    free(args);
-    free(threads);
-    return bad;
-}
-
 /* ---- results ---- */
 
 static const int worlds_[] = {1, 2, 3, 5, 8, 16, 64, 256};
@@ -183,7 +118,7 @@ static void threads_results(void)
             for (e = 0; e < NELEMS; e++)
                 sh.want[k][e] = serial_merge(worlds_[w], counts_[k], elems_[e],
                                              (uint64_t)(10 * k + e));
-        bad = run_world(worlds_[w], TIMEOUT, rank_results, &sh, 0);
+        bad = tsup_run_world(worlds_[w], TIMEOUT, rank_results, &sh);
         for (k = 0; k < NCOUNTS; k++)
             for (e = 0; e < NELEMS; e++) free(sh.want[k][e]);
         if (bad) return;
@@ -218,8 +153,8 @@ static void rank_interleaved(tsup_rank *c)
 
 static void threads_interleaved(void)
 {
-    if (run_world(5, TIMEOUT, rank_interleaved, NULL, 0)) return;
-    run_world(16, TIMEOUT, rank_interleaved, NULL, 0);
+    if (tsup_run_world(5, TIMEOUT, rank_interleaved, NULL)) return;
+    tsup_run_world(16, TIMEOUT, rank_interleaved, NULL);
 }
 
 /* ---- traffic ---- */
@@ -265,7 +200,7 @@ static void threads_traffic(void)
         int w = worlds[k], i;
         uint64_t rmin = UINT64_MAX, rmax = 0, rsum = 0;
         traffic_shared *sh = calloc(1, sizeof *sh);
-        if (run_world(w, TIMEOUT, rank_traffic, sh, 0)) {
+        if (tsup_run_world(w, TIMEOUT, rank_traffic, sh)) {
             free(sh);
             return;
         }
@@ -353,7 +288,7 @@ static void threads_mismatch(void)
     };
     size_t k;
     for (k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        if (run_world(k % 2 ? 3 : 5, TIMEOUT, rank_mismatch, (void *)&cases[k], 0)) return;
+        if (tsup_run_world(k % 2 ? 3 : 5, TIMEOUT, rank_mismatch, (void *)&cases[k])) return;
 }
 
 static void rank_peer_failed(tsup_rank *c)
@@ -375,8 +310,8 @@ static void rank_peer_failed(tsup_rank *c)
 
 static void threads_peer_failed(void)
 {
-    if (run_world(4, TIMEOUT, rank_peer_failed, NULL, 0)) return;
-    run_world(64, TIMEOUT, rank_peer_failed, NULL, 0);
+    if (tsup_run_world(4, TIMEOUT, rank_peer_failed, NULL)) return;
+    tsup_run_world(64, TIMEOUT, rank_peer_failed, NULL);
 }
 
 typedef struct late_shared {
@@ -411,7 +346,7 @@ static void threads_never_arrives(void)
     late_shared sh;
     memset(&sh, 0, sizeof sh);
     pthread_barrier_init(&sh.after, NULL, 3);
-    run_world(3, 0.5, rank_never_arrives, &sh, 0);
+    tsup_run_world(3, 0.5, rank_never_arrives, &sh);
     pthread_barrier_destroy(&sh.after);
     RETURN_IF_FAILED();
     CHECK_MSG(sh.elapsed[0] >= 0.45 && sh.elapsed[0] < 10.0 && sh.elapsed[1] >= 0.45 &&
@@ -451,7 +386,7 @@ static void argument_errors(void)
     int kind;
     CHECK_STATUS(sbn_comm_allreduce_merge(NULL, buf, 1, 8, merge8, 0), SBN_ERR_NULL_ARGUMENT);
     for (kind = 0; kind < 4; kind++)
-        if (run_world(2, TIMEOUT, rank_bad_argument, &kind, 0)) return;
+        if (tsup_run_world(2, TIMEOUT, rank_bad_argument, &kind)) return;
     /* Count 0: data may be NULL; merge and elem_bytes are still checked. */
     {
         sbn_comm_t *comms[2];

@@ -31,24 +31,37 @@ static void *rank_main(void *p)
     return NULL;
 }
 
-/* The runner behind tsup_run_world and tsup_run_world_held (held: the end barrier). */
+/*
+ * The runner behind tsup_run_world and tsup_run_world_held (held: the end barrier).
+ * Worlds of more than TSUP_MAX_WORLD ranks (the scale tests run 64 and 256) get
+ * 1 MiB thread stacks, so that hundreds of threads stay cheap under ASan too.
+ */
 static int run_world(int world, double timeout, tsup_rank_fn fn, void *shared, int held)
 {
-    sbn_comm_t *comms[TSUP_MAX_WORLD];
-    tsup_rank ctx[TSUP_MAX_WORLD];
-    thread_arg args[TSUP_MAX_WORLD];
-    pthread_t threads[TSUP_MAX_WORLD];
+    sbn_comm_t **comms = calloc((size_t)world, sizeof *comms);
+    tsup_rank *ctx = calloc((size_t)world, sizeof *ctx);
+    thread_arg *args = calloc((size_t)world, sizeof *args);
+    pthread_t *threads = calloc((size_t)world, sizeof *threads);
     pthread_barrier_t end;
+    pthread_attr_t attr;
     int r, bad = 0;
-    sbn_status s = sbn_comm_threads_create(world, timeout, comms);
+    sbn_status s;
+    if (!comms || !ctx || !args || !threads) {
+        sbn_test_fail(__FILE__, __LINE__, "could not allocate a world of %d ranks", world);
+        bad = 1;
+        goto out;
+    }
+    s = sbn_comm_threads_create(world, timeout, comms);
     if (s != SBN_OK) {
         sbn_test_fail(__FILE__, __LINE__, "sbn_comm_threads_create(%d): %s (%s)", world,
                       sbn_status_name(s), sbn_last_error());
-        return 1;
+        bad = 1;
+        goto out;
     }
     if (held) pthread_barrier_init(&end, NULL, (unsigned)world);
+    pthread_attr_init(&attr);
+    if (world > TSUP_MAX_WORLD) pthread_attr_setstacksize(&attr, (size_t)1 << 20);
     for (r = 0; r < world; r++) {
-        memset(&ctx[r], 0, sizeof ctx[r]);
         ctx[r].rank = r;
         ctx[r].world = world;
         ctx[r].comm = comms[r];
@@ -56,11 +69,12 @@ static int run_world(int world, double timeout, tsup_rank_fn fn, void *shared, i
         args[r].fn = fn;
         args[r].ctx = &ctx[r];
         args[r].end = held ? &end : NULL;
-        if (pthread_create(&threads[r], NULL, rank_main, &args[r]) != 0) {
+        if (pthread_create(&threads[r], &attr, rank_main, &args[r]) != 0) {
             sbn_test_fail(__FILE__, __LINE__, "pthread_create failed");
             exit(1);
         }
     }
+    pthread_attr_destroy(&attr);
     for (r = 0; r < world; r++) pthread_join(threads[r], NULL);
     if (held) pthread_barrier_destroy(&end);
     for (r = 0; r < world; r++) {
@@ -70,6 +84,11 @@ static int run_world(int world, double timeout, tsup_rank_fn fn, void *shared, i
         }
         sbn_comm_destroy(comms[r]);
     }
+out:
+    free(comms);
+    free(ctx);
+    free(args);
+    free(threads);
     return bad;
 }
 

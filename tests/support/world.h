@@ -32,8 +32,9 @@ typedef struct tsup_rank {
 typedef void (*tsup_rank_fn)(tsup_rank *ctx);
 
 /*
- * Runs fn on every rank of a fresh world of `world` ranks (at most
- * TSUP_MAX_WORLD) with the given timeout; reports every failed rank with
+ * Runs fn on every rank of a fresh world of `world` ranks (any number; above
+ * TSUP_MAX_WORLD, the size callers' per-rank arrays may assume, the threads get
+ * small stacks) with the given timeout; reports every failed rank with
  * sbn_test_fail; returns 0 when no rank recorded a failure (and no creation
  * failed), 1 otherwise.
  */
