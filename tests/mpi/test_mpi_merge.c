@@ -35,7 +35,8 @@
 #include <time.h>
 
 #include "mpi_cases.h"
-#include "../support/merge_words.h"
+#include "support/alloc_counter.h"
+#include "support/merge_words.h"
 #include "syncbn/comm_mpi.h"
 
 #define HEADER 56
@@ -236,32 +237,19 @@ static void merge_argument_errors(void)
     sbn_comm_destroy(comm);
 }
 
-/* Every allocation of syncbn is counted: none may be live here (registry included). */
-static long g_live;
-
-static void *counting_malloc(size_t bytes, void *user)
-{
-    void *p = malloc(bytes);
-    (void)user;
-    if (p) g_live++;
-    return p;
-}
-
-static void counting_free(void *p, void *user)
-{
-    (void)user;
-    if (p) g_live--;
-    free(p);
-}
+/* Every allocation of syncbn is counted (support/alloc_counter.c): none may be live here
+ * (registry included). */
+static tsup_counter g_counter;
 
 static void install_counter(void)
 {
-    sbn_set_allocator(counting_malloc, counting_free, NULL);
+    tsup_counter_install(&g_counter);
 }
 
 static void no_allocation_left(void)
 {
-    EXPECT(g_live == 0, "%ld allocations of syncbn are still live", g_live);
+    long live = atomic_load(&g_counter.live);
+    EXPECT(live == 0, "%ld allocations of syncbn are still live", live);
 }
 
 static double now_seconds(void)
