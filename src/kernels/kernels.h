@@ -8,10 +8,11 @@
  * increasing index order starting from +0.0, whatever runs or rows they arrive
  * in; the lanes are then folded by halving,
  *   for h in 8, 4, 2, 1:  s[k] = s[k] + s[k+h]  for k < h,
- * and s[0] is the sum. No fused multiply-add anywhere (files are compiled with
- * -ffp-contract=off): every variant gives the same bits as the scalar one.
- * Elementwise kernels compute each element in double with the same operations
- * in the same order as the scalar code, so they match bit for bit too.
+ * and s[0] is the sum. No fused multiply-add in a reduction (files are compiled
+ * with -ffp-contract=off): every variant gives the same bits as the scalar one.
+ * Elementwise kernels compute each element with the same operations in the same
+ * order as the scalar code (fp64 in double; fp32/fp16/bf16 in float with the
+ * explicit fused multiply-adds below), so they match bit for bit too.
  */
 #ifndef SBN_KERNELS_H
 #define SBN_KERNELS_H
@@ -59,25 +60,69 @@ typedef void (*sbn_row_bwd_accum_fn)(const void *dy, int64_t dys, const void *x,
                                      size_t rows, size_t cn, unsigned lane,
                                      const double *center, double *a, double *b, size_t ld);
 /*
- * Elementwise maps over a run of one channel (contiguous), k = the channel's four
- * coefficients, every element computed in double in this order and narrowed once:
+ * Elementwise maps over a run of one channel (contiguous). The fp64 kernels take
+ * double coefficients k and compute each element in double in this order:
  *   normalize:  y[i]  = (x[i] - k[0]) * k[1] + k[2]
  *   backward:   gi[i] = ((dy[i] - k[0]) - (x[i] - k[1]) * k[2]) * k[3]
+ * The fp32, fp16 and bf16 kernels take float coefficients f (sbn__map_coefs_float
+ * derives them from those k) and compute in float, each element widened exactly to
+ * float, every operation rounded to nearest even:
+ *   normalize:  y[i]  = fma(x[i] - f[0], f[1], f[2])
+ *   backward:   gi[i] = fma(dy[i], f[3], fma(x[i] - f[0], f[1], f[2]))
+ * then narrowed once (fp32: nothing to do; fp16/bf16: to nearest even, NaNs as
+ * convert.c writes them). docs/numerics.md bounds the error of the float form.
  * Each element is read before it is written: y == x (in place) is safe.
  */
-typedef void (*sbn_normalize_fn)(const void *x, size_t n, const double *k, void *y);
-typedef void (*sbn_backward_fn)(const void *dy, const void *x, size_t n, const double *k,
+typedef void (*sbn_normalize_fn)(const void *x, size_t n, const void *k, void *y);
+typedef void (*sbn_backward_fn)(const void *dy, const void *x, size_t n, const void *k,
                                 void *gi);
 /*
  * The same over rows of cn contiguous channels (row r of each tensor at r * stride
- * elements), channel j's coefficients in structure-of-arrays form:
+ * elements), channel j's coefficients in structure-of-arrays form, of the kernel's
+ * coefficient type (double for fp64, float otherwise):
  * k0 = k[j], k1 = k[ldk + j], k2 = k[2 * ldk + j], k3 = k[3 * ldk + j].
  */
 typedef void (*sbn_row_normalize_fn)(const void *x, int64_t xs, size_t rows, size_t cn,
-                                     const double *k, size_t ldk, void *y, int64_t ys);
+                                     const void *k, size_t ldk, void *y, int64_t ys);
 typedef void (*sbn_row_backward_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
-                                    size_t rows, size_t cn, const double *k, size_t ldk,
+                                    size_t rows, size_t cn, const void *k, size_t ldk,
                                     void *gi, int64_t gs);
+
+/*
+ * The float coefficients of one channel from its double ones (the fp64 form above),
+ * the mean split off as its nearest float m so that x - m loses nothing to a large
+ * mean (the rest of the mean moves into the constant term, computed in double):
+ *   normalize, k = (mean, s, b):      f = (m, s, b + (m - mean) * s, 0)
+ *   backward,  k = (a, mean, q, s):   f = (m, -(q * s), -((m - mean) * (q * s)) - a * s, s)
+ * each rounded once to float (m - mean is exact). Returns 0 when a finite k gives an
+ * infinite f or a nonzero multiplier (s, q*s) below FLT_MIN, where the float form's
+ * error bound does not hold: the caller then computes the map in double.
+ */
+static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
+{
+    double mean = backward ? k[1] : k[0], s = backward ? k[3] : k[1];
+    double mult = backward ? k[2] * k[3] : s, m, konst;
+    int ok = 1;
+    f[0] = (float)mean;
+    m = (double)f[0];
+    if (backward) {
+        konst = -((m - mean) * mult) - k[0] * s;
+        f[1] = (float)-mult;
+        f[3] = (float)s;
+    } else {
+        konst = k[2] + (m - mean) * s;
+        f[1] = (float)s;
+        f[3] = 0.0f;
+    }
+    f[2] = (float)konst;
+    ok &= !(__builtin_isfinite(mean) && __builtin_isinf(f[0]));
+    ok &= !(__builtin_isfinite(konst) && __builtin_isinf(f[2]));
+    ok &= !(__builtin_isfinite(s) && (__builtin_isinf((float)s) ||
+                                      (s != 0.0 && __builtin_fabs(s) < 0x1p-126)));
+    ok &= !(__builtin_isfinite(mult) && (__builtin_isinf((float)mult) ||
+                                         (mult != 0.0 && __builtin_fabs(mult) < 0x1p-126)));
+    return ok;
+}
 
 typedef struct sbn_kernels {
     const char *isa;
@@ -136,16 +181,16 @@ SBN_DECLARE_KERNELS(avx512)
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
                                                  double *a, double *b, size_t ld);             \
-    void sbn_##dt##_normalize_ukernel__##isa(const void *x, size_t n, const double *k,          \
+    void sbn_##dt##_normalize_ukernel__##isa(const void *x, size_t n, const void *k,            \
                                              void *y);                                         \
     void sbn_##dt##_backward_ukernel__##isa(const void *dy, const void *x, size_t n,            \
-                                            const double *k, void *gi);                        \
+                                            const void *k, void *gi);                          \
     void sbn_##dt##_row_normalize_ukernel__##isa(const void *x, int64_t xs, size_t rows,        \
-                                                 size_t cn, const double *k, size_t ldk,       \
+                                                 size_t cn, const void *k, size_t ldk,         \
                                                  void *y, int64_t ys);                         \
     void sbn_##dt##_row_backward_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
                                                 int64_t xs, size_t rows, size_t cn,            \
-                                                const double *k, size_t ldk, void *gi,         \
+                                                const void *k, size_t ldk, void *gi,           \
                                                 int64_t gs);
 #define SBN_DECLARE_STREAM_KERNELS(isa)        \
     SBN_DECLARE_STREAM_KERNELS_DT(f64, isa)    \

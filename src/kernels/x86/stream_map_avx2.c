@@ -35,8 +35,9 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
 #define SBN_KP(k, ldk, c, j, t) avx2_ldp_f64((k) + (c) * (ldk), (int64_t)(j), t)
 
 #define SBN_DEFINE_MAP_AVX2(dt)                                                                 \
-    void sbn_##dt##_normalize_ukernel__avx2(const void *x, size_t n, const double *k, void *y)  \
+    void sbn_##dt##_normalize_ukernel__avx2(const void *x, size_t n, const void *kv, void *y)  \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         const __m256d k0 = _mm256_set1_pd(k[0]), k1 = _mm256_set1_pd(k[1]);                   \
         const __m256d k2 = _mm256_set1_pd(k[2]);                                               \
         size_t i = 0;                                                                          \
@@ -55,8 +56,9 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
     }                                                                                          \
                                                                                                \
     void sbn_##dt##_backward_ukernel__avx2(const void *dy, const void *x, size_t n,             \
-                                           const double *k, void *gi)                          \
+                                           const void *kv, void *gi)                          \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         const __m256d k0 = _mm256_set1_pd(k[0]), k1 = _mm256_set1_pd(k[1]);                   \
         const __m256d k2 = _mm256_set1_pd(k[2]), k3 = _mm256_set1_pd(k[3]);                   \
         size_t i = 0;                                                                          \
@@ -80,9 +82,10 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
     }                                                                                          \
                                                                                                \
     void sbn_##dt##_row_normalize_ukernel__avx2(const void *x, int64_t xs, size_t rows,         \
-                                                size_t cn, const double *k, size_t ldk,        \
+                                                size_t cn, const void *kv, size_t ldk,        \
                                                 void *y, int64_t ys)                           \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
         __m256d p0 = _mm256_setzero_pd(), p1 = p0, p2 = p0; /* the tail's coefficients */      \
         if (t != 0 && rows != 0) {                                                             \
@@ -116,9 +119,10 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
                                                                                                \
     void sbn_##dt##_row_backward_ukernel__avx2(const void *dy, int64_t dys, const void *x,      \
                                                int64_t xs, size_t rows, size_t cn,             \
-                                               const double *k, size_t ldk, void *gi,          \
+                                               const void *kv, size_t ldk, void *gi,          \
                                                int64_t gs)                                     \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
         __m256d p0 = _mm256_setzero_pd(), p1 = p0, p2 = p0, p3 = p0;                           \
         if (t != 0 && rows != 0) {                                                             \

@@ -320,26 +320,30 @@ SBN512_INLINE void row_backward(sbn_kdtype dt, const void *dy, int64_t dys, cons
 /* ---- the 16 entry points: one per family and element type ---- */
 
 #define SBN_DEFINE_MAP_AVX512(dt, kd)                                                           \
-    void sbn_##dt##_normalize_ukernel__avx512(const void *x, size_t n, const double *k, void *y) \
+    void sbn_##dt##_normalize_ukernel__avx512(const void *x, size_t n, const void *kv, void *y) \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         normalize(kd, x, n, k, y);                                                             \
     }                                                                                          \
     void sbn_##dt##_backward_ukernel__avx512(const void *dy, const void *x, size_t n,           \
-                                             const double *k, void *gi)                        \
+                                             const void *kv, void *gi)                        \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         backward(kd, dy, x, n, k, gi);                                                         \
     }                                                                                          \
     void sbn_##dt##_row_normalize_ukernel__avx512(const void *x, int64_t xs, size_t rows,       \
-                                                  size_t cn, const double *k, size_t ldk,      \
+                                                  size_t cn, const void *kv, size_t ldk,      \
                                                   void *y, int64_t ys)                         \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         row_normalize(kd, x, xs, rows, cn, k, ldk, y, ys);                                     \
     }                                                                                          \
     void sbn_##dt##_row_backward_ukernel__avx512(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
-                                                 const double *k, size_t ldk, void *gi,        \
+                                                 const void *kv, size_t ldk, void *gi,        \
                                                  int64_t gs)                                   \
     {                                                                                          \
+        const double *k = kv; /* TODO(fmath): float coefficients */ \
         row_backward(kd, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                            \
     }
 
