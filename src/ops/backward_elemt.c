@@ -8,7 +8,7 @@
 
 static size_t backward_elemt_need(const sbn_tensor *x)
 {
-    return sbn__sat_mul((size_t)x->shape[1], 4 * sizeof(double));
+    return sbn__sat_mul((size_t)x->shape[1], SBN_MAP_COEF_DOUBLES * sizeof(double));
 }
 
 SBN_API sbn_status sbn_backward_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)

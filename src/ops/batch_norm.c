@@ -12,7 +12,7 @@
 static size_t batch_norm_need(const sbn_tensor *x)
 {
     return sbn__sat_add(sbn__channel_reduce_bytes(x),
-                        sbn__sat_mul((size_t)x->shape[1], 6 * sizeof(double)));
+                        sbn__sat_mul((size_t)x->shape[1], (2 + SBN_MAP_COEF_DOUBLES) * sizeof(double)));
 }
 
 SBN_API sbn_status sbn_batch_norm_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -89,7 +89,7 @@ static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
 {
     const train_job *job = ctx;
     sbn_tensor xs = sbn__channel_slice(job->x, c0, cn), ys = sbn__channel_slice(job->y, c0, cn);
-    double *k = job->coef + lane * 4 * job->block;
+    double *k = job->coef + lane * SBN_MAP_COEF_DOUBLES * job->block;
     int64_t j;
     sbn__channel_reduce(SBN_REDUCE_MOMENTS, &xs, NULL, NULL, job->stats + 2 * c0,
                         job->scratch + (size_t)lane * job->lane_scratch, NULL);

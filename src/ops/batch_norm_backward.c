@@ -12,7 +12,7 @@
 static size_t backward_need(const sbn_tensor *x)
 {
     return sbn__sat_add(sbn__channel_reduce_bytes(x),
-                        sbn__sat_mul((size_t)x->shape[1], 6 * sizeof(double)));
+                        sbn__sat_mul((size_t)x->shape[1], (2 + SBN_MAP_COEF_DOUBLES) * sizeof(double)));
 }
 
 SBN_API sbn_status sbn_batch_norm_backward_workspace_size(const sbn_tensor *x, size_t *bytes)
@@ -89,7 +89,7 @@ static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
     sbn_tensor dys = sbn__channel_slice(job->dy, c0, cn), xs = sbn__channel_slice(job->x, c0, cn);
     sbn_tensor gis = sbn__channel_slice(job->grad_input, c0, cn);
     sbn_tensor centers = sbn_tensor_1d(job->coef + c0, SBN_F64, cn);
-    double *k = job->coef + 2 * job->channels + lane * 4 * job->block;
+    double *k = job->coef + 2 * job->channels + lane * SBN_MAP_COEF_DOUBLES * job->block;
     const double *invstd = job->coef + job->channels;
     int64_t j;
     sbn__channel_reduce(SBN_REDUCE_BACKWARD, &dys, &xs, &centers, job->sums + 2 * c0,

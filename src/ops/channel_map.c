@@ -5,13 +5,20 @@
  *   NORMALIZE: y  = (x - k0) * k1 + k2                    k = (mean, invstd*w, b)
  *   BACKWARD:  gi = (dy - k0 - (x - k1) * k2) * k3        k = (sum_dy/N, mean,
  *                                                              invstd^2*sum_dy_xmu/N, invstd*w)
- * computed in double in that order and narrowed once (kernels.h). Tasks follow
- * memory (task_plan.c): the plane path maps each run along the innermost walk dim
- * for every channel of a block in turn, the row path (channels-last, (N, C)) maps
- * runs of whole rows. When every tensor has one element type (and, on the plane
- * path, unit inner strides) the map kernels work in place on the tensors;
- * otherwise pieces go through doubles with the fp64 kernels, the same arithmetic.
- * Each element is read before it is written, so output == input is safe.
+ * When every tensor is fp32, fp16 or bf16 the map computes in float: the
+ * coefficients are turned once into their float form (sbn__map_coefs_float, into
+ * the room after them) and each element takes two or three float operations with
+ * fused multiply-adds (kernels.h; the error bound is in docs/numerics.md). With an
+ * fp64 tensor, or a coefficient out of float's normal range, it computes in double
+ * as the fp64 kernels do. Tasks follow memory (task_plan.c): the plane path maps
+ * each run along the innermost walk dim for every channel of a block in turn, the
+ * row path (channels-last, (N, C)) maps runs of whole rows. When every tensor has
+ * one element type (and, on the plane path, unit inner strides) the map kernels
+ * work in place on the tensors; otherwise pieces are widened to double, narrowed
+ * exactly to float for the float form, mapped by the fp32 (or fp64) kernels and
+ * stored: the same arithmetic, so a strided or mixed-type view gives the bits of
+ * the contiguous one. Each element is read before it is written, so output ==
+ * input is safe.
  */
 #include "core/internal.h"
 #include "kernels/kernels.h"
@@ -22,6 +29,7 @@ typedef struct map_job {
     sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
     sbn__plan plan;
     const double *coef;
+    const float *fcoef; /* the float form, [4][C], or NULL: compute in double */
     int kd;         /* kernel element type of every tensor, or -1 */
     int rows;       /* the row path */
     int unit;       /* unit inner strides (plane path) */
@@ -37,6 +45,27 @@ static size_t es(const sbn__walk *w, int i)
     return sbn_dtype_size(w->dtype[i]);
 }
 
+/* A piece of m doubles (exact floats) mapped by the fp32 kernels: narrowed exactly to
+ * float, mapped, widened back. ldk = 0: the m elements are one channel's, f its four
+ * coefficients; else one row's m channels, f structure of arrays ldk apart. b is the
+ * second input (BACKWARD); the result goes to a. */
+static void map_piece_float(const sbn_kernels *kern, sbn__map_kind kind, double *a,
+                            const double *b, int64_t m, const float *f, size_t ldk)
+{
+    float fa[SBN_CONVERT_PIECE], fb[SBN_CONVERT_PIECE];
+    kern->store_f32(a, (size_t)m, fa);
+    if (kind == SBN_MAP_BACKWARD) kern->store_f32(b, (size_t)m, fb);
+    if (ldk == 0 && kind == SBN_MAP_NORMALIZE)
+        kern->normalize[SBN_KD_F32](fa, (size_t)m, f, fa);
+    else if (ldk == 0)
+        kern->backward[SBN_KD_F32](fa, fb, (size_t)m, f, fa);
+    else if (kind == SBN_MAP_NORMALIZE)
+        kern->row_normalize[SBN_KD_F32](fa, 0, 1, (size_t)m, f, ldk, fa, 0);
+    else
+        kern->row_backward[SBN_KD_F32](fa, 0, fb, 0, 1, (size_t)m, f, ldk, fa, 0);
+    kern->load_f32(fa, (size_t)m, a);
+}
+
 /* Plane path, one run of len elements of channel c (tensor i at p[i], stride[i] apart),
  * through doubles: strided runs or mixed element types. */
 static void map_channel_run(const map_job *job, int64_t c, char *const *p, const int64_t *stride,
@@ -46,17 +75,21 @@ static void map_channel_run(const map_job *job, int64_t c, char *const *p, const
     const sbn_kernels *kern = sbn__kernels();
     int64_t C = w->channels, done, m, o = job->kind == SBN_MAP_NORMALIZE ? 1 : 2;
     double k[4], a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
+    float f[4];
     int j;
     for (j = 0; j < 4; j++) k[j] = job->coef[j * C + c];
+    for (j = 0; j < 4 && job->fcoef; j++) f[j] = job->fcoef[j * C + c];
     for (done = 0; done < len; done += m) {
         m = len - done < SBN_CONVERT_PIECE ? len - done : SBN_CONVERT_PIECE;
         sbn__load_run(p[0] + done * stride[0] * (int64_t)es(w, 0), w->dtype[0], stride[0], m, a);
-        if (job->kind == SBN_MAP_NORMALIZE) {
-            kern->normalize[SBN_KD_F64](a, (size_t)m, k, a);
-        } else {
+        if (job->kind == SBN_MAP_BACKWARD)
             sbn__load_run(p[1] + done * stride[1] * (int64_t)es(w, 1), w->dtype[1], stride[1], m, b);
+        if (job->fcoef)
+            map_piece_float(kern, job->kind, a, b, m, f, 0);
+        else if (job->kind == SBN_MAP_NORMALIZE)
+            kern->normalize[SBN_KD_F64](a, (size_t)m, k, a);
+        else
             kern->backward[SBN_KD_F64](a, b, (size_t)m, k, a);
-        }
         sbn__store_run(p[o] + done * stride[o] * (int64_t)es(w, (int)o), w->dtype[o], stride[o], m,
                        a);
     }
@@ -77,16 +110,26 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
         for (j = 0; j < mt->cn; j++) {
             int64_t c = mt->c0 + j;
             double k[4];
-            k[0] = job->coef[c];
-            k[1] = job->coef[C + c];
-            k[2] = job->coef[2 * C + c];
-            k[3] = job->coef[3 * C + c];
+            float f[4];
+            const void *kc = k;
+            if (job->fcoef) {
+                f[0] = job->fcoef[c];
+                f[1] = job->fcoef[C + c];
+                f[2] = job->fcoef[2 * C + c];
+                f[3] = job->fcoef[3 * C + c];
+                kc = f;
+            } else {
+                k[0] = job->coef[c];
+                k[1] = job->coef[C + c];
+                k[2] = job->coef[2 * C + c];
+                k[3] = job->coef[3 * C + c];
+            }
             if (job->kind == SBN_MAP_NORMALIZE)
-                kern->normalize[job->kd](ptr[0] + j * s0, (size_t)len, k, ptr[1] + j * so);
+                kern->normalize[job->kd](ptr[0] + j * s0, (size_t)len, kc, ptr[1] + j * so);
             else
                 kern->backward[job->kd](ptr[0] + j * s0,
                                         ptr[1] + j * w->channel_stride[1] * (int64_t)es(w, 1),
-                                        (size_t)len, k, ptr[2] + j * so);
+                                        (size_t)len, kc, ptr[2] + j * so);
         }
         return;
     }
@@ -106,17 +149,19 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
     const sbn__walk *w = &job->walk;
     const sbn_kernels *kern = sbn__kernels();
     const double *k = job->coef + mt->c0;
+    const float *f = job->fcoef ? job->fcoef + mt->c0 : NULL;
+    const void *kc = f ? (const void *)f : (const void *)k;
     size_t ldk = (size_t)w->channels;
     int64_t r, o = job->kind == SBN_MAP_NORMALIZE ? 1 : 2, c, m;
     double a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
     (void)at;
     if (job->kd >= 0) {
         if (job->kind == SBN_MAP_NORMALIZE)
-            kern->row_normalize[job->kd](ptr[0], stride[0], (size_t)len, (size_t)mt->cn, k, ldk,
+            kern->row_normalize[job->kd](ptr[0], stride[0], (size_t)len, (size_t)mt->cn, kc, ldk,
                                          ptr[1], stride[1]);
         else
             kern->row_backward[job->kd](ptr[0], stride[0], ptr[1], stride[1], (size_t)len,
-                                        (size_t)mt->cn, k, ldk, ptr[2], stride[2]);
+                                        (size_t)mt->cn, kc, ldk, ptr[2], stride[2]);
         return;
     }
     for (r = 0; r < len; r++) /* mixed dtypes: through doubles, a piece of a row at a time */
@@ -125,13 +170,15 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
             char *po = ptr[o] + (r * stride[o] + c) * (int64_t)es(w, (int)o);
             m = mt->cn - c < SBN_CONVERT_PIECE ? mt->cn - c : SBN_CONVERT_PIECE;
             sbn__load_run(p0, w->dtype[0], 1, m, a);
-            if (job->kind == SBN_MAP_NORMALIZE) {
-                kern->row_normalize[SBN_KD_F64](a, 0, 1, (size_t)m, k + c, ldk, a, 0);
-            } else {
+            if (job->kind == SBN_MAP_BACKWARD)
                 sbn__load_run(ptr[1] + (r * stride[1] + c) * (int64_t)es(w, 1), w->dtype[1], 1, m,
                               b);
+            if (f)
+                map_piece_float(kern, job->kind, a, b, m, f + c, ldk);
+            else if (job->kind == SBN_MAP_NORMALIZE)
+                kern->row_normalize[SBN_KD_F64](a, 0, 1, (size_t)m, k + c, ldk, a, 0);
+            else
                 kern->row_backward[SBN_KD_F64](a, 0, b, 0, 1, (size_t)m, k + c, ldk, a, 0);
-            }
             sbn__store_run(po, w->dtype[o], 1, m, a);
         }
 }
@@ -149,8 +196,32 @@ static void map_tasks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* Every tensor fp32, fp16 or bf16: the float form applies. */
+static int float_types(const sbn__walk *w)
+{
+    int i;
+    for (i = 0; i < w->ntensors; i++)
+        if (w->dtype[i] != SBN_F32 && w->dtype[i] != SBN_F16 && w->dtype[i] != SBN_BF16) return 0;
+    return 1;
+}
+
+/* The float coefficients of every channel into f ([4][C]); 0 if one is out of range. */
+static int float_coefs(sbn__map_kind kind, const double *coef, int64_t C, float *f)
+{
+    int64_t c;
+    int j, ok = 1;
+    for (c = 0; c < C; c++) {
+        double k[4];
+        float fc[4];
+        for (j = 0; j < 4; j++) k[j] = coef[j * C + c];
+        ok &= sbn__map_coefs_float(kind == SBN_MAP_BACKWARD, k, fc);
+        for (j = 0; j < 4; j++) f[j * C + c] = fc[j];
+    }
+    return ok;
+}
+
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
-                      const double *coef, sbn_tensor *out, sbn_pool_t *pool)
+                      double *coef, sbn_tensor *out, sbn_pool_t *pool)
 {
     map_job job;
     const sbn_tensor *tensors[3];
@@ -164,6 +235,14 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
+    job.fcoef = NULL;
+    if (float_types(&job.walk)) {
+        float *f = (float *)(coef + 4 * job.walk.channels);
+        if (float_coefs(kind, coef, job.walk.channels, f))
+            job.fcoef = f;
+        else
+            job.kd = -1; /* out of float's range: the double form, through pieces */
+    }
     /* No state to carry: one block of every channel keeps the sweep in memory order. */
     sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_all(&job.walk, pool), pool);
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, map_tasks, &job);
