@@ -28,6 +28,7 @@
 
 #include "harness/harness.h"
 #include "ref/ref.h"
+#include "support/layer_tol.h"
 #include "support/optest.h"
 #include "support/world.h"
 #include "syncbn/layer.h"
@@ -47,48 +48,6 @@ static void stats_rel(const double *x, int64_t n, int64_t C, int64_t S, double *
                   (1.0 + fabs(mean[c]) / sqrt(var[c] + EPS));
     free(mean);
     free(var);
-}
-
-/* Tolerance of y = (x - mean) invstd w + b: output rounding, double arithmetic, statistics. */
-static void fwd_tol(const double *x, int64_t n, int64_t C, int64_t S, const double *w,
-                    const double *b, const double *mean, const double *is, const double *srel,
-                    double uo, const double *want, double *tl)
-{
-    int64_t i;
-    for (i = 0; i < n * C * S; i++) {
-        int64_t c = (i / S) % C;
-        double wc = w ? w[c] : 1.0, bc = b ? b[c] : 0.0;
-        double xw = fabs((x[i] - mean[c]) * is[c] * wc), mw = fabs(mean[c] * is[c] * wc);
-        tl[i] = 2.0 * uo * fabs(want[i]) + 8.0 * ldexp(1.0, -53) * (fabs(bc) + xw + mw) +
-                srel[c] * (xw + mw);
-    }
-}
-
-/*
- * Tolerance of a training grad_input with the statistics (ms, iss) as stored: output
- * rounding plus uc[c] (the relative error of the sums and of the stored statistics)
- * times the absolute terms of the formula. Also returns absdy = sum |dy| and
- * absdx = sum |dy| (|xhat| + |mean invstd|), the scales of sum_dy and sum_dy_xmu.
- */
-static void bwd_tol(const double *dy, const double *x, int64_t n, int64_t C, int64_t S,
-                    const double *w, const double *ms, const double *iss, const double *uc,
-                    double uo, const double *want, double *tl, double *absdy, double *absdx)
-{
-    int64_t i, R = n * S;
-    memset(absdy, 0, (size_t)C * sizeof *absdy);
-    memset(absdx, 0, (size_t)C * sizeof *absdx);
-    for (i = 0; i < n * C * S; i++) {
-        int64_t c = (i / S) % C;
-        absdy[c] += fabs(dy[i]);
-        absdx[c] += fabs(dy[i]) * (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c]));
-    }
-    for (i = 0; i < n * C * S && tl; i++) {
-        int64_t c = (i / S) % C;
-        double wis = fabs((w ? w[c] : 1.0) * iss[c]);
-        double t = fabs(dy[i]) + absdy[c] / (double)R +
-                   (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c])) * absdx[c] / (double)R;
-        tl[i] = 2.0 * uo * fabs(want[i]) + 8.0 * uc[c] * wis * t;
-    }
 }
 
 /* ---- (a), (d), (e): the SyncBN property ---- */
@@ -181,7 +140,7 @@ static void prop_check(const prop_data *d, const char *desc)
 {
     const prop_spec *sp = d->sp;
     int64_t C = d->c, S = d->s, R = d->ntot * S, numel = d->ntot * C * S, ch;
-    double u64 = ldexp(1.0, -53), uo = tsup_unit_roundoff(sp->xdt);
+    double u64 = ldexp(1.0, -53), uo = tsup_unit_roundoff(sp->xdt), um = tsup_map_u(sp->xdt);
     double up = tsup_unit_roundoff(sp->pdt), us = tsup_unit_roundoff(sp->sdt);
     double *mean = tsup_alloc_fill(C, 0), *is = tsup_alloc_fill(C, 0), *var = tsup_alloc_fill(C, 0);
     double *ms = tsup_alloc_fill(C, 0), *iss = tsup_alloc_fill(C, 0), *srel = tsup_alloc_fill(C, 0);
@@ -232,7 +191,7 @@ static void prop_check(const prop_data *d, const char *desc)
             trv[ch] = (1.0 - m) * trv[ch] + 4.0 * up * (fabs((1.0 - m) * prv) + fabs(m * vu)) +
                       2.0 * m * vu * srel[ch] + 2.0 * up * fabs(orv[ch]);
         }
-        fwd_tol(d->x[k], d->ntot, C, S, wv, bv, mean, is, srel, uo, wnt, tl);
+        tsup_layer_fwd_tol(d->x[k], d->ntot, C, S, wv, bv, mean, is, srel, uo, 0.0, um, wnt, tl);
         CHECK_MSG(tsup_close_tol("y", d->y[k], wnt, tl, numel), "%s step %d: y differs", desc, k);
         for (r = 0; r < sp->world; r++) {
             CHECK_MSG(tsup_close_tol("save_mean", PC(d, r, k, P_SM), want, tol, C) &&
@@ -248,7 +207,7 @@ static void prop_check(const prop_data *d, const char *desc)
         /* Backward: whole batch with the save_* values rounded as stored. */
         ref_batch_norm_backward_train(d->dy[k], d->x[k], d->ntot, C, S, wv, ms, iss, wnt, want,
                                       want + C);
-        bwd_tol(d->dy[k], d->x[k], d->ntot, C, S, wv, ms, iss, uc, uo, wnt, tl, absdy, absdx);
+        tsup_layer_bwd_tol(d->dy[k], d->x[k], d->ntot, C, S, wv, ms, iss, uc, uo, 0.0, um, wnt, tl, absdy, absdx);
         CHECK_MSG(tsup_close_tol("grad_input", d->gi[k], wnt, tl, numel),
                   "%s step %d: grad_input differs", desc, k);
         for (ch = 0; ch < C; ch++) {
@@ -261,7 +220,7 @@ static void prop_check(const prop_data *d, const char *desc)
             int64_t at = d->off[r] * C * S;
             double *share = want + 4 * C, *shtol = tol + 4 * C;
             ref_backward_reduce(d->dy[k] + at, d->x[k] + at, d->n[r], C, S, ms, share + C, share);
-            bwd_tol(d->dy[k] + at, d->x[k] + at, d->n[r], C, S, wv, ms, iss, uc, uo, NULL, NULL,
+            tsup_layer_bwd_tol(d->dy[k] + at, d->x[k] + at, d->n[r], C, S, wv, ms, iss, uc, uo, 0.0, um, NULL, NULL,
                     ady, adx);
             for (ch = 0; ch < C; ch++) {
                 share[ch] *= iss[ch];
@@ -539,10 +498,10 @@ static void rank_eval(tsup_rank *cx)
 
 static void eval_check(eval_shared *sh)
 {
-    enum { NUM = EN * EC * ES };
+    enum { Nu32 = EN * EC * ES };
     double u32 = ldexp(1.0, -24), u64 = ldexp(1.0, -53), mean[EC], is[EC], ms[EC], iss[EC];
     double zeros[EC] = {0, 0, 0}, gw[EC], gb[EC], tol[2 * EC], srel[EC], uc[EC], absdy[EC];
-    double absdx[EC], want[NUM], tl[NUM];
+    double absdx[EC], want[Nu32], tl[Nu32];
     int k, mode, c;
     for (k = 0; k < 4; k++)
         CHECK_MSG(sh->st[k] == SBN_OK, "eval %s (%s running stats) returned %s: %s",
@@ -562,11 +521,11 @@ static void eval_check(eval_shared *sh)
                           "eval with running stats wrote save_mean/save_invstd");
             }
             ref_elemt(sh->x, EN, EC, ES, mean, is, sh->w, sh->b, want);
-            fwd_tol(sh->x, EN, EC, ES, sh->w, sh->b, mean, is, zeros, u32, want, tl);
+            tsup_layer_fwd_tol(sh->x, EN, EC, ES, sh->w, sh->b, mean, is, zeros, u32, 0.0, u32, want, tl);
         } else { /* batch norm with this rank's own batch statistics */
             ref_batch_norm_train(sh->x, EN, EC, ES, sh->w, sh->b, 0.0, EPS, want, mean, is, NULL,
                                  NULL);
-            fwd_tol(sh->x, EN, EC, ES, sh->w, sh->b, mean, is, srel, u32, want, tl);
+            tsup_layer_fwd_tol(sh->x, EN, EC, ES, sh->w, sh->b, mean, is, srel, u32, 0.0, u32, want, tl);
             for (c = 0; c < EC; c++) {
                 ms[c] = tsup_round(SBN_F32, mean[c]);
                 iss[c] = tsup_round(SBN_F32, is[c]);
@@ -577,7 +536,7 @@ static void eval_check(eval_shared *sh)
                       tsup_close_tol("save_invstd", sh->pc[1][1], is, tol + EC, EC),
                       "eval without running stats: save_* are not this rank's batch stats");
         }
-        CHECK_MSG(tsup_close_tol("eval y", sh->y[mode], want, tl, NUM), "eval mode %d: y differs",
+        CHECK_MSG(tsup_close_tol("eval y", sh->y[mode], want, tl, Nu32), "eval mode %d: y differs",
                   mode);
         for (c = 0; c < EC; c++)
             uc[c] = 4.0 * EN * ES * u64 + (mode ? 4.0 * u32 + 2.0 * srel[c] : 0.0);
@@ -588,12 +547,12 @@ static void eval_check(eval_shared *sh)
         } else {
             ref_batch_norm_backward_train(sh->dy, sh->x, EN, EC, ES, sh->w, ms, iss, want, gw, gb);
         }
-        bwd_tol(sh->dy, sh->x, EN, EC, ES, sh->w, ms, iss, uc, u32, want, tl, absdy, absdx);
+        tsup_layer_bwd_tol(sh->dy, sh->x, EN, EC, ES, sh->w, ms, iss, uc, u32, 0.0, u32, want, tl, absdy, absdx);
         for (c = 0; c < EC; c++) {
             tol[c] = 2.0 * u32 * fabs(gw[c]) + 4.0 * uc[c] * absdx[c];
             tol[EC + c] = 2.0 * u32 * fabs(gb[c]) + 4.0 * uc[c] * absdy[c];
         }
-        CHECK_MSG(tsup_close_tol("eval grad_input", sh->gi[mode], want, tl, NUM) &&
+        CHECK_MSG(tsup_close_tol("eval grad_input", sh->gi[mode], want, tl, Nu32) &&
                   tsup_close_tol("eval grad_weight", sh->pc[mode][2], gw, tol, EC) &&
                   tsup_close_tol("eval grad_bias", sh->pc[mode][3], gb, tol + EC, EC),
                   "eval mode %d: backward differs", mode);

@@ -35,6 +35,7 @@
 #include "harness/harness.h"
 #include "kernels/kernels.h"
 #include "ref/ref.h"
+#include "support/layer_tol.h"
 #include "support/optest.h"
 #include "support/world.h"
 #include "syncbn/layer.h"
@@ -429,44 +430,7 @@ static int compare_blobs(const rinputs *in, unsigned char *ref, unsigned char *g
     return diffs;
 }
 
-/* ---- the double oracle (test_layer.c's tolerances, docs/numerics.md) ---- */
-
-/* Tolerance of y: output rounding (plus f16's subnormal floor), double arithmetic, statistics. */
-static void fwd_tol(const double *x, int64_t n, int64_t C, int64_t S, const double *w,
-                    const double *b, const double *mean, const double *is, const double *srel,
-                    double uo, double floor_abs, const double *want, double *tl)
-{
-    int64_t i;
-    for (i = 0; i < n * C * S; i++) {
-        int64_t c = (i / S) % C;
-        double xw = fabs((x[i] - mean[c]) * is[c] * w[c]), mw = fabs(mean[c] * is[c] * w[c]);
-        tl[i] = 2.0 * uo * fabs(want[i]) + floor_abs +
-                8.0 * ldexp(1.0, -53) * (fabs(b[c]) + xw + mw) + srel[c] * (xw + mw);
-    }
-}
-
-/* Tolerance of grad_input (see test_layer.c's bwd_tol); absdy, absdx: the sums' scales. */
-static void bwd_tol(const double *dy, const double *x, int64_t n, int64_t C, int64_t S,
-                    const double *w, const double *ms, const double *iss, const double *uc,
-                    double uo, double floor_abs, const double *want, double *tl, double *absdy,
-                    double *absdx)
-{
-    int64_t i, R = n * S;
-    memset(absdy, 0, (size_t)C * sizeof *absdy);
-    memset(absdx, 0, (size_t)C * sizeof *absdx);
-    for (i = 0; i < n * C * S; i++) {
-        int64_t c = (i / S) % C;
-        absdy[c] += fabs(dy[i]);
-        absdx[c] += fabs(dy[i]) * (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c]));
-    }
-    for (i = 0; i < n * C * S; i++) {
-        int64_t c = (i / S) % C;
-        double wis = fabs(w[c] * iss[c]);
-        double t = fabs(dy[i]) + absdy[c] / (double)R +
-                   (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c])) * absdx[c] / (double)R;
-        tl[i] = 2.0 * uo * fabs(want[i]) + floor_abs + 8.0 * uc[c] * wis * t;
-    }
-}
+/* ---- the double oracle (tolerances: support/layer_tol.h, docs/numerics.md) ---- */
 
 /* Reads y (grad 0) or grad_input (grad 1) of step k from a blob as logical doubles. */
 static void read_act(const rinputs *in, unsigned char *blob, int k, int grad, double *out)
@@ -482,6 +446,7 @@ static void oracle_check(const rinputs *in, unsigned char *blob, const char *des
     const rcase *cs = in->cs;
     const int64_t C = in->c, S = in->s, N = in->n, R = N * S, numel = in->numel;
     double u64 = ldexp(1.0, -53), uo = tsup_unit_roundoff(cs->xdt), fl = tsup_abs_floor(cs->xdt);
+    double um = tsup_map_u(cs->xdt);
     double up = tsup_unit_roundoff(cs->pdt), us = tsup_unit_roundoff(cs->sdt);
     double *v = tsup_alloc_fill(28 * C + 3 * numel, 0), *wnt = v + 28 * C, *tl = wnt + numel;
     double *out = tl + numel, *mean = v, *is = v + C, *var = v + 2 * C, *ms = v + 3 * C;
@@ -528,7 +493,7 @@ static void oracle_check(const rinputs *in, unsigned char *blob, const char *des
                       4.0 * up * (fabs((1.0 - m) * prev[C + ch]) + fabs(m * vu)) +
                       2.0 * m * vu * srel[ch] + 2.0 * up * fabs(orv[ch]);
         }
-        fwd_tol(in->x[k], N, C, S, in->w, in->b, mean, is, srel, uo, fl, wnt, tl);
+        tsup_layer_fwd_tol(in->x[k], N, C, S, in->w, in->b, mean, is, srel, uo, fl, um, wnt, tl);
         read_act(in, blob, k, 0, out);
         CHECK_MSG(tsup_close_tol("y", out, wnt, tl, numel), "%s step %d: y differs", desc, k);
         CHECK_MSG(tsup_close_tol("save_mean", pc + P_SM * C, mean, tol, C) &&
@@ -539,7 +504,8 @@ static void oracle_check(const rinputs *in, unsigned char *blob, const char *des
                   "%s step %d: running stats differ", desc, k);
         /* Backward: whole batch with the save_* values rounded as stored; params synced. */
         ref_batch_norm_backward_train(in->dy[k], in->x[k], N, C, S, in->w, ms, iss, wnt, gw, gb);
-        bwd_tol(in->dy[k], in->x[k], N, C, S, in->w, ms, iss, uc, uo, fl, wnt, tl, absdy, absdx);
+        tsup_layer_bwd_tol(in->dy[k], in->x[k], N, C, S, in->w, ms, iss, uc, uo, fl, um, wnt, tl,
+                           absdy, absdx);
         read_act(in, blob, k, 1, out);
         CHECK_MSG(tsup_close_tol("grad_input", out, wnt, tl, numel),
                   "%s step %d: grad_input differs", desc, k);
