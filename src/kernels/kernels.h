@@ -68,7 +68,7 @@ typedef void (*sbn_row_bwd_accum_fn)(const void *dy, int64_t dys, const void *x,
  * derives them from those k) and compute in float, each element widened exactly to
  * float, every operation rounded to nearest even:
  *   normalize:  y[i]  = fma(x[i] - f[0], f[1], f[2])
- *   backward:   gi[i] = fma(dy[i], f[3], fma(x[i] - f[0], f[1], f[2]))
+ *   backward:   gi[i] = fma(x[i] - f[0], f[1], dy[i] - f[2]) * f[3]
  * then narrowed once (fp32: nothing to do; fp16/bf16: to nearest even, NaNs as
  * convert.c writes them). docs/numerics.md bounds the error of the float form.
  * Each element is read before it is written: y == x (in place) is safe.
@@ -93,20 +93,20 @@ typedef void (*sbn_row_backward_fn)(const void *dy, int64_t dys, const void *x, 
  * the mean split off as its nearest float m so that x - m loses nothing to a large
  * mean (the rest of the mean moves into the constant term, computed in double):
  *   normalize, k = (mean, s, b):      f = (m, s, b + (m - mean) * s, 0)
- *   backward,  k = (a, mean, q, s):   f = (m, -(q * s), -((m - mean) * (q * s)) - a * s, s)
+ *   backward,  k = (a, mean, q, s):   f = (m, -q, a + (m - mean) * q, s)
  * each rounded once to float (m - mean is exact). Returns 0 when a finite k gives an
- * infinite f or a nonzero multiplier (s, q*s) below FLT_MIN, where the float form's
+ * infinite f or a nonzero multiplier (s, q) below FLT_MIN, where the float form's
  * error bound does not hold: the caller then computes the map in double.
  */
 static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
 {
     double mean = backward ? k[1] : k[0], s = backward ? k[3] : k[1];
-    double mult = backward ? k[2] * k[3] : s, m, konst;
+    double mult = backward ? k[2] : s, m, konst;
     int ok = 1;
     f[0] = (float)mean;
     m = (double)f[0];
     if (backward) {
-        konst = -((m - mean) * mult) - k[0] * s;
+        konst = k[0] + (m - mean) * mult;
         f[1] = (float)-mult;
         f[3] = (float)s;
     } else {

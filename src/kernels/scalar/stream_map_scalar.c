@@ -9,7 +9,7 @@
  * with float coefficients f (sbn__map_coefs_float) and C99's fmaf, which rounds
  * once like the vector FMA instructions:
  *   normalize:  y  = fma(x - f0, f1, f2)
- *   backward:   gi = fma(dy, f3, fma(x - f0, f1, f2))
+ *   backward:   gi = fma(x - f0, f1, dy - f2) * f3
  * then narrow once to the element type (fp16/bf16: to nearest even).
  */
 #include <math.h>
@@ -27,7 +27,7 @@ static inline double backward_f64(double g, double x, const double *k, size_t ld
     return ((g - k[0]) - (x - k[ldk]) * k[2 * ldk]) * k[3 * ldk];
 }
 
-/* fp32/fp16/bf16: float coefficients, float arithmetic, two explicit fused products. */
+/* fp32/fp16/bf16: float coefficients, float arithmetic, one explicit fused product. */
 static inline float normalize_flt(float x, const float *f, size_t ldk)
 {
     return fmaf(x - f[0], f[ldk], f[2 * ldk]);
@@ -35,7 +35,7 @@ static inline float normalize_flt(float x, const float *f, size_t ldk)
 
 static inline float backward_flt(float g, float x, const float *f, size_t ldk)
 {
-    return fmaf(g, f[3 * ldk], fmaf(x - f[0], f[ldk], f[2 * ldk]));
+    return fmaf(x - f[0], f[ldk], g - f[2 * ldk]) * f[3 * ldk];
 }
 
 /* One family per element type: LD/ST widen/narrow, CT the coefficient type, OP the arithmetic. */
