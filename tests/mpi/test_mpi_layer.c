@@ -26,6 +26,7 @@
 
 #include "mpi_cases.h"
 #include "ref/ref.h"
+#include "support/layer_tol.h"
 #include "support/optest.h"
 #include "syncbn/comm_mpi.h"
 #include "syncbn/layer.h"
@@ -96,32 +97,21 @@ static void batch_free(batch *bt)
     }
 }
 
-/* Per-element tolerances of y and grad_input and per-channel sums (see test_layer.c). */
+/* Per-element tolerances of y and grad_input and per-channel sums (support/layer_tol.h). */
 static void tolerances(const batch *bt, int k, const spec *sp, const double *mean,
                        const double *is, const double *ms, const double *iss, const double *srel,
                        const double *y, const double *gi, double *ty, double *tg, double *absdy,
                        double *absdx)
 {
-    int64_t C = bt->c, S = bt->s, R = bt->ntot * S, i;
-    double uo = tsup_unit_roundoff(sp->xdt), u64 = ldexp(1.0, -53);
-    const double *x = bt->x[k], *dy = bt->dy[k];
-    memset(absdy, 0, (size_t)C * sizeof *absdy);
-    memset(absdx, 0, (size_t)C * sizeof *absdx);
-    for (i = 0; i < R * C; i++) {
-        int64_t c = (i / S) % C;
-        absdy[c] += fabs(dy[i]);
-        absdx[c] += fabs(dy[i]) * (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c]));
-    }
-    for (i = 0; i < R * C; i++) {
-        int64_t c = (i / S) % C;
-        double xw = fabs((x[i] - mean[c]) * is[c] * bt->w[c]);
-        double mw = fabs(mean[c] * is[c] * bt->w[c]);
-        double uc = 4.0 * (double)R * u64 + 4.0 * tsup_unit_roundoff(sp->sdt) + 2.0 * srel[c];
-        double t = fabs(dy[i]) + absdy[c] / (double)R +
-                   (fabs((x[i] - ms[c]) * iss[c]) + fabs(ms[c] * iss[c])) * absdx[c] / (double)R;
-        ty[i] = 2.0 * uo * fabs(y[i]) + 8.0 * u64 * (fabs(bt->b[c]) + xw + mw) + srel[c] * (xw + mw);
-        tg[i] = 2.0 * uo * fabs(gi[i]) + 8.0 * uc * fabs(bt->w[c] * iss[c]) * t;
-    }
+    int64_t C = bt->c, S = bt->s, R = bt->ntot * S, c;
+    double uo = tsup_unit_roundoff(sp->xdt), um = tsup_map_u(sp->xdt), uc[4];
+    for (c = 0; c < C; c++)
+        uc[c] = 4.0 * (double)R * ldexp(1.0, -53) + 4.0 * tsup_unit_roundoff(sp->sdt) +
+                2.0 * srel[c];
+    tsup_layer_fwd_tol(bt->x[k], bt->ntot, C, S, bt->w, bt->b, mean, is, srel, uo, 0.0, um, y,
+                       ty);
+    tsup_layer_bwd_tol(bt->dy[k], bt->x[k], bt->ntot, C, S, bt->w, ms, iss, uc, uo, 0.0, um, gi,
+                       tg, absdy, absdx);
 }
 
 static void check_property(const spec *sp)

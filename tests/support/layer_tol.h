@@ -1,7 +1,7 @@
 /*
  * layer_tol.h - the per-element tolerances of the layer tests' y and grad_input
  * against the double oracle (docs/numerics.md), shared by
- * test_layer.c and test_layer_repro.c:
+ * test_layer.c, test_layer_repro.c and tests/mpi/test_mpi_layer.c:
  *   y:  2 uo |want| + floor + 8 u64 (|b| + xw + mw) + 4 um (|b| + xw) + srel (xw + mw)
  *       with xw = |(x - mean) invstd w|, mw = |mean invstd w|;
  *   gi: 2 uo |want| + floor + (8 uc + 6 um) |w invstd| t,
