@@ -8,6 +8,7 @@
  */
 #include "aclnn_support.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,58 @@ int atsup_tv_close(const char *what, const atsup_tv *t, const double *want, aclD
     if (ok && !atsup_guard_ok(&t->a)) ok = 0, fprintf(stderr, "    %s: guard bytes\n", what);
     free(got);
     return ok;
+}
+
+int atsup_tv_close_tol(const char *what, const atsup_tv *t, const double *want,
+                       const double *tol)
+{
+    double *got = malloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *got);
+    int ok;
+    atsup_read(&t->a, got);
+    ok = tsup_close_tol(what, got, want, tol, t->n);
+    if (ok && !atsup_guard_ok(&t->a)) ok = 0, fprintf(stderr, "    %s: guard bytes\n", what);
+    free(got);
+    return ok;
+}
+
+double atsup_map_u(aclDataType in0, aclDataType in1, aclDataType out)
+{
+    int all64 = in0 == ACL_DOUBLE && in1 == ACL_DOUBLE && out == ACL_DOUBLE;
+    return all64 ? 0.0 : ldexp(1.0, -24);
+}
+
+/* atsup_tv_close's tolerance of want in out. */
+static double rounding_tol(double want, aclDataType out)
+{
+    return 1e-9 + 2 * tsup_unit_roundoff(atsup_native(out)) * fabs(want);
+}
+
+void atsup_normalize_tol(const double *x, int64_t n, int64_t c, int64_t s, const double *mean,
+                         const double *invstd, const double *w, const double *b,
+                         const double *want, aclDataType out, double u_c, double *tol)
+{
+    int64_t i;
+    for (i = 0; i < n * c * s; i++) {
+        int64_t ch = (i / s) % c;
+        double m = mean ? mean[ch] : 0.0, wc = w ? w[ch] : 1.0, bc = b ? b[ch] : 0.0;
+        tol[i] = rounding_tol(want[i], out) +
+                 4.0 * u_c * (fabs(bc) + fabs((x[i] - m) * invstd[ch] * wc));
+    }
+}
+
+void atsup_backward_tol(const double *dy, const double *x, int64_t n, int64_t c, int64_t s,
+                        const double *mean, const double *invstd, const double *w,
+                        const double *sum_dy, const double *sum_dy_xmu, double count,
+                        const double *want, aclDataType out, double u_c, double *tol)
+{
+    int64_t i;
+    for (i = 0; i < n * c * s; i++) {
+        int64_t ch = (i / s) % c;
+        double is = invstd[ch], wc = w ? w[ch] : 1.0, m = mean ? mean[ch] : 0.0;
+        double terms = fabs(dy[i]) + fabs(sum_dy[ch] / count) +
+                       fabs((x[i] - m) * is * is * sum_dy_xmu[ch] / count);
+        tol[i] = rounding_tol(want[i], out) + 6.0 * u_c * terms * fabs(is * wc);
+    }
 }
 
 aclnnStatus atsup_run(atsup_phase2_fn fn, uint64_t size, aclOpExecutor *executor)

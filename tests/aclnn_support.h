@@ -7,7 +7,8 @@
  * aclDataType or rank for the argument checks, reading a tensor back as doubles,
  * freeing many at once, phase 2 with a fresh workspace, the argument-check
  * tables, the executor rules every op shares (a tensor without data included),
- * and checks of the status and of aclGetRecentErrMsg. Values are logical
+ * checks of the status and of aclGetRecentErrMsg, and the per-element tolerances
+ * of the elementwise maps' outputs (computed in float for FLOAT/FLOAT16/BF16). Values are logical
  * row-major over the view dims, as in support.h.
  */
 #ifndef SBN_TEST_ACLNN_SUPPORT_H
@@ -87,6 +88,33 @@ void atsup_tv_free(atsup_tv *t);
  * 1 when both hold; otherwise prints what differed and returns 0.
  */
 int atsup_tv_close(const char *what, const atsup_tv *t, const double *want, aclDataType dt);
+/* The same against per-element tolerances: |got[i] - want[i]| <= tol[i] (tsup_close_tol). */
+int atsup_tv_close_tol(const char *what, const atsup_tv *t, const double *want,
+                       const double *tol);
+
+/*
+ * Tolerances of an elementwise map's output (normalize: y, output, gradInput in eval;
+ * backward: gradInput in training), per element. The maps compute in float when
+ * every tensor of the map is FLOAT, FLOAT16 or BF16 (kernels.h, docs/numerics.md),
+ * with proven bounds over the absolute values of the formula's terms:
+ *   normalize:  |y - y_exact|   <= output rounding + 4 u_c (|b| + |(x - mean) invstd w|)
+ *   backward:   |gi - gi_exact| <= output rounding + 6 u_c |invstd w| (|dy| + |sum_dy / N|
+ *                                  + |(x - mean) invstd^2 sum_dy_xmu / N|)
+ * atsup_map_u gives u_c from the dtypes of the map's tensors (input(s) and output):
+ * 2^-24, or 0 when all are DOUBLE (the map computes in double, which the rounding
+ * term already covers). The tolerance functions take the oracle's own quantities
+ * (those ref_elemt / ref_backward_elemt take; channel at dim 1, element i in channel
+ * (i / s) % c of n * c * s; w NULL: 1, b NULL: 0, mean NULL: 0) and set
+ *   tol[i] = 1e-9 + 2 u(out) |want[i]|   (atsup_tv_close's tolerance)  + the term above.
+ */
+double atsup_map_u(aclDataType in0, aclDataType in1, aclDataType out);
+void atsup_normalize_tol(const double *x, int64_t n, int64_t c, int64_t s, const double *mean,
+                         const double *invstd, const double *w, const double *b,
+                         const double *want, aclDataType out, double u_c, double *tol);
+void atsup_backward_tol(const double *dy, const double *x, int64_t n, int64_t c, int64_t s,
+                        const double *mean, const double *invstd, const double *w,
+                        const double *sum_dy, const double *sum_dy_xmu, double count,
+                        const double *want, aclDataType out, double u_c, double *tol);
 
 /* atsup_free of every atsup_tensor pointer listed, in order. */
 #define ATSUP_FREE(...) TSUP_EACH(atsup_tensor *, atsup_free, __VA_ARGS__)

@@ -8,7 +8,8 @@
  * every rank before every size); optional weight and bias; mixed dtypes; empty
  * input; FLOAT, FLOAT16 and BF16 in contiguous, channels-last and strided-with-
  * offset layouts, ranks 2 to 8, with strided outputs whose guard bytes must
- * survive, against ref_elemt on the values as stored; in place and a partial
+ * survive, against ref_elemt on the values as stored (tolerance: output rounding
+ * plus the float map's bound, atsup_normalize_tol); in place and a partial
  * overlap; eps having no effect; the executor rules and a repeatable executor on
  * new addresses.
  */
@@ -59,8 +60,8 @@ static void check_elemt(aclDataType xdt, aclDataType ydt, aclDataType pdt, int r
     int64_t numel = tsup_numel(rank, shape), c = shape[1], n = shape[0], s = numel / (n * c), i;
     double *xv = atsup_normal(seed, numel, 0.5, 2.0, xdt);
     double *pv = atsup_normal(seed + 1, 4 * c, 0.0, 1.0, pdt);
-    double *xs = malloc(sizeof(double) * (size_t)numel * 3), *want = xs + numel;
-    double *got = want + numel;
+    double *xs = malloc(sizeof(double) * (size_t)numel * 4), *want = xs + numel;
+    double *got = want + numel, *tol = got + numel;
     double *ps = malloc(sizeof(double) * (size_t)c * 4);
     atsup_tensor t[E_N];
     aclTensor *a[E_N];
@@ -85,12 +86,9 @@ static void check_elemt(aclDataType xdt, aclDataType ydt, aclDataType pdt, int r
              tsup_layout_name(layout), affine);
     CHECK_ACL(elemt_call(a, 0, 0), ACLNN_SUCCESS);
     atsup_read(&t[E_OUT], got);
-    {
-        sbn_dtype sd = SBN_F32;
-        atsup_native_dtype(ydt, &sd);
-        CHECK_MSG(tsup_close(what, got, want, numel, 1e-9, 2.0 * tsup_unit_roundoff(sd)), "%s",
-                  what);
-    }
+    atsup_normalize_tol(xs, n, c, s, ps + 2 * c, ps + 3 * c, (affine & 1) ? ps : NULL,
+                        (affine & 2) ? ps + c : NULL, want, ydt, atsup_map_u(xdt, xdt, ydt), tol);
+    CHECK_MSG(tsup_close_tol(what, got, want, tol, numel), "%s", what);
     CHECK_MSG(atsup_guard_ok(&t[E_OUT]), "%s: output written outside its view", what);
     atsup_free_n(t, E_N);
     TSUP_FREE_ALL(xv, pv, xs, ps);

@@ -8,7 +8,11 @@
  * another dtype than gradOut -> 161002) and the shared ones (NULL gradOut/input or an
  * enabled output -> 161001, outputMask of size 2 -> 161002, private format, rank 9,
  * channel mismatch); the executor rules every op shares. Tolerance: outputs computed
- * in double from the stored inputs, rounded once: |got - want| <= 2 u(out) |want| + 1e-9.
+ * in double from the stored inputs, rounded once: |got - want| <= 2 u(out) |want| + 1e-9;
+ * gradInput (the elementwise map, in float for these dtypes) adds the map's bound from
+ * the oracle's quantities: training 6 u |invstd w| (|dy| + |sum_dy/N| + |(x - mean)
+ * invstd^2 sum_dy_xmu/N|), eval 4 u |dy invstd w|, u = 2^-24 (atsup_backward_tol,
+ * atsup_normalize_tol).
  */
 #include <math.h>
 #include <string.h>
@@ -45,7 +49,8 @@ static void run_case(aclDataType dt, int training, int version)
     atsup_tv rv = vec(ACL_FLOAT, &rng, 2.0, 0.1), sm = vec(ACL_FLOAT, &rng, 0.4, 0.2);
     atsup_tv si = vec(ACL_FLOAT, &rng, 0.8, 0.05), gw = vec(ACL_FLOAT, NULL, 0, 0);
     atsup_tv gb = vec(ACL_FLOAT, NULL, 0, 0);
-    double giw[N * C * S], gww[C], gbw[C];
+    double giw[N * C * S], gww[C], gbw[C], tol[N * C * S], inv[C], sum_dy[C], sum_dyx[C];
+    const double map_u = atsup_map_u(dt, dt, dt); /* gradOut, input and gradInput are dt */
     const double eps = (double)(float)1e-3;
     aclBoolArray *mask = aclCreateBoolArray(all, 3);
     uint64_t ws = 0;
@@ -58,9 +63,12 @@ static void run_case(aclDataType dt, int training, int version)
     CHECK_ACL(atsup_run(aclnnFastBatchNormBackward, ws, ex), ACLNN_SUCCESS);
     if (training) {
         ref_batch_norm_backward_train(dy.v, x.v, N, C, S, w.v, sm.v, si.v, giw, gww, gbw);
+        ref_backward_reduce(dy.v, x.v, N, C, S, sm.v, sum_dy, sum_dyx);
+        atsup_backward_tol(dy.v, x.v, N, C, S, sm.v, si.v, w.v, sum_dy, sum_dyx,
+                           (double)(N * S), giw, dt, map_u, tol);
     } else {
         for (c = 0; c < C; c++) {
-            const double invstd = 1.0 / sqrt(rv.v[c] + eps);
+            const double invstd = inv[c] = 1.0 / sqrt(rv.v[c] + eps);
             double sdy = 0, sdyx = 0;
             for (i = 0; i < N; i++)
                 for (k = 0; k < S; k++) {
@@ -72,8 +80,10 @@ static void run_case(aclDataType dt, int training, int version)
             gww[c] = sdyx * invstd;
             gbw[c] = sdy;
         }
+        /* grad_input = dy * invstd * w: the normalize map of dy with mean 0, no bias */
+        atsup_normalize_tol(dy.v, N, C, S, NULL, inv, w.v, NULL, giw, dt, map_u, tol);
     }
-    CHECK_MSG(atsup_tv_close("gradInput", &gi, giw, dt) &&
+    CHECK_MSG(atsup_tv_close_tol("gradInput", &gi, giw, tol) &&
                   atsup_tv_close("gradWeight", &gw, gww, ACL_FLOAT) &&
                   atsup_tv_close("gradBias", &gb, gbw, ACL_FLOAT),
               "%s training=%d version=%d", atsup_dtype_name(dt), training, version);
