@@ -19,6 +19,12 @@
  * passed as (base, i). The per-dtype helpers are named by the dtype token of the
  * kernel macros (avx2_ld4_f16, avx2_st8_bf16, avx2_ldp_f32, ...); the scalar
  * sbn__ld_<dt> / sbn__st_<dt> of kernel_io_scalar.h serve the remaining tails.
+ * The float maps use a second set for fp32/fp16/bf16 with floats in place of
+ * doubles (avx2_ldf8_<dt>, avx2_stf8_<dt>, avx2_stf16_<dt>, and avx2_ldfp_<dt> /
+ * avx2_stfp_<dt> for the first t of 1..7, in pieces of 4, 2 and 1): the same exact
+ * widening to float, and one narrowing of a float to nearest even, bit for bit as
+ * convert.c's sbn__float_to_f16 / sbn__float_to_bf16 for every float but a
+ * signaling NaN to bf16 (kept unquieted; no arithmetic result is one).
  */
 #ifndef SBN_IO_AVX2_H
 #define SBN_IO_AVX2_H
@@ -58,7 +64,8 @@ static inline __m256d avx2_round_to_odd_bits(__m256d x, long long low_mask)
 #define SBN_AVX2_F16_DROP 0x000000FFFFFFFFFFll  /* 40 bits: 13 significant bits left */
 #define SBN_AVX2_BF16_DROP 0x000007FFFFFFFFFFll /* 43 bits: 10 significant bits left */
 
-/* Floats (already rounded to odd) to fp16, round to nearest even; NaN -> sign | 0x7E00. */
+/* Floats to fp16, round to nearest even; NaN -> sign | 0x7E00 (the double stores pass
+ * floats already rounded to odd; the float maps their results as they are). */
 static inline __m128i avx2_float8_to_f16(__m256 f)
 {
     __m256 keep = _mm256_or_ps(_mm256_cmp_ps(f, f, _CMP_ORD_Q),
@@ -271,6 +278,130 @@ static inline void avx2_stp_bf16(void *p, int64_t i, size_t t, __m256d v)
     __m128 f = _mm256_cvtpd_ps(avx2_round_to_odd_bits(v, SBN_AVX2_BF16_DROP));
     __m128i r = avx2_float4_to_bf16_32(f);
     avx2_stp_u16((uint16_t *)p + i, t, _mm_packus_epi32(r, r));
+}
+
+/* ---- per dtype, float maps: 8 elements <-> one ymm of floats ---- */
+
+static inline __m256 avx2_ldf8_f32(const void *p, int64_t i)
+{
+    return _mm256_loadu_ps((const float *)p + i);
+}
+static inline __m256 avx2_ldf8_f16(const void *p, int64_t i)
+{
+    return avx2_f16x8_to_ps((const uint16_t *)p + i);
+}
+static inline __m256 avx2_ldf8_bf16(const void *p, int64_t i)
+{
+    return avx2_bf16x8_to_ps((const uint16_t *)p + i);
+}
+
+static inline void avx2_stf8_f32(void *p, int64_t i, __m256 v)
+{
+    _mm256_storeu_ps((float *)p + i, v);
+}
+static inline void avx2_stf8_f16(void *p, int64_t i, __m256 v)
+{
+    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), avx2_float8_to_f16(v));
+}
+/* bf16 in 32-bit lanes (each <= 0xFFFF, so the unsigned saturation is exact) to 16 bits. */
+static inline void avx2_stf8_bf16(void *p, int64_t i, __m256 v)
+{
+    __m256i r = avx2_float8_to_bf16_32(v);
+    __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), h);
+}
+
+/* 16 elements from two ymm of floats (a: elements 0-7, b: 8-15). */
+static inline void avx2_stf16_f32(void *p, int64_t i, __m256 a, __m256 b)
+{
+    _mm256_storeu_ps((float *)p + i, a);
+    _mm256_storeu_ps((float *)p + i + 8, b);
+}
+static inline void avx2_stf16_f16(void *p, int64_t i, __m256 a, __m256 b)
+{
+    __m256i h = _mm256_set_m128i(avx2_float8_to_f16(b), avx2_float8_to_f16(a));
+    _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
+}
+static inline void avx2_stf16_bf16(void *p, int64_t i, __m256 a, __m256 b)
+{
+    /* packus works per 128-bit half: a0-3 b0-3 a4-7 b4-7, put back in order. */
+    __m256i h = _mm256_packus_epi32(avx2_float8_to_bf16_32(a), avx2_float8_to_bf16_32(b));
+    h = _mm256_permute4x64_epi64(h, _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
+}
+
+/* ---- per dtype, float maps: the first t elements, 1 <= t <= 7, <-> the low lanes of a ymm ---- */
+
+/* Reads exactly q[0..t): pieces of 4, 2 and 1 elements, the last first; other lanes zero. */
+static inline __m128i avx2_ldfp_u16(const uint16_t *q, size_t t)
+{
+    __m128i w = _mm_setzero_si128();
+    if (t & 1) w = _mm_cvtsi32_si128(q[t - 1]);
+    if (t & 2) w = _mm_or_si128(_mm_slli_si128(w, 4), _mm_loadu_si32(q + (t & 4)));
+    if (t & 4) w = _mm_or_si128(_mm_slli_si128(w, 8), _mm_loadu_si64(q));
+    return w;
+}
+/* Writes exactly q[0..t) from the low 16-bit lanes of h, in pieces of 4, 2 and 1. */
+static inline void avx2_stfp_u16(uint16_t *q, size_t t, __m128i h)
+{
+    if (t & 4) {
+        _mm_storeu_si64(q, h);
+        h = _mm_srli_si128(h, 8);
+        q += 4;
+    }
+    if (t & 2) {
+        _mm_storeu_si32(q, h);
+        h = _mm_srli_si128(h, 4);
+        q += 2;
+    }
+    if (t & 1) *q = (uint16_t)_mm_cvtsi128_si32(h);
+}
+
+/* fp32 in the same pieces (not vmaskmovps: its masked store is slow on AMD cores). */
+static inline __m256 avx2_ldfp_f32(const void *p, int64_t i, size_t t)
+{
+    const float *q = (const float *)p + i;
+    __m128 w = _mm_setzero_ps();
+    if (t & 1) w = _mm_load_ss(q + t - 1);
+    if (t & 2) w = _mm_movelh_ps(_mm_castsi128_ps(_mm_loadu_si64(q + (t & 4))), w);
+    if (t & 4) return _mm256_set_m128(w, _mm_loadu_ps(q));
+    return _mm256_set_m128(_mm_setzero_ps(), w);
+}
+static inline __m256 avx2_ldfp_f16(const void *p, int64_t i, size_t t)
+{
+    return _mm256_cvtph_ps(avx2_ldfp_u16((const uint16_t *)p + i, t));
+}
+static inline __m256 avx2_ldfp_bf16(const void *p, int64_t i, size_t t)
+{
+    __m256i w = _mm256_cvtepu16_epi32(avx2_ldfp_u16((const uint16_t *)p + i, t));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+static inline void avx2_stfp_f32(void *p, int64_t i, size_t t, __m256 v)
+{
+    float *q = (float *)p + i;
+    __m128 w = _mm256_castps256_ps128(v);
+    if (t & 4) {
+        _mm_storeu_ps(q, w);
+        w = _mm256_extractf128_ps(v, 1);
+        q += 4;
+    }
+    if (t & 2) {
+        _mm_storeu_si64(q, _mm_castps_si128(w));
+        w = _mm_movehl_ps(w, w);
+        q += 2;
+    }
+    if (t & 1) _mm_store_ss(q, w);
+}
+static inline void avx2_stfp_f16(void *p, int64_t i, size_t t, __m256 v)
+{
+    avx2_stfp_u16((uint16_t *)p + i, t, avx2_float8_to_f16(v));
+}
+static inline void avx2_stfp_bf16(void *p, int64_t i, size_t t, __m256 v)
+{
+    __m256i r = avx2_float8_to_bf16_32(v);
+    avx2_stfp_u16((uint16_t *)p + i, t,
+                  _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
 }
 
 #endif /* SBN_IO_AVX2_H */

@@ -1,20 +1,28 @@
 /*
- * stream_map_avx2.c - the elementwise maps of kernels.h for AVX2 (+F16C), every
- * element type, bit for bit as stream_map_scalar.c: eight elements at a time as
- * two ymm of doubles, then four, then the last 1..3 as the low lanes of one ymm
- * (read and written element by element); the row maps the same along each row's
- * channels, the structure-of-arrays coefficients loaded per block of channels
- * (only those of channels < cn; the tail's once per call). Elements are widened
- * exactly and narrowed once (io_avx2.h: fp32 to nearest even; fp16/bf16 rounded
- * once to nearest even, as the scalar round-to-odd-then-nearest does). Each
- * element is computed in double with the scalar operations in the same order, no
- * fused multiply-add (a product is rounded, then added):
+ * stream_map_avx2.c - the elementwise maps of kernels.h for AVX2 (+FMA, F16C),
+ * every element type, bit for bit as stream_map_scalar.c, over runs and over rows
+ * of a block of channels (structure-of-arrays coefficients, loaded per block of
+ * channels, only those of channels < cn; the tail's once per call). fp64 computes
+ * in double with double coefficients k and no fused multiply-add, eight elements
+ * at a time as two ymm, then four, then the last 1..3 (read and written element by
+ * element):
  *   normalize:  y  = (x - k0) * k1 + k2
  *   backward:   gi = ((dy - k0) - (x - k1) * k2) * k3
- * Each block is read before it is written, so y == x (in place) is safe; nothing
- * outside the elements named is read or written, and pointers need no alignment.
+ * fp32, fp16 and bf16 compute in float with float coefficients f, runs sixteen
+ * elements at a time as two ymm, then eight, rows eight channels at a time; then
+ * the last 1..7 as the low lanes of one ymm (read and written in pieces of 4, 2
+ * and 1 elements), each element widened exactly to float and every operation
+ * rounded once to nearest even, vfmadd*ps as C's fmaf:
+ *   normalize:  y  = fma(x - f0, f1, f2)
+ *   backward:   gi = fma(dy, f3, fma(x - f0, f1, f2))
+ * then narrowed once (io_avx2.h: fp16 by vcvtps2ph to nearest even, bf16 by the
+ * integer carry; NaNs as convert.c writes them). Each block is read before it is
+ * written, so y == x (in place) is safe; nothing outside the elements named is
+ * read or written, and pointers need no alignment.
  */
 #include "kernels/x86/io_avx2.h"
+
+/* ---- fp64: double coefficients, double arithmetic, no fused product ---- */
 
 static inline __m256d normalize4(__m256d v, __m256d k0, __m256d k1, __m256d k2)
 {
@@ -34,10 +42,10 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
 /* The same for the first t (1..3) channels only. */
 #define SBN_KP(k, ldk, c, j, t) avx2_ldp_f64((k) + (c) * (ldk), (int64_t)(j), t)
 
-#define SBN_DEFINE_MAP_AVX2(dt)                                                                 \
+#define SBN_DEFINE_MAP_AVX2_F64(dt)                                                             \
     void sbn_##dt##_normalize_ukernel__avx2(const void *x, size_t n, const void *kv, void *y)  \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
+        const double *k = kv;                                                                  \
         const __m256d k0 = _mm256_set1_pd(k[0]), k1 = _mm256_set1_pd(k[1]);                   \
         const __m256d k2 = _mm256_set1_pd(k[2]);                                               \
         size_t i = 0;                                                                          \
@@ -58,7 +66,7 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
     void sbn_##dt##_backward_ukernel__avx2(const void *dy, const void *x, size_t n,             \
                                            const void *kv, void *gi)                          \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
+        const double *k = kv;                                                                  \
         const __m256d k0 = _mm256_set1_pd(k[0]), k1 = _mm256_set1_pd(k[1]);                   \
         const __m256d k2 = _mm256_set1_pd(k[2]), k3 = _mm256_set1_pd(k[3]);                   \
         size_t i = 0;                                                                          \
@@ -85,7 +93,7 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
                                                 size_t cn, const void *kv, size_t ldk,        \
                                                 void *y, int64_t ys)                           \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
+        const double *k = kv;                                                                  \
         size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
         __m256d p0 = _mm256_setzero_pd(), p1 = p0, p2 = p0; /* the tail's coefficients */      \
         if (t != 0 && rows != 0) {                                                             \
@@ -122,7 +130,7 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
                                                const void *kv, size_t ldk, void *gi,          \
                                                int64_t gs)                                     \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
+        const double *k = kv;                                                                  \
         size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
         __m256d p0 = _mm256_setzero_pd(), p1 = p0, p2 = p0, p3 = p0;                           \
         if (t != 0 && rows != 0) {                                                             \
@@ -159,7 +167,127 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
         }                                                                                      \
     }
 
-SBN_DEFINE_MAP_AVX2(f64)
-SBN_DEFINE_MAP_AVX2(f32)
-SBN_DEFINE_MAP_AVX2(f16)
-SBN_DEFINE_MAP_AVX2(bf16)
+SBN_DEFINE_MAP_AVX2_F64(f64)
+
+/* ---- fp32/fp16/bf16: float coefficients, float arithmetic, two explicit FMAs ---- */
+
+static inline __m256 normalize8(__m256 v, __m256 f0, __m256 f1, __m256 f2)
+{
+    return _mm256_fmadd_ps(_mm256_sub_ps(v, f0), f1, f2);
+}
+
+static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 f2, __m256 f3)
+{
+    return _mm256_fmadd_ps(g, f3, _mm256_fmadd_ps(_mm256_sub_ps(v, f0), f1, f2));
+}
+
+/* Channel j's float coefficient c (0..3) for eight channels from j, structure of arrays. */
+#define SBN_F8(f, ldk, c, j) _mm256_loadu_ps((f) + (c) * (ldk) + (j))
+/* The same for the first t (1..7) channels only, the other lanes zero. */
+#define SBN_FP(f, ldk, c, j, t) avx2_ldfp_f32((f) + (c) * (ldk), (int64_t)(j), t)
+
+#define SBN_DEFINE_MAP_AVX2_FLT(dt)                                                             \
+    void sbn_##dt##_normalize_ukernel__avx2(const void *x, size_t n, const void *kv, void *y)  \
+    {                                                                                          \
+        const float *f = kv;                                                                   \
+        const __m256 f0 = _mm256_set1_ps(f[0]), f1 = _mm256_set1_ps(f[1]);                     \
+        const __m256 f2 = _mm256_set1_ps(f[2]);                                                \
+        size_t i = 0;                                                                          \
+        for (; i + 16 <= n; i += 16) {                                                         \
+            __m256 a = avx2_ldf8_##dt(x, (int64_t)i), b = avx2_ldf8_##dt(x, (int64_t)i + 8);   \
+            avx2_stf16_##dt(y, (int64_t)i, normalize8(a, f0, f1, f2), normalize8(b, f0, f1, f2)); \
+        }                                                                                      \
+        if (i + 8 <= n) {                                                                      \
+            avx2_stf8_##dt(y, (int64_t)i, normalize8(avx2_ldf8_##dt(x, (int64_t)i), f0, f1, f2)); \
+            i += 8;                                                                            \
+        }                                                                                      \
+        if (i < n)                                                                             \
+            avx2_stfp_##dt(y, (int64_t)i, n - i,                                               \
+                           normalize8(avx2_ldfp_##dt(x, (int64_t)i, n - i), f0, f1, f2));      \
+    }                                                                                          \
+                                                                                               \
+    void sbn_##dt##_backward_ukernel__avx2(const void *dy, const void *x, size_t n,             \
+                                           const void *kv, void *gi)                          \
+    {                                                                                          \
+        const float *f = kv;                                                                   \
+        const __m256 f0 = _mm256_set1_ps(f[0]), f1 = _mm256_set1_ps(f[1]);                     \
+        const __m256 f2 = _mm256_set1_ps(f[2]), f3 = _mm256_set1_ps(f[3]);                     \
+        size_t i = 0;                                                                          \
+        for (; i + 16 <= n; i += 16) {                                                         \
+            __m256 ga = avx2_ldf8_##dt(dy, (int64_t)i), gb = avx2_ldf8_##dt(dy, (int64_t)i + 8); \
+            __m256 va = avx2_ldf8_##dt(x, (int64_t)i), vb = avx2_ldf8_##dt(x, (int64_t)i + 8); \
+            avx2_stf16_##dt(gi, (int64_t)i, backward8(ga, va, f0, f1, f2, f3),                 \
+                            backward8(gb, vb, f0, f1, f2, f3));                                \
+        }                                                                                      \
+        if (i + 8 <= n) {                                                                      \
+            __m256 g = avx2_ldf8_##dt(dy, (int64_t)i), v = avx2_ldf8_##dt(x, (int64_t)i);      \
+            avx2_stf8_##dt(gi, (int64_t)i, backward8(g, v, f0, f1, f2, f3));                   \
+            i += 8;                                                                            \
+        }                                                                                      \
+        if (i < n) {                                                                           \
+            __m256 g = avx2_ldfp_##dt(dy, (int64_t)i, n - i);                                  \
+            __m256 v = avx2_ldfp_##dt(x, (int64_t)i, n - i);                                   \
+            avx2_stfp_##dt(gi, (int64_t)i, n - i, backward8(g, v, f0, f1, f2, f3));            \
+        }                                                                                      \
+    }                                                                                          \
+                                                                                               \
+    void sbn_##dt##_row_normalize_ukernel__avx2(const void *x, int64_t xs, size_t rows,         \
+                                                size_t cn, const void *kv, size_t ldk,        \
+                                                void *y, int64_t ys)                           \
+    {                                                                                          \
+        const float *f = kv;                                                                   \
+        size_t r, j, jt = cn & ~(size_t)7, t = cn - jt;                                        \
+        __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0; /* the tail's coefficients */       \
+        if (t != 0 && rows != 0) {                                                             \
+            p0 = SBN_FP(f, ldk, 0, jt, t);                                                     \
+            p1 = SBN_FP(f, ldk, 1, jt, t);                                                     \
+            p2 = SBN_FP(f, ldk, 2, jt, t);                                                     \
+        }                                                                                      \
+        for (r = 0; r < rows; r++) {                                                           \
+            int64_t ox = (int64_t)r * xs, oy = (int64_t)r * ys;                                \
+            for (j = 0; j < jt; j += 8) {                                                      \
+                __m256 v = avx2_ldf8_##dt(x, ox + (int64_t)j);                                 \
+                avx2_stf8_##dt(y, oy + (int64_t)j,                                             \
+                               normalize8(v, SBN_F8(f, ldk, 0, j), SBN_F8(f, ldk, 1, j),       \
+                                          SBN_F8(f, ldk, 2, j)));                              \
+            }                                                                                  \
+            if (t != 0)                                                                        \
+                avx2_stfp_##dt(y, oy + (int64_t)jt, t,                                         \
+                               normalize8(avx2_ldfp_##dt(x, ox + (int64_t)jt, t), p0, p1, p2)); \
+        }                                                                                      \
+    }                                                                                          \
+                                                                                               \
+    void sbn_##dt##_row_backward_ukernel__avx2(const void *dy, int64_t dys, const void *x,      \
+                                               int64_t xs, size_t rows, size_t cn,             \
+                                               const void *kv, size_t ldk, void *gi,          \
+                                               int64_t gs)                                     \
+    {                                                                                          \
+        const float *f = kv;                                                                   \
+        size_t r, j, jt = cn & ~(size_t)7, t = cn - jt;                                        \
+        __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;                            \
+        if (t != 0 && rows != 0) {                                                             \
+            p0 = SBN_FP(f, ldk, 0, jt, t);                                                     \
+            p1 = SBN_FP(f, ldk, 1, jt, t);                                                     \
+            p2 = SBN_FP(f, ldk, 2, jt, t);                                                     \
+            p3 = SBN_FP(f, ldk, 3, jt, t);                                                     \
+        }                                                                                      \
+        for (r = 0; r < rows; r++) {                                                           \
+            int64_t og = (int64_t)r * dys, ox = (int64_t)r * xs, oo = (int64_t)r * gs;         \
+            for (j = 0; j < jt; j += 8) {                                                      \
+                __m256 g = avx2_ldf8_##dt(dy, og + (int64_t)j);                                \
+                __m256 v = avx2_ldf8_##dt(x, ox + (int64_t)j);                                 \
+                avx2_stf8_##dt(gi, oo + (int64_t)j,                                            \
+                               backward8(g, v, SBN_F8(f, ldk, 0, j), SBN_F8(f, ldk, 1, j),     \
+                                         SBN_F8(f, ldk, 2, j), SBN_F8(f, ldk, 3, j)));         \
+            }                                                                                  \
+            if (t != 0) {                                                                      \
+                __m256 g = avx2_ldfp_##dt(dy, og + (int64_t)jt, t);                            \
+                __m256 v = avx2_ldfp_##dt(x, ox + (int64_t)jt, t);                             \
+                avx2_stfp_##dt(gi, oo + (int64_t)jt, t, backward8(g, v, p0, p1, p2, p3));      \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+SBN_DEFINE_MAP_AVX2_FLT(f32)
+SBN_DEFINE_MAP_AVX2_FLT(f16)
+SBN_DEFINE_MAP_AVX2_FLT(bf16)
