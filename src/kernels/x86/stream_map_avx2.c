@@ -14,7 +14,7 @@
  * and 1 elements), each element widened exactly to float and every operation
  * rounded once to nearest even, vfmadd*ps as C's fmaf:
  *   normalize:  y  = fma(x - f0, f1, f2)
- *   backward:   gi = fma(dy, f3, fma(x - f0, f1, f2))
+ *   backward:   gi = fma(x - f0, f1, dy - f2) * f3
  * then narrowed once (io_avx2.h: fp16 by vcvtps2ph to nearest even, bf16 by the
  * integer carry; NaNs as convert.c writes them). Each block is read before it is
  * written, so y == x (in place) is safe; nothing outside the elements named is
@@ -178,7 +178,7 @@ static inline __m256 normalize8(__m256 v, __m256 f0, __m256 f1, __m256 f2)
 
 static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 f2, __m256 f3)
 {
-    return _mm256_fmadd_ps(g, f3, _mm256_fmadd_ps(_mm256_sub_ps(v, f0), f1, f2));
+    return _mm256_mul_ps(_mm256_fmadd_ps(_mm256_sub_ps(v, f0), f1, _mm256_sub_ps(g, f2)), f3);
 }
 
 /* Channel j's float coefficient c (0..3) for eight channels from j, structure of arrays. */
