@@ -1,25 +1,49 @@
 /*
  * stream_map_avx512.c - the elementwise maps of kernels.h for AVX-512 (F, BW, VL,
- * DQ) + F16C and every element type, computed in double with the operations of
- * stream_map_scalar.c in the same order and narrowed once (io_avx512.h: fp32
- * round to nearest even; fp16/bf16 round to odd to float, then to nearest even;
- * fp64 not narrowed):
+ * DQ) + F16C, bit for bit as stream_map_scalar.c. fp32, fp16 and bf16 widen each
+ * element exactly to float (fp16: vcvtph2ps; bf16: its bits as a float's high
+ * half), compute with float coefficients f, every operation rounded to nearest even
+ * (an FMA once, as fmaf),
+ *   normalize:  y  = fma(x - f0, f1, f2)
+ *   backward:   gi = fma(dy, f3, fma(x - f0, f1, f2))
+ * and narrow once as convert.c does (fp16: vcvtps2ph, a NaN's payload cleared to
+ * sign | 0x7E00; bf16: to nearest even on the dropped 16 bits, a NaN its quiet high
+ * half). fp64 keeps double coefficients k and double arithmetic, no fused product:
  *   normalize:  y  = (x - k0) * k1 + k2
  *   backward:   gi = ((dy - k0) - (x - k1) * k2) * k3
- * No FMA: a product is rounded before it is added. Runs of one channel take 16
- * elements a step (fp16/bf16 narrowed sixteen at once) with the coefficients in
- * registers, then eight at a time with masked loads and stores for the tail
- * (bf16: sixteen at a time in io_avx512.h's interleaved order, a masked sixteen
- * for the tail).
- * Rows of a block of channels: up to 16 channels, the coefficients stay in
- * registers for all the rows (up to 8, rows go in pairs to narrow sixteen at
- * once); more, the rows go in groups of four, each block of 16 channels' (then
- * 8's, masked for the last cn % 8) coefficients loaded once from the
- * structure-of-arrays k for the group. Every element is read before it is
- * written, so y == x (in place) is safe; pointers need no alignment, and nothing
- * outside the [0, n) or rows x cn outputs is written.
+ * Runs of one channel take 32 floats a step in two zmm (fp64: 16 doubles), the tail
+ * through masked loads and stores. Rows (channels-last) of up to 8 channels (a ymm;
+ * fp64: rows in pairs) or 16 keep the coefficients in registers for all the rows;
+ * wider rows go in blocks of 16 channels (fp64: 8), the last masked, each block's
+ * structure-of-arrays coefficients loaded once for a group of up to four narrow
+ * rows. Every element is read before it is written, so in place (y == x, gi == dy)
+ * is safe; pointers need no alignment, and nothing outside [0, n) or the rows x cn
+ * elements is read or written.
  */
 #include "kernels/x86/io_avx512.h"
+
+/* The mask of the first r < 32 elements. */
+static inline __mmask32 tail_mask32(size_t r)
+{
+    return (__mmask32)((1u << r) - 1u);
+}
+
+/* Rows [0, m) of more than 16 channels, m <= ROW_GROUP: each block of coefficients is
+ * loaded once for the m rows. Only narrow rows are grouped (group_rows): walking
+ * several wide rows side by side splits each tensor into that many short streams,
+ * which the prefetchers follow badly (8 MiB of bf16, backward over 1024 channels:
+ * 0.30 ns/element in groups of 4, 0.20 a row at a time). */
+#define ROW_GROUP 4
+#define ROW_GROUP_BYTES 1024
+
+/* Rows per group for rows of cn elements of dt: ROW_GROUP while a group spans at most
+ * ROW_GROUP_BYTES of each tensor, else 1. */
+static inline size_t group_rows(sbn_kdtype dt, size_t cn)
+{
+    return cn * sbn512_esize(dt) * ROW_GROUP <= ROW_GROUP_BYTES ? ROW_GROUP : 1;
+}
+
+/* ======== fp64: double coefficients, double arithmetic ======== */
 
 /* normalize: the add on the FMA ports; backward: the two subtractions (io_avx512.h: same bits). */
 SBN512_INLINE __m512d normalize8(__m512d v, __m512d k0, __m512d k1, __m512d k2)
@@ -41,94 +65,38 @@ static inline __mmask8 step_mask(size_t n, size_t i)
     return n - i >= 8 ? (__mmask8)0xFF : tail_mask(n - i);
 }
 
-/* ---- runs of one channel ---- */
-
-SBN512_INLINE void normalize(sbn_kdtype dt, const void *x, size_t n, const double *k, void *y)
+static void normalize_f64(const double *x, size_t n, const double *k, double *y)
 {
     const __m512d k0 = _mm512_set1_pd(k[0]), k1 = _mm512_set1_pd(k[1]), k2 = _mm512_set1_pd(k[2]);
     size_t i = 0;
-    if (dt == SBN_KD_BF16) { /* sixteen at a time in the interleaved order */
-        const uint16_t *xp = x;
-        uint16_t *yp = y;
-        __m512d v0, v1;
-        for (; i + 16 <= n; i += 16) {
-            bf16x16_load_p(_mm256_loadu_si256((const __m256i *)(xp + i)), &v0, &v1);
-            _mm256_storeu_si256((__m256i *)(yp + i), bf16x16_narrow_p(normalize8(v0, k0, k1, k2),
-                                                                       normalize8(v1, k0, k1, k2)));
-        }
-        if (i < n) {
-            const __mmask16 m = tail_mask16(n - i);
-            bf16x16_load_p(_mm256_maskz_loadu_epi16(m, xp + i), &v0, &v1);
-            _mm256_mask_storeu_epi16(yp + i, m, bf16x16_narrow_p(normalize8(v0, k0, k1, k2),
-                                                                  normalize8(v1, k0, k1, k2)));
-        }
-        return;
-    }
     for (; i + 16 <= n; i += 16) {
-        __m512d v0 = sbn512_load8(dt, sbn512_at(dt, x, i));
-        __m512d v1 = sbn512_load8(dt, sbn512_at(dt, x, i + 8));
-        sbn512_store16(dt, sbn512_at_w(dt, y, i), normalize8(v0, k0, k1, k2),
-                       normalize8(v1, k0, k1, k2));
+        __m512d v0 = _mm512_loadu_pd(x + i), v1 = _mm512_loadu_pd(x + i + 8);
+        _mm512_storeu_pd(y + i, normalize8(v0, k0, k1, k2));
+        _mm512_storeu_pd(y + i + 8, normalize8(v1, k0, k1, k2));
     }
     for (; i < n; i += 8) {
         __mmask8 m = step_mask(n, i);
-        __m512d v = sbn512_load8z(dt, sbn512_at(dt, x, i), m);
-        sbn512_store8m(dt, sbn512_at_w(dt, y, i), m, normalize8(v, k0, k1, k2));
+        _mm512_mask_storeu_pd(y + i, m, normalize8(_mm512_maskz_loadu_pd(m, x + i), k0, k1, k2));
     }
 }
 
-SBN512_INLINE void backward(sbn_kdtype dt, const void *dy, const void *x, size_t n,
-                            const double *k, void *gi)
+static void backward_f64(const double *dy, const double *x, size_t n, const double *k,
+                         double *gi)
 {
     const __m512d k0 = _mm512_set1_pd(k[0]), k1 = _mm512_set1_pd(k[1]);
     const __m512d k2 = _mm512_set1_pd(k[2]), k3 = _mm512_set1_pd(k[3]);
     size_t i = 0;
-    if (dt == SBN_KD_BF16) { /* sixteen at a time in the interleaved order */
-        const uint16_t *gp = dy, *xp = x;
-        uint16_t *op = gi;
-        __m512d g0, g1, v0, v1;
-        for (; i + 16 <= n; i += 16) {
-            bf16x16_load_p(_mm256_loadu_si256((const __m256i *)(gp + i)), &g0, &g1);
-            bf16x16_load_p(_mm256_loadu_si256((const __m256i *)(xp + i)), &v0, &v1);
-            _mm256_storeu_si256((__m256i *)(op + i),
-                                bf16x16_narrow_p(backward8(g0, v0, k0, k1, k2, k3),
-                                                 backward8(g1, v1, k0, k1, k2, k3)));
-        }
-        if (i < n) {
-            const __mmask16 m = tail_mask16(n - i);
-            bf16x16_load_p(_mm256_maskz_loadu_epi16(m, gp + i), &g0, &g1);
-            bf16x16_load_p(_mm256_maskz_loadu_epi16(m, xp + i), &v0, &v1);
-            _mm256_mask_storeu_epi16(op + i, m, bf16x16_narrow_p(backward8(g0, v0, k0, k1, k2, k3),
-                                                                  backward8(g1, v1, k0, k1, k2, k3)));
-        }
-        return;
-    }
     for (; i + 16 <= n; i += 16) {
-        __m512d g0 = sbn512_load8(dt, sbn512_at(dt, dy, i));
-        __m512d g1 = sbn512_load8(dt, sbn512_at(dt, dy, i + 8));
-        __m512d v0 = sbn512_load8(dt, sbn512_at(dt, x, i));
-        __m512d v1 = sbn512_load8(dt, sbn512_at(dt, x, i + 8));
-        sbn512_store16(dt, sbn512_at_w(dt, gi, i), backward8(g0, v0, k0, k1, k2, k3),
-                       backward8(g1, v1, k0, k1, k2, k3));
+        __m512d g0 = _mm512_loadu_pd(dy + i), g1 = _mm512_loadu_pd(dy + i + 8);
+        __m512d v0 = _mm512_loadu_pd(x + i), v1 = _mm512_loadu_pd(x + i + 8);
+        _mm512_storeu_pd(gi + i, backward8(g0, v0, k0, k1, k2, k3));
+        _mm512_storeu_pd(gi + i + 8, backward8(g1, v1, k0, k1, k2, k3));
     }
     for (; i < n; i += 8) {
         __mmask8 m = step_mask(n, i);
-        __m512d g = sbn512_load8z(dt, sbn512_at(dt, dy, i), m);
-        __m512d v = sbn512_load8z(dt, sbn512_at(dt, x, i), m);
-        sbn512_store8m(dt, sbn512_at_w(dt, gi, i), m, backward8(g, v, k0, k1, k2, k3));
+        __m512d g = _mm512_maskz_loadu_pd(m, dy + i), v = _mm512_maskz_loadu_pd(m, x + i);
+        _mm512_mask_storeu_pd(gi + i, m, backward8(g, v, k0, k1, k2, k3));
     }
-}
-
-/* ---- rows of a block of channels ---- */
-
-SBN512_INLINE const void *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_t r)
-{
-    return (const char *)p + (int64_t)r * rs * (int64_t)sbn512_esize(dt);
-}
-
-SBN512_INLINE void *row_at_w(sbn_kdtype dt, void *p, int64_t rs, size_t r)
-{
-    return (char *)p + (int64_t)r * rs * (int64_t)sbn512_esize(dt);
 }
 
 /* Coefficient row c of channels [j, j + 8) (masked: those in m, zero elsewhere). */
@@ -142,14 +110,15 @@ SBN512_INLINE __m512d coef8z(const double *k, size_t ldk, int c, size_t j, __mma
     return _mm512_maskz_loadu_pd(m, k + (size_t)c * ldk + j);
 }
 
+#define D_ROW(p, s, r) ((const double *)(p) + (int64_t)(r) * (s))
+#define D_ROW_W(p, s, r) ((double *)(p) + (int64_t)(r) * (s))
+
 /* At most 16 channels: the coefficients stay in registers across the rows; at most 8,
- * rows go in pairs so that fp16 and bf16 narrow sixteen elements at once. */
-SBN512_INLINE void row_normalize_narrow(sbn_kdtype dt, const void *x, int64_t xs, size_t rows,
-                                        size_t cn, const double *k, size_t ldk, void *y,
-                                        int64_t ys)
+ * rows go in pairs. */
+static void row_normalize_narrow_f64(const double *x, int64_t xs, size_t rows, size_t cn,
+                                     const double *k, size_t ldk, double *y, int64_t ys)
 {
     const __mmask8 m0 = step_mask(cn, 0), m1 = cn > 8 ? step_mask(cn, 8) : 0;
-    const __mmask16 m16 = (__mmask16)(m0 | (unsigned)m1 << 8);
     const __m512d a0 = coef8z(k, ldk, 0, 0, m0), b0 = coef8z(k, ldk, 1, 0, m0);
     const __m512d c0 = coef8z(k, ldk, 2, 0, m0);
     const __m512d a1 = coef8z(k, ldk, 0, 8, m1), b1 = coef8z(k, ldk, 1, 8, m1);
@@ -157,41 +126,27 @@ SBN512_INLINE void row_normalize_narrow(sbn_kdtype dt, const void *x, int64_t xs
     size_t r = 0;
     if (m1) {
         for (; r < rows; r++) {
-            const void *xr = row_at(dt, x, xs, r);
-            __m512d v0 = sbn512_load8z(dt, xr, m0), v1 = sbn512_load8z(dt, sbn512_at(dt, xr, 8), m1);
-            sbn512_store16m(dt, row_at_w(dt, y, ys, r), m16, normalize8(v0, a0, b0, c0),
-                            normalize8(v1, a1, b1, c1));
+            const double *xr = D_ROW(x, xs, r);
+            double *yr = D_ROW_W(y, ys, r);
+            __m512d v0 = _mm512_maskz_loadu_pd(m0, xr), v1 = _mm512_maskz_loadu_pd(m1, xr + 8);
+            _mm512_mask_storeu_pd(yr, m0, normalize8(v0, a0, b0, c0));
+            _mm512_mask_storeu_pd(yr + 8, m1, normalize8(v1, a1, b1, c1));
         }
         return;
     }
     for (; r + 2 <= rows; r += 2) {
-        __m512d v0 = sbn512_load8z(dt, row_at(dt, x, xs, r), m0);
-        __m512d v1 = sbn512_load8z(dt, row_at(dt, x, xs, r + 1), m0);
-        sbn512_store8x2m(dt, row_at_w(dt, y, ys, r), row_at_w(dt, y, ys, r + 1), m0,
-                         normalize8(v0, a0, b0, c0), normalize8(v1, a0, b0, c0));
+        __m512d v0 = _mm512_maskz_loadu_pd(m0, D_ROW(x, xs, r));
+        __m512d v1 = _mm512_maskz_loadu_pd(m0, D_ROW(x, xs, r + 1));
+        _mm512_mask_storeu_pd(D_ROW_W(y, ys, r), m0, normalize8(v0, a0, b0, c0));
+        _mm512_mask_storeu_pd(D_ROW_W(y, ys, r + 1), m0, normalize8(v1, a0, b0, c0));
     }
     if (r < rows)
-        sbn512_store8m(dt, row_at_w(dt, y, ys, r), m0,
-                       normalize8(sbn512_load8z(dt, row_at(dt, x, xs, r), m0), a0, b0, c0));
+        _mm512_mask_storeu_pd(D_ROW_W(y, ys, r), m0,
+                              normalize8(_mm512_maskz_loadu_pd(m0, D_ROW(x, xs, r)), a0, b0, c0));
 }
 
-/* Rows [0, m) of more than 16 channels, m <= ROW_GROUP: each block of coefficients is
- * loaded once for the m rows. Only narrow rows are grouped (group_rows): walking
- * several wide rows side by side splits each tensor into that many short streams,
- * which the prefetchers follow badly (bf16 backward over 1024 channels: 0.80
- * ns/element with groups of 4 against 0.29 over 64 channels). */
-#define ROW_GROUP 4
-#define ROW_GROUP_BYTES 1024
-
-/* Rows per group for rows of cn elements of dt: ROW_GROUP while a group spans at most
- * ROW_GROUP_BYTES of each tensor, else 1. */
-static inline size_t group_rows(sbn_kdtype dt, size_t cn)
-{
-    return cn * sbn512_esize(dt) * ROW_GROUP <= ROW_GROUP_BYTES ? ROW_GROUP : 1;
-}
-
-SBN512_INLINE void normalize_rows(sbn_kdtype dt, const void *x, int64_t xs, size_t m, size_t cn,
-                                  const double *k, size_t ldk, void *y, int64_t ys)
+static void normalize_rows_f64(const double *x, int64_t xs, size_t m, size_t cn,
+                               const double *k, size_t ldk, double *y, int64_t ys)
 {
     size_t j, t;
     for (j = 0; j + 16 <= cn; j += 16) {
@@ -199,11 +154,11 @@ SBN512_INLINE void normalize_rows(sbn_kdtype dt, const void *x, int64_t xs, size
         const __m512d a1 = coef8(k, ldk, 0, j + 8), b1 = coef8(k, ldk, 1, j + 8);
         const __m512d c1 = coef8(k, ldk, 2, j + 8);
         for (t = 0; t < m; t++) {
-            const void *xr = row_at(dt, x, xs, t);
-            __m512d v0 = sbn512_load8(dt, sbn512_at(dt, xr, j));
-            __m512d v1 = sbn512_load8(dt, sbn512_at(dt, xr, j + 8));
-            sbn512_store16(dt, sbn512_at_w(dt, row_at_w(dt, y, ys, t), j),
-                           normalize8(v0, a0, b0, c0), normalize8(v1, a1, b1, c1));
+            const double *xr = D_ROW(x, xs, t) + j;
+            double *yr = D_ROW_W(y, ys, t) + j;
+            __m512d v0 = _mm512_loadu_pd(xr), v1 = _mm512_loadu_pd(xr + 8);
+            _mm512_storeu_pd(yr, normalize8(v0, a0, b0, c0));
+            _mm512_storeu_pd(yr + 8, normalize8(v1, a1, b1, c1));
         }
     }
     for (; j < cn; j += 8) {
@@ -211,33 +166,31 @@ SBN512_INLINE void normalize_rows(sbn_kdtype dt, const void *x, int64_t xs, size
         const __m512d a0 = coef8z(k, ldk, 0, j, q), b0 = coef8z(k, ldk, 1, j, q);
         const __m512d c0 = coef8z(k, ldk, 2, j, q);
         for (t = 0; t < m; t++) {
-            __m512d v = sbn512_load8z(dt, sbn512_at(dt, row_at(dt, x, xs, t), j), q);
-            sbn512_store8m(dt, sbn512_at_w(dt, row_at_w(dt, y, ys, t), j), q,
-                           normalize8(v, a0, b0, c0));
+            __m512d v = _mm512_maskz_loadu_pd(q, D_ROW(x, xs, t) + j);
+            _mm512_mask_storeu_pd(D_ROW_W(y, ys, t) + j, q, normalize8(v, a0, b0, c0));
         }
     }
 }
 
-SBN512_INLINE void row_normalize(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
-                                 const double *k, size_t ldk, void *y, int64_t ys)
+static void row_normalize_f64(const double *x, int64_t xs, size_t rows, size_t cn,
+                              const double *k, size_t ldk, double *y, int64_t ys)
 {
-    size_t r, g = group_rows(dt, cn);
+    size_t r, g = group_rows(SBN_KD_F64, cn);
     if (cn == 0 || rows == 0) return;
     if (cn <= 16) {
-        row_normalize_narrow(dt, x, xs, rows, cn, k, ldk, y, ys);
+        row_normalize_narrow_f64(x, xs, rows, cn, k, ldk, y, ys);
         return;
     }
     for (r = 0; r < rows; r += g)
-        normalize_rows(dt, row_at(dt, x, xs, r), xs, rows - r < g ? rows - r : g, cn, k, ldk,
-                       row_at_w(dt, y, ys, r), ys);
+        normalize_rows_f64(D_ROW(x, xs, r), xs, rows - r < g ? rows - r : g, cn, k, ldk,
+                           D_ROW_W(y, ys, r), ys);
 }
 
-SBN512_INLINE void row_backward_narrow(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
-                                       int64_t xs, size_t rows, size_t cn, const double *k,
-                                       size_t ldk, void *gi, int64_t gs)
+static void row_backward_narrow_f64(const double *dy, int64_t dys, const double *x, int64_t xs,
+                                    size_t rows, size_t cn, const double *k, size_t ldk,
+                                    double *gi, int64_t gs)
 {
     const __mmask8 m0 = step_mask(cn, 0), m1 = cn > 8 ? step_mask(cn, 8) : 0;
-    const __mmask16 m16 = (__mmask16)(m0 | (unsigned)m1 << 8);
     const __m512d a0 = coef8z(k, ldk, 0, 0, m0), b0 = coef8z(k, ldk, 1, 0, m0);
     const __m512d c0 = coef8z(k, ldk, 2, 0, m0), d0 = coef8z(k, ldk, 3, 0, m0);
     const __m512d a1 = coef8z(k, ldk, 0, 8, m1), b1 = coef8z(k, ldk, 1, 8, m1);
@@ -245,33 +198,33 @@ SBN512_INLINE void row_backward_narrow(sbn_kdtype dt, const void *dy, int64_t dy
     size_t r = 0;
     if (m1) {
         for (; r < rows; r++) {
-            const void *gr = row_at(dt, dy, dys, r), *xr = row_at(dt, x, xs, r);
-            __m512d g0 = sbn512_load8z(dt, gr, m0), v0 = sbn512_load8z(dt, xr, m0);
-            __m512d g1 = sbn512_load8z(dt, sbn512_at(dt, gr, 8), m1);
-            __m512d v1 = sbn512_load8z(dt, sbn512_at(dt, xr, 8), m1);
-            sbn512_store16m(dt, row_at_w(dt, gi, gs, r), m16, backward8(g0, v0, a0, b0, c0, d0),
-                            backward8(g1, v1, a1, b1, c1, d1));
+            const double *gr = D_ROW(dy, dys, r), *xr = D_ROW(x, xs, r);
+            double *orow = D_ROW_W(gi, gs, r);
+            __m512d g0 = _mm512_maskz_loadu_pd(m0, gr), v0 = _mm512_maskz_loadu_pd(m0, xr);
+            __m512d g1 = _mm512_maskz_loadu_pd(m1, gr + 8), v1 = _mm512_maskz_loadu_pd(m1, xr + 8);
+            _mm512_mask_storeu_pd(orow, m0, backward8(g0, v0, a0, b0, c0, d0));
+            _mm512_mask_storeu_pd(orow + 8, m1, backward8(g1, v1, a1, b1, c1, d1));
         }
         return;
     }
     for (; r + 2 <= rows; r += 2) {
-        __m512d g0 = sbn512_load8z(dt, row_at(dt, dy, dys, r), m0);
-        __m512d v0 = sbn512_load8z(dt, row_at(dt, x, xs, r), m0);
-        __m512d g1 = sbn512_load8z(dt, row_at(dt, dy, dys, r + 1), m0);
-        __m512d v1 = sbn512_load8z(dt, row_at(dt, x, xs, r + 1), m0);
-        sbn512_store8x2m(dt, row_at_w(dt, gi, gs, r), row_at_w(dt, gi, gs, r + 1), m0,
-                         backward8(g0, v0, a0, b0, c0, d0), backward8(g1, v1, a0, b0, c0, d0));
+        __m512d g0 = _mm512_maskz_loadu_pd(m0, D_ROW(dy, dys, r));
+        __m512d v0 = _mm512_maskz_loadu_pd(m0, D_ROW(x, xs, r));
+        __m512d g1 = _mm512_maskz_loadu_pd(m0, D_ROW(dy, dys, r + 1));
+        __m512d v1 = _mm512_maskz_loadu_pd(m0, D_ROW(x, xs, r + 1));
+        _mm512_mask_storeu_pd(D_ROW_W(gi, gs, r), m0, backward8(g0, v0, a0, b0, c0, d0));
+        _mm512_mask_storeu_pd(D_ROW_W(gi, gs, r + 1), m0, backward8(g1, v1, a0, b0, c0, d0));
     }
     if (r < rows) {
-        __m512d g0 = sbn512_load8z(dt, row_at(dt, dy, dys, r), m0);
-        __m512d v0 = sbn512_load8z(dt, row_at(dt, x, xs, r), m0);
-        sbn512_store8m(dt, row_at_w(dt, gi, gs, r), m0, backward8(g0, v0, a0, b0, c0, d0));
+        __m512d g0 = _mm512_maskz_loadu_pd(m0, D_ROW(dy, dys, r));
+        __m512d v0 = _mm512_maskz_loadu_pd(m0, D_ROW(x, xs, r));
+        _mm512_mask_storeu_pd(D_ROW_W(gi, gs, r), m0, backward8(g0, v0, a0, b0, c0, d0));
     }
 }
 
-SBN512_INLINE void backward_rows(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
-                                 int64_t xs, size_t m, size_t cn, const double *k, size_t ldk,
-                                 void *gi, int64_t gs)
+static void backward_rows_f64(const double *dy, int64_t dys, const double *x, int64_t xs,
+                              size_t m, size_t cn, const double *k, size_t ldk, double *gi,
+                              int64_t gs)
 {
     size_t j, t;
     for (j = 0; j + 16 <= cn; j += 16) {
@@ -280,13 +233,12 @@ SBN512_INLINE void backward_rows(sbn_kdtype dt, const void *dy, int64_t dys, con
         const __m512d a1 = coef8(k, ldk, 0, j + 8), b1 = coef8(k, ldk, 1, j + 8);
         const __m512d c1 = coef8(k, ldk, 2, j + 8), d1 = coef8(k, ldk, 3, j + 8);
         for (t = 0; t < m; t++) {
-            const void *gr = row_at(dt, dy, dys, t), *xr = row_at(dt, x, xs, t);
-            __m512d g0 = sbn512_load8(dt, sbn512_at(dt, gr, j));
-            __m512d g1 = sbn512_load8(dt, sbn512_at(dt, gr, j + 8));
-            __m512d v0 = sbn512_load8(dt, sbn512_at(dt, xr, j));
-            __m512d v1 = sbn512_load8(dt, sbn512_at(dt, xr, j + 8));
-            sbn512_store16(dt, sbn512_at_w(dt, row_at_w(dt, gi, gs, t), j),
-                           backward8(g0, v0, a0, b0, c0, d0), backward8(g1, v1, a1, b1, c1, d1));
+            const double *gr = D_ROW(dy, dys, t) + j, *xr = D_ROW(x, xs, t) + j;
+            double *orow = D_ROW_W(gi, gs, t) + j;
+            __m512d g0 = _mm512_loadu_pd(gr), g1 = _mm512_loadu_pd(gr + 8);
+            __m512d v0 = _mm512_loadu_pd(xr), v1 = _mm512_loadu_pd(xr + 8);
+            _mm512_storeu_pd(orow, backward8(g0, v0, a0, b0, c0, d0));
+            _mm512_storeu_pd(orow + 8, backward8(g1, v1, a1, b1, c1, d1));
         }
     }
     for (; j < cn; j += 8) {
@@ -294,60 +246,448 @@ SBN512_INLINE void backward_rows(sbn_kdtype dt, const void *dy, int64_t dys, con
         const __m512d a0 = coef8z(k, ldk, 0, j, q), b0 = coef8z(k, ldk, 1, j, q);
         const __m512d c0 = coef8z(k, ldk, 2, j, q), d0 = coef8z(k, ldk, 3, j, q);
         for (t = 0; t < m; t++) {
-            __m512d g = sbn512_load8z(dt, sbn512_at(dt, row_at(dt, dy, dys, t), j), q);
-            __m512d v = sbn512_load8z(dt, sbn512_at(dt, row_at(dt, x, xs, t), j), q);
-            sbn512_store8m(dt, sbn512_at_w(dt, row_at_w(dt, gi, gs, t), j), q,
-                           backward8(g, v, a0, b0, c0, d0));
+            __m512d g = _mm512_maskz_loadu_pd(q, D_ROW(dy, dys, t) + j);
+            __m512d v = _mm512_maskz_loadu_pd(q, D_ROW(x, xs, t) + j);
+            _mm512_mask_storeu_pd(D_ROW_W(gi, gs, t) + j, q, backward8(g, v, a0, b0, c0, d0));
         }
     }
 }
 
-SBN512_INLINE void row_backward(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
-                                int64_t xs, size_t rows, size_t cn, const double *k, size_t ldk,
-                                void *gi, int64_t gs)
+static void row_backward_f64(const double *dy, int64_t dys, const double *x, int64_t xs,
+                             size_t rows, size_t cn, const double *k, size_t ldk, double *gi,
+                             int64_t gs)
 {
-    size_t r, g = group_rows(dt, cn);
+    size_t r, g = group_rows(SBN_KD_F64, cn);
     if (cn == 0 || rows == 0) return;
     if (cn <= 16) {
-        row_backward_narrow(dt, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
+        row_backward_narrow_f64(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
         return;
     }
     for (r = 0; r < rows; r += g)
-        backward_rows(dt, row_at(dt, dy, dys, r), dys, row_at(dt, x, xs, r), xs,
-                      rows - r < g ? rows - r : g, cn, k, ldk, row_at_w(dt, gi, gs, r), gs);
+        backward_rows_f64(D_ROW(dy, dys, r), dys, D_ROW(x, xs, r), xs,
+                          rows - r < g ? rows - r : g, cn, k, ldk, D_ROW_W(gi, gs, r), gs);
+}
+
+/* ======== fp32/fp16/bf16: float coefficients, float arithmetic ======== */
+
+SBN512_INLINE __m512 fnormalize16(__m512 v, __m512 f0, __m512 f1, __m512 f2)
+{
+    return _mm512_fmadd_ps(_mm512_sub_ps(v, f0), f1, f2);
+}
+
+SBN512_INLINE __m512 fbackward16(__m512 g, __m512 v, __m512 f0, __m512 f1, __m512 f2, __m512 f3)
+{
+    return _mm512_fmadd_ps(g, f3, fnormalize16(v, f0, f1, f2));
+}
+
+/* Sixteen floats rounded to bf16 in the high halves of their bits (the low halves are
+ * garbage): to nearest even on the low 16 bits by convert.c's carry trick, u + 0x7FFF
+ * + (bit 16 of u), done as two masked adds; a NaN is left alone, so its payload does
+ * not carry. Every NaN here comes out of an arithmetic instruction, hence quiet: its
+ * high half already has convert.c's 0x40 bit. */
+SBN512_INLINE __m512i bf16_round_hi(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 num = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    const __mmask16 odd = _mm512_mask_test_epi32_mask(num, u, _mm512_set1_epi32(0x10000));
+    __m512i t = _mm512_mask_add_epi32(u, num, u, _mm512_set1_epi32(0x7FFF));
+    return _mm512_mask_add_epi32(t, odd, t, _mm512_set1_epi32(1));
+}
+
+/* Sixteen floats to fp16, to nearest even; vcvtps2ph writes a (quiet) NaN as sign |
+ * 0x7E00 | payload: an unsigned then a signed minimum clear the payload and leave
+ * every other value alone (negatives are >= 0x8000 unsigned, negative signed). */
+SBN512_INLINE __m256i f16_narrow16(__m512 v)
+{
+    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    h = _mm256_min_epu16(h, _mm256_set1_epi16((short)0xFE00));
+    return _mm256_min_epi16(h, _mm256_set1_epi16(0x7E00));
+}
+
+/* bf16 in order: word i of a ymm to the high half of dword i (the low halves zeroed),
+ * and back (the high halves of sixteen dwords, in order). One word permute each. */
+SBN512_INLINE __m512 bf16_widen16(__m256i h)
+{
+    const __m512i idx = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7,
+                                         0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+    return _mm512_castsi512_ps(
+        _mm512_maskz_permutexvar_epi16((__mmask32)0xAAAAAAAAu, idx, _mm512_castsi256_si512(h)));
+}
+
+SBN512_INLINE __m256i bf16_narrow16(__m512 v)
+{
+    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 29, 27,
+                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, bf16_round_hi(v)));
+}
+
+/* Sixteen elements of dt (fp32/fp16/bf16) at p as floats, exactly; the z form reads
+ * only those in m (zero elsewhere). */
+SBN512_INLINE __m512 ld16(sbn_kdtype dt, const void *p)
+{
+    switch (dt) {
+    case SBN_KD_F32: return _mm512_loadu_ps(p);
+    case SBN_KD_F16: return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+    default: return bf16_widen16(_mm256_loadu_si256((const __m256i *)p));
+    }
+}
+
+SBN512_INLINE __m512 ld16z(sbn_kdtype dt, const void *p, __mmask16 m)
+{
+    switch (dt) {
+    case SBN_KD_F32: return _mm512_maskz_loadu_ps(m, p);
+    case SBN_KD_F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+    default: return bf16_widen16(_mm256_maskz_loadu_epi16(m, p));
+    }
+}
+
+/* Sixteen floats narrowed once to dt at p; the m form writes only those in m. */
+SBN512_INLINE void st16(sbn_kdtype dt, void *p, __m512 v)
+{
+    switch (dt) {
+    case SBN_KD_F32: _mm512_storeu_ps(p, v); break;
+    case SBN_KD_F16: _mm256_storeu_si256((__m256i *)p, f16_narrow16(v)); break;
+    default: _mm256_storeu_si256((__m256i *)p, bf16_narrow16(v)); break;
+    }
+}
+
+SBN512_INLINE void st16m(sbn_kdtype dt, void *p, __mmask16 m, __m512 v)
+{
+    switch (dt) {
+    case SBN_KD_F32: _mm512_mask_storeu_ps(p, m, v); break;
+    case SBN_KD_F16: _mm256_mask_storeu_epi16(p, m, f16_narrow16(v)); break;
+    default: _mm256_mask_storeu_epi16(p, m, bf16_narrow16(v)); break;
+    }
+}
+
+/* bf16 runs: the 32 elements of one zmm widened in lane-interleaved order (each 128-bit
+ * lane's words 0-3 to lo, 4-7 to hi, as the high halves of floats) and put back in
+ * order by one two-source word permute of the rounded high halves. */
+SBN512_INLINE void bf16x32_widen(__m512i h, __m512 *lo, __m512 *hi)
+{
+    const __m512i z = _mm512_setzero_si512();
+    *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, h));
+    *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, h));
+}
+
+SBN512_INLINE __m512i bf16x32_narrow(__m512 lo, __m512 hi)
+{
+    const __m512i idx = _mm512_set_epi16(63, 61, 59, 57, 31, 29, 27, 25, 55, 53, 51, 49, 23, 21, 19,
+                                         17, 47, 45, 43, 41, 15, 13, 11, 9, 39, 37, 35, 33, 7, 5, 3, 1);
+    return _mm512_permutex2var_epi16(bf16_round_hi(lo), idx, bf16_round_hi(hi));
+}
+
+/* Eight floats per ymm, for rows of at most 8 channels (half the work of a zmm). The
+ * FMA through its masked AVX-512VL form, all lanes on. */
+SBN512_INLINE __m256 fnormalize8(__m256 v, __m256 f0, __m256 f1, __m256 f2)
+{
+    return _mm256_mask_fmadd_ps(_mm256_sub_ps(v, f0), (__mmask8)0xFF, f1, f2);
+}
+
+SBN512_INLINE __m256 fbackward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 f2, __m256 f3)
+{
+    return _mm256_mask_fmadd_ps(g, (__mmask8)0xFF, f3, fnormalize8(v, f0, f1, f2));
+}
+
+/* bf16_round_hi on eight floats. */
+SBN512_INLINE __m256i bf16_round_hi8(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v);
+    const __mmask8 num = _mm256_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    const __mmask8 odd = _mm256_mask_test_epi32_mask(num, u, _mm256_set1_epi32(0x10000));
+    __m256i t = _mm256_mask_add_epi32(u, num, u, _mm256_set1_epi32(0x7FFF));
+    return _mm256_mask_add_epi32(t, odd, t, _mm256_set1_epi32(1));
+}
+
+/* The elements in m of eight of dt at p as floats (zero elsewhere), and eight floats
+ * narrowed to dt at p, writing those in m. */
+SBN512_INLINE __m256 ld8z(sbn_kdtype dt, const void *p, __mmask8 m)
+{
+    switch (dt) {
+    case SBN_KD_F32: return _mm256_maskz_loadu_ps(m, p);
+    case SBN_KD_F16: return _mm256_cvtph_ps(_mm_maskz_loadu_epi16(m, p));
+    default: return bf16x8_to_float(_mm_maskz_loadu_epi16(m, p));
+    }
+}
+
+SBN512_INLINE void st8m(sbn_kdtype dt, void *p, __mmask8 m, __m256 v)
+{
+    __m128i h;
+    switch (dt) {
+    case SBN_KD_F32: _mm256_mask_storeu_ps(p, m, v); return;
+    case SBN_KD_F16:
+        h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        h = _mm_min_epi16(_mm_min_epu16(h, _mm_set1_epi16((short)0xFE00)), _mm_set1_epi16(0x7E00));
+        break;
+    default: h = _mm256_cvtepi32_epi16(_mm256_srli_epi32(bf16_round_hi8(v), 16)); break;
+    }
+    _mm_mask_storeu_epi16(p, m, h);
+}
+
+/* ---- runs of one channel ---- */
+
+SBN512_INLINE void fnormalize(sbn_kdtype dt, const void *x, size_t n, const float *f, void *y)
+{
+    const __m512 f0 = _mm512_set1_ps(f[0]), f1 = _mm512_set1_ps(f[1]), f2 = _mm512_set1_ps(f[2]);
+    size_t i = 0;
+    if (dt == SBN_KD_BF16) { /* 32 at a time in the interleaved order */
+        const uint16_t *xp = x;
+        uint16_t *yp = y;
+        __m512 v0, v1;
+        for (; i + 32 <= n; i += 32) {
+            bf16x32_widen(_mm512_loadu_si512(xp + i), &v0, &v1);
+            _mm512_storeu_si512(yp + i, bf16x32_narrow(fnormalize16(v0, f0, f1, f2),
+                                                       fnormalize16(v1, f0, f1, f2)));
+        }
+        if (i < n) {
+            const __mmask32 m = tail_mask32(n - i);
+            bf16x32_widen(_mm512_maskz_loadu_epi16(m, xp + i), &v0, &v1);
+            _mm512_mask_storeu_epi16(yp + i, m, bf16x32_narrow(fnormalize16(v0, f0, f1, f2),
+                                                               fnormalize16(v1, f0, f1, f2)));
+        }
+        return;
+    }
+    for (; i + 32 <= n; i += 32) {
+        __m512 v0 = ld16(dt, sbn512_at(dt, x, i)), v1 = ld16(dt, sbn512_at(dt, x, i + 16));
+        st16(dt, sbn512_at_w(dt, y, i), fnormalize16(v0, f0, f1, f2));
+        st16(dt, sbn512_at_w(dt, y, i + 16), fnormalize16(v1, f0, f1, f2));
+    }
+    if (i + 16 <= n) {
+        st16(dt, sbn512_at_w(dt, y, i), fnormalize16(ld16(dt, sbn512_at(dt, x, i)), f0, f1, f2));
+        i += 16;
+    }
+    if (i < n) {
+        const __mmask16 m = tail_mask16(n - i);
+        st16m(dt, sbn512_at_w(dt, y, i), m,
+              fnormalize16(ld16z(dt, sbn512_at(dt, x, i), m), f0, f1, f2));
+    }
+}
+
+SBN512_INLINE void fbackward(sbn_kdtype dt, const void *dy, const void *x, size_t n,
+                             const float *f, void *gi)
+{
+    const __m512 f0 = _mm512_set1_ps(f[0]), f1 = _mm512_set1_ps(f[1]);
+    const __m512 f2 = _mm512_set1_ps(f[2]), f3 = _mm512_set1_ps(f[3]);
+    size_t i = 0;
+    if (dt == SBN_KD_BF16) { /* 32 at a time in the interleaved order */
+        const uint16_t *gp = dy, *xp = x;
+        uint16_t *op = gi;
+        __m512 g0, g1, v0, v1;
+        for (; i + 32 <= n; i += 32) {
+            bf16x32_widen(_mm512_loadu_si512(gp + i), &g0, &g1);
+            bf16x32_widen(_mm512_loadu_si512(xp + i), &v0, &v1);
+            _mm512_storeu_si512(op + i, bf16x32_narrow(fbackward16(g0, v0, f0, f1, f2, f3),
+                                                       fbackward16(g1, v1, f0, f1, f2, f3)));
+        }
+        if (i < n) {
+            const __mmask32 m = tail_mask32(n - i);
+            bf16x32_widen(_mm512_maskz_loadu_epi16(m, gp + i), &g0, &g1);
+            bf16x32_widen(_mm512_maskz_loadu_epi16(m, xp + i), &v0, &v1);
+            _mm512_mask_storeu_epi16(op + i, m, bf16x32_narrow(fbackward16(g0, v0, f0, f1, f2, f3),
+                                                               fbackward16(g1, v1, f0, f1, f2, f3)));
+        }
+        return;
+    }
+    for (; i + 32 <= n; i += 32) {
+        __m512 g0 = ld16(dt, sbn512_at(dt, dy, i)), g1 = ld16(dt, sbn512_at(dt, dy, i + 16));
+        __m512 v0 = ld16(dt, sbn512_at(dt, x, i)), v1 = ld16(dt, sbn512_at(dt, x, i + 16));
+        st16(dt, sbn512_at_w(dt, gi, i), fbackward16(g0, v0, f0, f1, f2, f3));
+        st16(dt, sbn512_at_w(dt, gi, i + 16), fbackward16(g1, v1, f0, f1, f2, f3));
+    }
+    if (i + 16 <= n) {
+        __m512 g = ld16(dt, sbn512_at(dt, dy, i)), v = ld16(dt, sbn512_at(dt, x, i));
+        st16(dt, sbn512_at_w(dt, gi, i), fbackward16(g, v, f0, f1, f2, f3));
+        i += 16;
+    }
+    if (i < n) {
+        const __mmask16 m = tail_mask16(n - i);
+        __m512 g = ld16z(dt, sbn512_at(dt, dy, i), m), v = ld16z(dt, sbn512_at(dt, x, i), m);
+        st16m(dt, sbn512_at_w(dt, gi, i), m, fbackward16(g, v, f0, f1, f2, f3));
+    }
+}
+
+/* ---- rows of a block of channels (strides and row offsets in bytes: xb = xs * size) ---- */
+
+/* Coefficient row c of channels [j, j + 16) (z: those in m, zero elsewhere). */
+SBN512_INLINE __m512 fcoef16(const float *k, size_t ldk, int c, size_t j)
+{
+    return _mm512_loadu_ps(k + (size_t)c * ldk + j);
+}
+
+SBN512_INLINE __m512 fcoef16z(const float *k, size_t ldk, int c, size_t j, __mmask16 m)
+{
+    return _mm512_maskz_loadu_ps(m, k + (size_t)c * ldk + j);
+}
+
+SBN512_INLINE __m256 fcoef8z(const float *k, size_t ldk, int c, __mmask8 m)
+{
+    return _mm256_maskz_loadu_ps(m, k + (size_t)c * ldk);
+}
+
+#define AT(p, o) ((const char *)(p) + (o))
+#define AT_W(p, o) ((char *)(p) + (o))
+
+/* Rows [0, m) of more than 16 channels, m <= ROW_GROUP: blocks of 16 channels, each
+ * block's coefficients loaded once for the m rows; the last cn % 16 masked. */
+SBN512_INLINE void fnormalize_rows(sbn_kdtype dt, const void *x, int64_t xb, size_t m, size_t cn,
+                                   const float *k, size_t ldk, void *y, int64_t yb)
+{
+    const int64_t es = (int64_t)sbn512_esize(dt);
+    int64_t xo, yo;
+    size_t j, t;
+    for (j = 0; j + 16 <= cn; j += 16) {
+        const __m512 a = fcoef16(k, ldk, 0, j), b = fcoef16(k, ldk, 1, j), c = fcoef16(k, ldk, 2, j);
+        for (t = 0, xo = (int64_t)j * es, yo = (int64_t)j * es; t < m; t++, xo += xb, yo += yb)
+            st16(dt, AT_W(y, yo), fnormalize16(ld16(dt, AT(x, xo)), a, b, c));
+    }
+    if (j < cn) {
+        const __mmask16 q = tail_mask16(cn - j);
+        const __m512 a = fcoef16z(k, ldk, 0, j, q), b = fcoef16z(k, ldk, 1, j, q);
+        const __m512 c = fcoef16z(k, ldk, 2, j, q);
+        for (t = 0, xo = (int64_t)j * es, yo = (int64_t)j * es; t < m; t++, xo += xb, yo += yb)
+            st16m(dt, AT_W(y, yo), q, fnormalize16(ld16z(dt, AT(x, xo), q), a, b, c));
+    }
+}
+
+/* Up to 8 channels in a ymm, up to 16 in a zmm, the coefficients in registers for all
+ * the rows; more, groups of rows through fnormalize_rows. */
+SBN512_INLINE void frow_normalize(sbn_kdtype dt, const void *x, int64_t xs, size_t rows,
+                                  size_t cn, const float *k, size_t ldk, void *y, int64_t ys)
+{
+    const int64_t es = (int64_t)sbn512_esize(dt), xb = xs * es, yb = ys * es;
+    int64_t xo = 0, yo = 0;
+    size_t r, g;
+    if (cn == 0 || rows == 0) return;
+    if (cn <= 8) {
+        const __mmask8 q = cn == 8 ? (__mmask8)0xFF : tail_mask(cn);
+        const __m256 a = fcoef8z(k, ldk, 0, q), b = fcoef8z(k, ldk, 1, q), c = fcoef8z(k, ldk, 2, q);
+        for (r = 0; r < rows; r++, xo += xb, yo += yb)
+            st8m(dt, AT_W(y, yo), q, fnormalize8(ld8z(dt, AT(x, xo), q), a, b, c));
+        return;
+    }
+    if (cn <= 16) {
+        const __mmask16 q = cn == 16 ? (__mmask16)0xFFFF : tail_mask16(cn);
+        const __m512 a = fcoef16z(k, ldk, 0, 0, q), b = fcoef16z(k, ldk, 1, 0, q);
+        const __m512 c = fcoef16z(k, ldk, 2, 0, q);
+        for (r = 0; r < rows; r++, xo += xb, yo += yb)
+            st16m(dt, AT_W(y, yo), q, fnormalize16(ld16z(dt, AT(x, xo), q), a, b, c));
+        return;
+    }
+    g = group_rows(dt, cn);
+    for (r = 0; r < rows; r += g, xo += (int64_t)g * xb, yo += (int64_t)g * yb)
+        fnormalize_rows(dt, AT(x, xo), xb, rows - r < g ? rows - r : g, cn, k, ldk, AT_W(y, yo), yb);
+}
+
+SBN512_INLINE void fbackward_rows(sbn_kdtype dt, const void *dy, int64_t gb, const void *x,
+                                  int64_t xb, size_t m, size_t cn, const float *k, size_t ldk,
+                                  void *gi, int64_t ob)
+{
+    const int64_t es = (int64_t)sbn512_esize(dt);
+    int64_t go, xo, oo;
+    size_t j, t;
+    for (j = 0; j + 16 <= cn; j += 16) {
+        const __m512 a = fcoef16(k, ldk, 0, j), b = fcoef16(k, ldk, 1, j);
+        const __m512 c = fcoef16(k, ldk, 2, j), d = fcoef16(k, ldk, 3, j);
+        for (t = 0, go = xo = oo = (int64_t)j * es; t < m; t++, go += gb, xo += xb, oo += ob) {
+            __m512 g = ld16(dt, AT(dy, go)), v = ld16(dt, AT(x, xo));
+            st16(dt, AT_W(gi, oo), fbackward16(g, v, a, b, c, d));
+        }
+    }
+    if (j < cn) {
+        const __mmask16 q = tail_mask16(cn - j);
+        const __m512 a = fcoef16z(k, ldk, 0, j, q), b = fcoef16z(k, ldk, 1, j, q);
+        const __m512 c = fcoef16z(k, ldk, 2, j, q), d = fcoef16z(k, ldk, 3, j, q);
+        for (t = 0, go = xo = oo = (int64_t)j * es; t < m; t++, go += gb, xo += xb, oo += ob) {
+            __m512 g = ld16z(dt, AT(dy, go), q), v = ld16z(dt, AT(x, xo), q);
+            st16m(dt, AT_W(gi, oo), q, fbackward16(g, v, a, b, c, d));
+        }
+    }
+}
+
+SBN512_INLINE void frow_backward(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
+                                 int64_t xs, size_t rows, size_t cn, const float *k, size_t ldk,
+                                 void *gi, int64_t gs)
+{
+    const int64_t es = (int64_t)sbn512_esize(dt), gb = dys * es, xb = xs * es, ob = gs * es;
+    int64_t go = 0, xo = 0, oo = 0;
+    size_t r, g;
+    if (cn == 0 || rows == 0) return;
+    if (cn <= 8) {
+        const __mmask8 q = cn == 8 ? (__mmask8)0xFF : tail_mask(cn);
+        const __m256 a = fcoef8z(k, ldk, 0, q), b = fcoef8z(k, ldk, 1, q);
+        const __m256 c = fcoef8z(k, ldk, 2, q), d = fcoef8z(k, ldk, 3, q);
+        for (r = 0; r < rows; r++, go += gb, xo += xb, oo += ob) {
+            __m256 gv = ld8z(dt, AT(dy, go), q), v = ld8z(dt, AT(x, xo), q);
+            st8m(dt, AT_W(gi, oo), q, fbackward8(gv, v, a, b, c, d));
+        }
+        return;
+    }
+    if (cn <= 16) {
+        const __mmask16 q = cn == 16 ? (__mmask16)0xFFFF : tail_mask16(cn);
+        const __m512 a = fcoef16z(k, ldk, 0, 0, q), b = fcoef16z(k, ldk, 1, 0, q);
+        const __m512 c = fcoef16z(k, ldk, 2, 0, q), d = fcoef16z(k, ldk, 3, 0, q);
+        for (r = 0; r < rows; r++, go += gb, xo += xb, oo += ob) {
+            __m512 gv = ld16z(dt, AT(dy, go), q), v = ld16z(dt, AT(x, xo), q);
+            st16m(dt, AT_W(gi, oo), q, fbackward16(gv, v, a, b, c, d));
+        }
+        return;
+    }
+    g = group_rows(dt, cn);
+    for (r = 0; r < rows; r += g, go += (int64_t)g * gb, xo += (int64_t)g * xb, oo += (int64_t)g * ob)
+        fbackward_rows(dt, AT(dy, go), gb, AT(x, xo), xb, rows - r < g ? rows - r : g, cn, k, ldk,
+                       AT_W(gi, oo), ob);
 }
 
 /* ---- the 16 entry points: one per family and element type ---- */
 
-#define SBN_DEFINE_MAP_AVX512(dt, kd)                                                           \
-    void sbn_##dt##_normalize_ukernel__avx512(const void *x, size_t n, const void *kv, void *y) \
+void sbn_f64_normalize_ukernel__avx512(const void *x, size_t n, const void *k, void *y)
+{
+    normalize_f64(x, n, k, y);
+}
+
+void sbn_f64_backward_ukernel__avx512(const void *dy, const void *x, size_t n, const void *k,
+                                      void *gi)
+{
+    backward_f64(dy, x, n, k, gi);
+}
+
+void sbn_f64_row_normalize_ukernel__avx512(const void *x, int64_t xs, size_t rows, size_t cn,
+                                           const void *k, size_t ldk, void *y, int64_t ys)
+{
+    row_normalize_f64(x, xs, rows, cn, k, ldk, y, ys);
+}
+
+void sbn_f64_row_backward_ukernel__avx512(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                          size_t rows, size_t cn, const void *k, size_t ldk,
+                                          void *gi, int64_t gs)
+{
+    row_backward_f64(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
+}
+
+#define SBN_DEFINE_MAP_AVX512_FLT(dt, kd)                                                       \
+    void sbn_##dt##_normalize_ukernel__avx512(const void *x, size_t n, const void *k, void *y)  \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
-        normalize(kd, x, n, k, y);                                                             \
+        fnormalize(kd, x, n, k, y);                                                            \
     }                                                                                          \
     void sbn_##dt##_backward_ukernel__avx512(const void *dy, const void *x, size_t n,           \
-                                             const void *kv, void *gi)                        \
+                                             const void *k, void *gi)                          \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
-        backward(kd, dy, x, n, k, gi);                                                         \
+        fbackward(kd, dy, x, n, k, gi);                                                        \
     }                                                                                          \
     void sbn_##dt##_row_normalize_ukernel__avx512(const void *x, int64_t xs, size_t rows,       \
-                                                  size_t cn, const void *kv, size_t ldk,      \
+                                                  size_t cn, const void *k, size_t ldk,        \
                                                   void *y, int64_t ys)                         \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
-        row_normalize(kd, x, xs, rows, cn, k, ldk, y, ys);                                     \
+        frow_normalize(kd, x, xs, rows, cn, k, ldk, y, ys);                                    \
     }                                                                                          \
     void sbn_##dt##_row_backward_ukernel__avx512(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
-                                                 const void *kv, size_t ldk, void *gi,        \
+                                                 const void *k, size_t ldk, void *gi,          \
                                                  int64_t gs)                                   \
     {                                                                                          \
-        const double *k = kv; /* TODO(fmath): float coefficients */ \
-        row_backward(kd, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                            \
+        frow_backward(kd, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                           \
     }
 
-SBN_DEFINE_MAP_AVX512(f64, SBN_KD_F64)
-SBN_DEFINE_MAP_AVX512(f32, SBN_KD_F32)
-SBN_DEFINE_MAP_AVX512(f16, SBN_KD_F16)
-SBN_DEFINE_MAP_AVX512(bf16, SBN_KD_BF16)
+SBN_DEFINE_MAP_AVX512_FLT(f32, SBN_KD_F32)
+SBN_DEFINE_MAP_AVX512_FLT(f16, SBN_KD_F16)
+SBN_DEFINE_MAP_AVX512_FLT(bf16, SBN_KD_BF16)
