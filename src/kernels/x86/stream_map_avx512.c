@@ -5,7 +5,7 @@
  * half), compute with float coefficients f, every operation rounded to nearest even
  * (an FMA once, as fmaf),
  *   normalize:  y  = fma(x - f0, f1, f2)
- *   backward:   gi = fma(dy, f3, fma(x - f0, f1, f2))
+ *   backward:   gi = fma(x - f0, f1, dy - f2) * f3
  * and narrow once as convert.c does (fp16: vcvtps2ph, a NaN's payload cleared to
  * sign | 0x7E00; bf16: to nearest even on the dropped 16 bits, a NaN its quiet high
  * half). fp64 keeps double coefficients k and double arithmetic, no fused product:
@@ -277,7 +277,7 @@ SBN512_INLINE __m512 fnormalize16(__m512 v, __m512 f0, __m512 f1, __m512 f2)
 
 SBN512_INLINE __m512 fbackward16(__m512 g, __m512 v, __m512 f0, __m512 f1, __m512 f2, __m512 f3)
 {
-    return _mm512_fmadd_ps(g, f3, fnormalize16(v, f0, f1, f2));
+    return _mm512_mul_ps(_mm512_fmadd_ps(_mm512_sub_ps(v, f0), f1, _mm512_sub_ps(g, f2)), f3);
 }
 
 /* Sixteen floats rounded to bf16 in the high halves of their bits (the low halves are
@@ -386,7 +386,9 @@ SBN512_INLINE __m256 fnormalize8(__m256 v, __m256 f0, __m256 f1, __m256 f2)
 
 SBN512_INLINE __m256 fbackward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 f2, __m256 f3)
 {
-    return _mm256_mask_fmadd_ps(g, (__mmask8)0xFF, f3, fnormalize8(v, f0, f1, f2));
+    return _mm256_mul_ps(_mm256_mask_fmadd_ps(_mm256_sub_ps(v, f0), (__mmask8)0xFF, f1,
+                                              _mm256_sub_ps(g, f2)),
+                         f3);
 }
 
 /* bf16_round_hi on eight floats. */
