@@ -8,7 +8,8 @@
  * memory-bound case), against the plain-read floor of the same x bytes (memcpy-free
  * reads, a sum of 64-bit words, on the same buffer and working set). Best of 15; the
  * first sweep warms the level. A map also writes y, so its floor (reads only) is a
- * lower bound: a map at 1.25x of it is at the floor of its traffic.
+ * lower bound: a map at 1.25x of it is at the floor of its traffic. The maps get the
+ * float coefficients of the fp32/bf16 contract (sbn__map_coefs_float, kernels.h).
  *   usage: bench_kernels
  */
 #define _GNU_SOURCE
@@ -42,16 +43,37 @@ typedef struct job {
     size_t n;       /* elements per call (runs) or rows per call (rows, 64 channels) */
 } job;
 
-static double g_coef[4 * 64]; /* run maps use the first four; row maps k_m[j] = g_coef[m * 64 + j] */
+/* Normalize coefficients in the fp64 form (mean, s, b): run maps use the first three, row
+ * maps k_m[j] = g_coef[m * 64 + j]. The fp32/fp16/bf16 maps take the floats that
+ * sbn__map_coefs_float derives from them (g_frun for runs, g_frow as g_coef for rows). */
+static double g_coef[4 * 64];
+static float g_frun[4], g_frow[4 * 64];
 static double g_shift[64], g_a[16 * 64], g_b[16 * 64], g_acc[32];
+
+static void derive_float_coefs(void)
+{
+    double k[4];
+    float f[4];
+    int j, m;
+    (void)sbn__map_coefs_float(0, g_coef, g_frun);
+    for (j = 0; j < 64; j++) {
+        for (m = 0; m < 4; m++) k[m] = g_coef[m * 64 + j];
+        (void)sbn__map_coefs_float(0, k, f);
+        for (m = 0; m < 4; m++) g_frow[m * 64 + j] = f[m];
+    }
+}
 
 static void call(const job *j, const char *x, char *y)
 {
+    int f64 = j->kd == SBN_KD_F64;
     switch (j->family) {
     case 0: j->k->accum[j->kd](x, j->n, 0, 0.25, g_acc); break;
-    case 1: j->k->normalize[j->kd](x, j->n, g_coef, y); break;
+    case 1: j->k->normalize[j->kd](x, j->n, f64 ? (const void *)g_coef : g_frun, y); break;
     case 2: j->k->row_accum[j->kd](x, 64, j->n, 64, 0, g_shift, g_a, g_b, 64); break;
-    default: j->k->row_normalize[j->kd](x, 64, j->n, 64, g_coef, 64, y, 64); break;
+    default:
+        j->k->row_normalize[j->kd](x, 64, j->n, 64, f64 ? (const void *)g_coef : g_frow, 64, y,
+                                   64);
+        break;
     }
 }
 
@@ -108,6 +130,7 @@ int main(void)
     if (!x || !y) return 1;
     for (i = 0; i < 4 * 64; i++) /* generic coefficients, like a mean and invstd * weight */
         g_coef[i] = 0.4873 + 0.8498 * (double)((i * 37) % 64) / 64.0;
+    derive_float_coefs();
     for (i = 0; i < BIG / 4; i++) ((float *)x)[i] = (float)(i % 1000) * 0.001f; /* also valid bf16 pairs */
     memset(y, 0, BIG);
     for (l = 0; l < LEVELS; l++) { /* ns per byte of a plain read of the level's working set */

@@ -1,8 +1,10 @@
 /*
  * test_kernels.c - every kernel variant that sbn__kernels_for() offers on this
  * machine (scalar, avx2, avx512) against the scalar one, BITWISE: the canonical
- * 16-lane reduction order and the no-FMA rule (kernels.h) leave no freedom, so
- * any difference in any bit, NaN payloads and signed zeros included, is a bug.
+ * 16-lane reduction order with no fused multiply-add in a reduction, and the maps'
+ * fixed operations (fp64 in double; fp32/fp16/bf16 in float with explicit FMAs,
+ * kernels.h) leave no freedom, so any difference in any bit, NaN payloads and
+ * signed zeros included, is a bug (but for results of two or more NaN sources).
  *   - whole-chunk reductions through the fp64 streaming kernels (accum with shift
  *     0 and with the chunk's first element, bwd_accum), from lane 0: n = 1..67, 100, 255, 1000, 1001,
  *     2047, 2048, aligned and misaligned, over value profiles: normal, mean 1e4 with
@@ -10,8 +12,13 @@
  *     subnormals, signed zeros, NaN (with payloads) and infinities;
  *   - loads: every fp16 and bf16 bit pattern, random fp32 bit patterns;
  *   - stores: doubles near every kind of tie, overflow and underflow, specials;
- *   - f32 maps (normalize, backward): random bits and mixed values, coefficients
- *     including extreme and non-finite ones, in place too;
+ *   - f32 maps (normalize, backward): random bits and mixed values, float coefficients
+ *     from sbn__map_coefs_float of fp64-form sets (including extreme and non-finite
+ *     ones) and drawn directly (random bits, extremes, NaNs), in place too;
+ *   - fp32/fp16/bf16 maps, runs and rows, against an oracle of their float formula with
+ *     its two fused multiply-adds (support/map_oracle.h), on inputs where the unfused
+ *     formula and double arithmetic give other results: the scalar kernels, then
+ *     every other variant;
  * with n = 0 for loads, stores and maps, and pointers offset by 0..3 elements.
  * Outputs live in guarded buffers: a write outside [0, n) is a mismatch too.
  * Dispatch and whole ops are in test_kernels_dispatch.c.
@@ -31,6 +38,7 @@
 #include "harness/harness.h"
 #include "kernels/kernels.h"
 #include "support/kernel_isas.h"
+#include "support/map_oracle.h"
 #include "syncbn/ops.h"
 
 #define MAXN 2048
@@ -89,6 +97,13 @@ static float float_from_bits(uint32_t u)
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+}
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
 }
 
 static double random_sign(double v)
@@ -217,7 +232,10 @@ static int sizes(size_t *out, int with_zero)
  * two different NaNs survives is not fixed even in the scalar code. Where the
  * inputs of one result hold two or more "NaN sources" (distinct NaN patterns once
  * quieted, plus any infinity, which can make the default NaN), that result only
- * has to be NaN in both; with at most one source every bit must match.
+ * has to be NaN in both; with at most one source every bit must match. The sources
+ * of a map result are its inputs and the coefficients the map reads, as passed: the
+ * floats for the f32 maps (three for normalize, four for backward). FMA forms
+ * (132/213/231) order their operands differently, one more reason for the rule.
  */
 static int g_relaxed; /* results compared as "both NaN" in the running case */
 
@@ -504,8 +522,10 @@ static void test_stores_bitwise(void)
 static _Alignas(64) float g_x[MAXN + 8], g_dy[MAXN + 8];
 static _Alignas(64) float g_yref[MAXN + 2 * PAD], g_ygot[MAXN + 2 * PAD];
 
-#define NCOEF 6
+#define NCOEF 9   /* coefficient sets: 0..5 in the fp64 form, 6..8 floats drawn directly */
+#define NCOEF64 6
 
+/* A set in the fp64 form: (mean, s, b) for normalize, (a, mean, q, s) for backward. */
 static void coefficients(int which, double *k)
 {
     int j;
@@ -521,6 +541,41 @@ static void coefficients(int which, double *k)
     }
 }
 
+/* One float coefficient drawn directly: random bits (set 6); an extreme (set 7: zeros,
+ * subnormals, FLT_MIN, FLT_MAX, powers of two around 1, infinities, NaNs of any payload,
+ * quiet or signalling); an ordinary float with all 24 bits at a random scale (set 8). */
+static float direct_coefficient(int which)
+{
+    static const uint32_t k_extreme[] = {0x00000000u, 0x00000001u, 0x007FFFFFu, 0x00800000u,
+                                         0x7F7FFFFFu, 0x7F7FFFFEu, 0x7F800000u, 0x3F800000u,
+                                         0x33800000u, 0x4B800000u, 0x7FC00000u};
+    const int nx = (int)(sizeof k_extreme / sizeof k_extreme[0]);
+    uint32_t sign = (uint32_t)(next_u64() & 1) << 31;
+    if (which == NCOEF64) return float_from_bits(next_u32());
+    if (which == NCOEF64 + 1) {
+        if (below(5) == 0) /* a NaN of any payload */
+            return float_from_bits(sign | 0x7F800000u | (next_u32() & 0x7FFFFFu) | 1u);
+        return float_from_bits(sign | k_extreme[below(nx)]);
+    }
+    return (float)random_sign(ldexp(1.0 + uniform(), below(60) - 30));
+}
+
+/* The float coefficients of set `which` as the f32 maps take them: for normalize (fn) and
+ * backward (fb), sbn__map_coefs_float's of the fp64 form, or drawn directly. */
+static void float_coefficients(int which, float *fn, float *fb)
+{
+    double k[4];
+    int j;
+    if (which >= NCOEF64) {
+        for (j = 0; j < 4; j++) fn[j] = direct_coefficient(which);
+        for (j = 0; j < 4; j++) fb[j] = direct_coefficient(which);
+        return;
+    }
+    coefficients(which, k);
+    (void)sbn__map_coefs_float(0, k, fn); /* 0 (the double fallback's case) is tested too */
+    (void)sbn__map_coefs_float(1, k, fb);
+}
+
 static void fill_floats(float *v, size_t n, int bitsmode)
 {
     size_t j;
@@ -529,10 +584,12 @@ static void fill_floats(float *v, size_t n, int bitsmode)
                         : below(4) == 0 ? (float)mixed_value(1) : (float)normal();
 }
 
-/* Compares the guarded outputs; x (and dy for backward, else NULL) are the inputs of
- * the n results at y offset yo, for the NaN-source rule. */
+/* Compares the guarded outputs; x (and dy for backward, else NULL) are the inputs of the
+ * n results at y offset yo and coef[0..ncoef) the coefficients the map reads (3 for
+ * normalize, 4 for backward), for the NaN-source rule. */
 static int check_map_out(const char *isa, const char *what, size_t n, const float *x,
-                         const float *dy, const double *coef, int yo, int kc, int inplace)
+                         const float *dy, const float *coef, int ncoef, int yo, int kc,
+                         int inplace)
 {
     size_t i, total = MAXN + 2 * PAD;
     for (i = 0; i < total; i++) {
@@ -542,18 +599,23 @@ static int check_map_out(const char *isa, const char *what, size_t n, const floa
         memcpy(&rb, &g_yref[i], 4);
         if (gb == rb) continue;
         if (idx >= 0 && (size_t)idx < n && isnan(g_ygot[i]) && isnan(g_yref[i])) {
-            double in[2];
-            int m = 0;
+            double in[2], cd[4];
+            int m = 0, t;
             in[m++] = x[idx];
             if (dy != NULL) in[m++] = dy[idx];
-            if (nan_sources(in, (size_t)m, coef, 4) >= 2) {
+            for (t = 0; t < ncoef; t++) cd[t] = coef[t];
+            if (nan_sources(in, (size_t)m, cd, (size_t)ncoef) >= 2) {
                 g_relaxed++;
                 continue;
             }
         }
         sbn_test_fail(__FILE__, __LINE__,
-                      "%s %s n=%zu y_off=%d coef=%d inplace=%d: index %ld got %08x want %08x",
-                      isa, what, n, yo, kc, inplace, idx, (unsigned)gb, (unsigned)rb);
+                      "%s %s n=%zu y_off=%d coef=%d inplace=%d: index %ld got %08x want %08x "
+                      "(coefficients %08x %08x %08x %08x)",
+                      isa, what, n, yo, kc, inplace, idx, (unsigned)gb, (unsigned)rb,
+                      (unsigned)float_bits(coef[0]), (unsigned)float_bits(coef[1]),
+                      (unsigned)float_bits(coef[2]),
+                      (unsigned)(ncoef > 3 ? float_bits(coef[3]) : 0));
         return 0;
     }
     return 1;
@@ -572,22 +634,24 @@ static void test_maps_bitwise(void)
                 for (kc = 0; kc < NCOEF; kc++) {
                     size_t n = ns[s];
                     int yo = (xo + kc) % 4, dyo = (xo + 1) % 4;
-                    double coef[4];
-                    coefficients(kc, coef);
+                    float fn[4], fb[4]; /* exactly the coefficients: ASan sees over-reads */
+                    float_coefficients(kc, fn, fb);
                     fill_floats(g_x, n + 8, kc & 1);
                     fill_floats(g_dy, n + 8, (kc >> 1) & 1);
 
                     memset(g_yref, 0xA5, sizeof g_yref);
                     memset(g_ygot, 0xA5, sizeof g_ygot);
-                    r->normalize[SBN_KD_F32](g_x + xo, n, coef, g_yref + PAD + yo);
-                    k->normalize[SBN_KD_F32](g_x + xo, n, coef, g_ygot + PAD + yo);
-                    if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, coef, yo, kc, 0)) return;
+                    r->normalize[SBN_KD_F32](g_x + xo, n, fn, g_yref + PAD + yo);
+                    k->normalize[SBN_KD_F32](g_x + xo, n, fn, g_ygot + PAD + yo);
+                    if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, fn, 3, yo, kc, 0))
+                        return;
 
                     memset(g_yref, 0xA5, sizeof g_yref);
                     memset(g_ygot, 0xA5, sizeof g_ygot);
-                    r->backward[SBN_KD_F32](g_dy + dyo, g_x + xo, n, coef, g_yref + PAD + yo);
-                    k->backward[SBN_KD_F32](g_dy + dyo, g_x + xo, n, coef, g_ygot + PAD + yo);
-                    if (!check_map_out(k->isa, "backward", n, g_x + xo, g_dy + dyo, coef, yo, kc, 0))
+                    r->backward[SBN_KD_F32](g_dy + dyo, g_x + xo, n, fb, g_yref + PAD + yo);
+                    k->backward[SBN_KD_F32](g_dy + dyo, g_x + xo, n, fb, g_ygot + PAD + yo);
+                    if (!check_map_out(k->isa, "backward", n, g_x + xo, g_dy + dyo, fb, 4, yo, kc,
+                                       0))
                         return;
 
                     /* in place: y is x (normalize), gi is dy (backward) */
@@ -595,96 +659,281 @@ static void test_maps_bitwise(void)
                     memset(g_ygot, 0xA5, sizeof g_ygot);
                     memcpy(g_yref + PAD + xo, g_x + xo, n * sizeof(float));
                     memcpy(g_ygot + PAD + xo, g_x + xo, n * sizeof(float));
-                    r->normalize[SBN_KD_F32](g_yref + PAD + xo, n, coef, g_yref + PAD + xo);
-                    k->normalize[SBN_KD_F32](g_ygot + PAD + xo, n, coef, g_ygot + PAD + xo);
-                    if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, coef, xo, kc, 1)) return;
+                    r->normalize[SBN_KD_F32](g_yref + PAD + xo, n, fn, g_yref + PAD + xo);
+                    k->normalize[SBN_KD_F32](g_ygot + PAD + xo, n, fn, g_ygot + PAD + xo);
+                    if (!check_map_out(k->isa, "normalize", n, g_x + xo, NULL, fn, 3, xo, kc, 1))
+                        return;
 
                     memset(g_yref, 0xA5, sizeof g_yref);
                     memset(g_ygot, 0xA5, sizeof g_ygot);
                     memcpy(g_yref + PAD + xo, g_dy + xo, n * sizeof(float));
                     memcpy(g_ygot + PAD + xo, g_dy + xo, n * sizeof(float));
-                    r->backward[SBN_KD_F32](g_yref + PAD + xo, g_x + dyo, n, coef, g_yref + PAD + xo);
-                    k->backward[SBN_KD_F32](g_ygot + PAD + xo, g_x + dyo, n, coef, g_ygot + PAD + xo);
-                    if (!check_map_out(k->isa, "backward", n, g_x + dyo, g_dy + xo, coef, xo, kc, 1))
+                    r->backward[SBN_KD_F32](g_yref + PAD + xo, g_x + dyo, n, fb, g_yref + PAD + xo);
+                    k->backward[SBN_KD_F32](g_ygot + PAD + xo, g_x + dyo, n, fb, g_ygot + PAD + xo);
+                    if (!check_map_out(k->isa, "backward", n, g_x + dyo, g_dy + xo, fb, 4, xo, kc,
+                                       1))
                         return;
                 }
     }
     printf("    %d results from two or more NaN sources compared as NaN only\n", g_relaxed);
 }
 
+/* ---- the float maps against an oracle of their formula ---- */
+
 /*
- * A fused multiply-add in a map changes the double result by less than a double
- * ulp, which the rounding to float hides but for results within a double ulp of a
- * float tie. These inputs land there: with K = 2^28 + 16 + j*2^-24 and
- * x = 1.5 +- 2^(m-23), (x - 0) * K - 1.5K cancels to (about) a float tie, so the
- * unrounded product tips the float one way and the rounded one the other. The
- * test keeps the x whose fused and unfused results differ as floats, and checks
- * that the scalar kernel is the unfused one and every variant matches it.
+ * The fp32/fp16/bf16 maps are float arithmetic with two explicit fused multiply-adds,
+ *   y = fma(x - f0, f1, f2),   gi = fma(dy, f3, fma(x - f0, f1, f2)),
+ * narrowed once (kernels.h). Every variant must give support/map_oracle.h's result, each
+ * step rounded once from its exact value formed in double (no fmaf), on inputs chosen so
+ * that the look-alikes give other results after the narrowing: the product rounded before
+ * the add (a forgotten FMA; for backward, in either place or both) and the same formula in
+ * double arithmetic narrowed once (the previous contract). The inputs cancel: f2 is the
+ * negated float nearest x - f0 times f1, plus j of that float's ulps (j of p - 3 bits, p
+ * the element's precision), so the product's rounding error, up to half that ulp, and the
+ * rounding of x - f0 (f0 has bits below x's), carried by f1, are several ulps of the
+ * result; backward cancels again with dy * f3 against the inner result. Only inputs where
+ * the unfused formula differs are kept; how many of them the other look-alikes miss is
+ * counted too. Runs repeat one input L = 1..67 times (vector bodies and tails, one
+ * coefficient set per call); rows give each of NORA channels its own coefficients.
  */
-static int fma_sensitive(double K, float *hits, int max)
+#define NORA 1024 /* inputs per element type and map */
+#define OROWS 3
+
+typedef struct ocase {
+    float x, dy, f[4];
+    uint32_t want;
+} ocase;
+
+static ocase g_oc[NORA];
+static _Alignas(64) unsigned char g_oin[2][(OROWS * (NORA + 1) + 8) * 4];
+static _Alignas(64) unsigned char g_oout[(OROWS * (NORA + 2) + 2 * PAD) * 4];
+static _Alignas(64) float g_ok[4 * (NORA + 3)];
+
+static const int k_oracle_dts[] = {SBN_KD_F32, SBN_KD_F16, SBN_KD_BF16};
+static const char *const k_dt_names[] = {"f64", "f32", "f16", "bf16"};
+
+static int precision_of(int dt) { return dt == SBN_KD_F32 ? 24 : dt == SBN_KD_F16 ? 11 : 8; }
+static size_t esize(int dt) { return dt == SBN_KD_F32 ? 4 : 2; }
+
+/* The element bits of float v in type dt, v narrowed once (to nearest even). */
+static uint32_t out_bits(int dt, float v)
 {
-    int m, sgn, c = 0;
-    for (m = 0; m < 23; m++)
-        for (sgn = -1; sgn <= 1; sgn += 2) {
-            float x = (float)(1.5 + sgn * ldexp(1.0, m - 23));
-            volatile double prod = (double)x * K;
-            double unfused = prod + -(1.5 * K), fused = fma((double)x, K, -(1.5 * K));
-            if ((float)unfused != (float)fused && c < max) hits[c++] = x;
-        }
-    return c;
+    if (dt == SBN_KD_F32) return float_bits(v);
+    return dt == SBN_KD_F16 ? sbn__float_to_f16(v) : sbn__float_to_bf16(v);
 }
 
-static void test_maps_no_fma(void)
+/* The element bits of double v in type dt, v rounded once (round to odd to float first). */
+static uint32_t out_bits_double(int dt, double v)
+{
+    if (dt == SBN_KD_F32) return float_bits((float)v);
+    return out_bits(dt, sbn__narrow_round_to_odd(v));
+}
+
+static void put_elem(int dt, void *buf, size_t i, uint32_t bits)
+{
+    memcpy((char *)buf + i * esize(dt), &bits, esize(dt));
+}
+
+static uint32_t get_elem(int dt, const void *buf, size_t i)
+{
+    uint32_t u = 0;
+    memcpy(&u, (const char *)buf + i * esize(dt), esize(dt));
+    return u;
+}
+
+/* A random value of type dt with all p bits of its significand free, in [2^e, 2^(e+1)). */
+static float elem_value(int dt, int e)
+{
+    int p = precision_of(dt);
+    double m = (double)((1 << (p - 1)) + below(1 << (p - 1)));
+    return (float)random_sign(ldexp(m, e - (p - 1)));
+}
+
+static float float_ulp(float v) { return (float)ldexp(1.0, ilogb(v) - 23); }
+
+/* f1 and f2 for x - f0 whose product with f1 is cancelled by f2 but for about 2^e_res. */
+static void cancel_coefs(int dt, int e_res, float x, float *f)
+{
+    int p = precision_of(dt), r = p - 3, e_p = e_res - r + 23, ex = ilogb(x);
+    double j = random_sign((double)((1 << (r - 1)) + below(1 << (r - 1))));
+    float d, pf;
+    f[0] = (float)random_sign(ldexp(1.0 + uniform(), ex - 2 - below(5)));
+    d = tsup_subf(x, f[0]);
+    f[1] = elem_value(SBN_KD_F32, e_p - ilogb(d));
+    pf = (float)((double)d * f[1]);
+    f[2] = (float)(-(double)pf + j * float_ulp(pf));
+}
+
+/* Draws one input of the map on type dt; its results by the oracle and the look-alikes,
+ * bit 0: the unfused formula (both FMAs for backward) differs from the oracle after the
+ * narrowing, 1: double arithmetic differs, 2: backward's inner FMA alone unfused differs,
+ * 3: its outer FMA alone. */
+static int oracle_case(int dt, int bwd, ocase *c)
+{
+    int t = below(9) - 4, p = precision_of(dt), r = p - 3, diff = 0, ex;
+    volatile float d, prod, inner_u, prod2;
+    float inner, fused;
+    double dd, v;
+    c->dy = 0.0f;
+    c->f[3] = 0.0f;
+    if (!bwd) {
+        ex = (t - p + 26) / 2 > 12 ? 12 : (t - p + 26) / 2;
+        c->x = elem_value(dt, ex);
+        cancel_coefs(dt, t, c->x, c->f);
+    } else { /* the inner result about 2^(t - r + 23), then dy * f3 cancels it but for 2^t */
+        int e_in = t - r + 23;
+        double j2 = random_sign((double)((1 << (r - 1)) + below(1 << (r - 1))));
+        ex = (e_in - p + 26) / 2 > 12 ? 12 : (e_in - p + 26) / 2;
+        c->x = elem_value(dt, ex);
+        cancel_coefs(dt, e_in, c->x, c->f);
+        inner = tsup_fmaf(tsup_subf(c->x, c->f[0]), c->f[1], c->f[2]);
+        c->dy = elem_value(dt, below(5) - 2);
+        c->f[3] = (float)((-(double)inner + j2 * float_ulp(inner)) / c->dy);
+    }
+    fused = bwd ? tsup_backward_flt(c->dy, c->x, c->f, 1) : tsup_normalize_flt(c->x, c->f, 1);
+    c->want = out_bits(dt, fused);
+    /* the look-alikes */
+    d = c->x - c->f[0];
+    prod = d * c->f[1];
+    inner_u = prod + c->f[2];
+    dd = ((double)c->x - c->f[0]) * c->f[1] + c->f[2];
+    if (!bwd) {
+        diff |= (out_bits(dt, inner_u) != c->want) << 0;
+        diff |= (out_bits_double(dt, dd) != c->want) << 1;
+    } else {
+        inner = tsup_fmaf(d, c->f[1], c->f[2]);
+        prod2 = c->dy * c->f[3];
+        v = (double)c->dy * c->f[3] + dd;
+        diff |= (out_bits(dt, prod2 + inner_u) != c->want) << 0;
+        diff |= (out_bits_double(dt, v) != c->want) << 1;
+        diff |= (out_bits(dt, tsup_fmaf(c->dy, c->f[3], inner_u)) != c->want) << 2;
+        diff |= (out_bits(dt, prod2 + inner) != c->want) << 3;
+    }
+    if (!isfinite(fused) || fused == 0.0f) return 0; /* not drawn to be; never kept */
+    return diff;
+}
+
+/* NORA inputs where the unfused formula differs; 0 with a message when too few are found. */
+static int oracle_inputs(int dt, int bwd)
+{
+    int kept = 0, drawn = 0, cnt[4] = {0, 0, 0, 0}, b, diff;
+    while (kept < NORA && drawn < 8 * NORA) {
+        drawn++;
+        diff = oracle_case(dt, bwd, &g_oc[kept]);
+        if (!(diff & 1)) continue;
+        for (b = 0; b < 4; b++) cnt[b] += (diff >> b) & 1;
+        kept++;
+    }
+    printf("    %s %s: %d FMA-sensitive inputs of %d drawn (the unfused formula differs); "
+           "double arithmetic differs in %d",
+           k_dt_names[dt], bwd ? "backward" : "normalize", kept, drawn, cnt[1]);
+    if (bwd) printf(", the inner FMA alone unfused in %d, the outer alone in %d", cnt[2], cnt[3]);
+    printf("\n");
+    if (kept < NORA || cnt[1] < 3 * NORA / 4 ||
+        (bwd && (cnt[2] < 3 * NORA / 4 || cnt[3] < 3 * NORA / 4))) {
+        sbn_test_fail(__FILE__, __LINE__, "%s %s: too few sensitive inputs", k_dt_names[dt],
+                      bwd ? "backward" : "normalize");
+        return 0;
+    }
+    return 1;
+}
+
+/* The input i of a run: its element bits, as the map reads them. */
+static uint32_t in_bits(int dt, float v) { return out_bits(dt, v); }
+
+/* Case i through the run kernel, repeated L times at offset i % 4; 0 at a mismatch. */
+static int oracle_run(const sbn_kernels *k, int dt, int bwd, int i)
+{
+    const ocase *c = &g_oc[i];
+    size_t L = 1 + (size_t)i % 67, off = (size_t)i % 4, e, es = esize(dt);
+    size_t total = sizeof g_oout / es;
+    float fc[4]; /* exactly the coefficients: ASan sees over-reads */
+    memcpy(fc, c->f, sizeof fc);
+    for (e = 0; e < L; e++) {
+        put_elem(dt, g_oin[0], off + e, in_bits(dt, c->x));
+        put_elem(dt, g_oin[1], e, in_bits(dt, c->dy));
+    }
+    memset(g_oout, 0xA5, sizeof g_oout);
+    if (bwd)
+        k->backward[dt](g_oin[1], g_oin[0] + off * es, L, fc, g_oout + (PAD + off) * es);
+    else
+        k->normalize[dt](g_oin[0] + off * es, L, fc, g_oout + (PAD + off) * es);
+    for (e = 0; e < total; e++) {
+        long idx = (long)e - PAD - (long)off;
+        uint32_t want = idx >= 0 && (size_t)idx < L ? c->want : (es == 4 ? 0xA5A5A5A5u : 0xA5A5u);
+        uint32_t got = get_elem(dt, g_oout, e);
+        if (got == want) continue;
+        sbn_test_fail(__FILE__, __LINE__,
+                      "%s %s %s (run of %zu) input %d: index %ld got %08x want %08x; x %a dy %a "
+                      "f %a %a %a %a",
+                      k->isa, k_dt_names[dt], bwd ? "backward" : "normalize", L, i, idx,
+                      (unsigned)got, (unsigned)want, c->x, c->dy, c->f[0], c->f[1], c->f[2],
+                      c->f[3]);
+        return 0;
+    }
+    return 1;
+}
+
+/* All inputs through the row kernel: OROWS rows of NORA channels, channel j holding input j
+ * in every row, row strides with gaps, coefficients of stride NORA + 3 with NaN gaps. */
+static int oracle_rows(const sbn_kernels *k, int dt, int bwd)
+{
+    size_t es = esize(dt), cn = NORA, xs = NORA + 1, ys = NORA + 2, ldk = NORA + 3, r, j, e;
+    size_t total = sizeof g_oout / es;
+    uint32_t guard = es == 4 ? 0xA5A5A5A5u : 0xA5A5u;
+    for (e = 0; e < 4 * ldk; e++) g_ok[e] = float_from_bits(0x7FC0DEADu);
+    for (j = 0; j < cn; j++)
+        for (e = 0; e < 4; e++) g_ok[e * ldk + j] = g_oc[j].f[e];
+    for (r = 0; r < OROWS; r++)
+        for (j = 0; j < cn; j++) {
+            put_elem(dt, g_oin[0], r * xs + j, in_bits(dt, g_oc[j].x));
+            put_elem(dt, g_oin[1], r * xs + j, in_bits(dt, g_oc[j].dy));
+        }
+    memset(g_oout, 0xA5, sizeof g_oout);
+    if (bwd)
+        k->row_backward[dt](g_oin[1], (int64_t)xs, g_oin[0], (int64_t)xs, OROWS, cn, g_ok, ldk,
+                            g_oout + PAD * es, (int64_t)ys);
+    else
+        k->row_normalize[dt](g_oin[0], (int64_t)xs, OROWS, cn, g_ok, ldk, g_oout + PAD * es,
+                             (int64_t)ys);
+    for (e = 0; e < total; e++) {
+        long idx = (long)e - PAD;
+        int inside = idx >= 0 && (size_t)idx < (OROWS - 1) * ys + cn && (size_t)idx % ys < cn;
+        uint32_t want = inside ? g_oc[(size_t)idx % ys].want : guard;
+        uint32_t got = get_elem(dt, g_oout, e);
+        if (got == want) continue;
+        sbn_test_fail(__FILE__, __LINE__,
+                      "%s %s %s: index %ld (row %ld col %ld%s) got %08x want %08x", k->isa,
+                      k_dt_names[dt], bwd ? "row_backward" : "row_normalize", idx,
+                      idx / (long)ys, idx % (long)ys, inside ? "" : ", outside", (unsigned)got,
+                      (unsigned)want);
+        return 0;
+    }
+    return 1;
+}
+
+/* which 0: the scalar kernels; 1: every other variant. */
+static void maps_against_oracle(int which)
 {
     const sbn_kernels *ks[NISA];
-    float hits[64], want_fused[MAXN];
-    int nisa = isas(ks), i, j, nh = 0, off, tried = 0, sensitive = 0;
-    double K = 0.0;
-    for (j = 1; j <= 400 && nh < 16; j++) {
-        K = 0x1.0p28 + 16.0 + j * 0x1.0p-24;
-        nh = fma_sensitive(K, hits, 64);
-    }
-    CHECK_MSG(nh >= 16, "no FMA-sensitive inputs found (%d)", nh);
-    for (i = 0; i < nisa; i++)
-        for (off = 0; off < 4; off++) {
-            size_t n = off == 0 ? MAXN : (size_t)(61 + 7 * off), e;
-            double kn[4], kb[4];
-            kn[0] = 0.0;                 /* normalize: y = (x - 0) * K + (-1.5K) */
-            kn[1] = K;
-            kn[2] = -(1.5 * K);
-            kn[3] = 1.0;
-            kb[0] = 1.5 * K;             /* backward: gi = ((0 - 1.5K) - (x - 0) * -K) * 1 */
-            kb[1] = 0.0;
-            kb[2] = -K;
-            kb[3] = 1.0;
-            for (e = 0; e < n; e++) {
-                g_x[off + e] = hits[below(nh)];
-                g_dy[e] = 0.0f;
-                want_fused[e] = (float)fma((double)g_x[off + e], K, kn[2]);
+    int nisa = isas(ks), d, bwd, i, v;
+    CHECK(nisa >= 1 && strcmp(ks[0]->isa, "scalar") == 0);
+    if (which == 1 && nisa == 1) printf("    no other ISA on this machine\n");
+    for (d = 0; d < 3; d++)
+        for (bwd = 0; bwd < 2; bwd++) {
+            int dt = k_oracle_dts[d];
+            if (!oracle_inputs(dt, bwd)) return;
+            for (v = which; v < (which ? nisa : 1); v++) {
+                for (i = 0; i < NORA; i++)
+                    if (!oracle_run(ks[v], dt, bwd, i)) return;
+                if (!oracle_rows(ks[v], dt, bwd)) return;
+                printf("      %s: all %d equal the oracle (runs and rows)\n", ks[v]->isa, NORA);
             }
-            memset(g_yref, 0xA5, sizeof g_yref);
-            memset(g_ygot, 0xA5, sizeof g_ygot);
-            ks[0]->normalize[SBN_KD_F32](g_x + off, n, kn, g_yref + PAD + off);
-            ks[i]->normalize[SBN_KD_F32](g_x + off, n, kn, g_ygot + PAD + off);
-            for (e = 0; e < n; e++) {
-                tried++;
-                sensitive += g_yref[PAD + off + e] != want_fused[e];
-            }
-            if (!check_map_out(ks[i]->isa, "normalize (FMA-sensitive)", n, g_x + off, NULL, kn,
-                               off, -1, 0))
-                return;
-            memset(g_yref, 0xA5, sizeof g_yref);
-            memset(g_ygot, 0xA5, sizeof g_ygot);
-            ks[0]->backward[SBN_KD_F32](g_dy, g_x + off, n, kb, g_yref + PAD + off);
-            ks[i]->backward[SBN_KD_F32](g_dy, g_x + off, n, kb, g_ygot + PAD + off);
-            if (!check_map_out(ks[i]->isa, "backward (FMA-sensitive)", n, g_x + off, g_dy, kb,
-                               off, -1, 0))
-                return;
         }
-    printf("    K = %a: %d sensitive inputs; scalar differs from the fused result in %d of %d\n",
-           K, nh, sensitive, tried);
-    CHECK_MSG(sensitive == tried, "the scalar normalize matched a fused result");
 }
+
+static void test_maps_fma_oracle(void) { maps_against_oracle(0); }
+static void test_maps_fma_oracle_isas(void) { maps_against_oracle(1); }
 
 int main(int argc, char **argv)
 {
@@ -694,7 +943,8 @@ int main(int argc, char **argv)
         SBN_TEST_CASE(test_loads_bitwise),
         SBN_TEST_CASE(test_stores_bitwise),
         SBN_TEST_CASE(test_maps_bitwise),
-        SBN_TEST_CASE(test_maps_no_fma),
+        SBN_TEST_CASE(test_maps_fma_oracle),
+        SBN_TEST_CASE(test_maps_fma_oracle_isas),
     };
     return sbn_test_main(argc, argv, cases, (int)(sizeof cases / sizeof cases[0]));
 }

@@ -2,21 +2,30 @@
  * test_kernels_stream.c - the streaming kernels of kernels.h (accum, bwd_accum, row_accum,
  * row_bwd_accum, normalize, backward, row_normalize, row_backward; f64, f32, f16, bf16).
  * The scalar ones are checked bit for bit against an oracle written here from the formulas
- * of kernels.h (the same double operations in the same order) with its own conversions
- * from the IEEE definitions (exact widening; narrowing to fp32 to nearest even, to
- * fp16/bf16 round-to-odd to float then to nearest even; NaN -> fp16 sign|0x7E00, bf16 high
- * half|0x40), so the scalar definitions are tested themselves; every other ISA that
+ * of kernels.h, with its own conversions from the IEEE definitions (exact widening;
+ * narrowing to fp32 to nearest even, to fp16/bf16 round-to-odd to float then to nearest
+ * even; NaN -> fp16 sign|0x7E00, bf16 high half|0x40), so the scalar definitions are tested
+ * themselves: the reductions and the fp64 maps as the same double operations in the same
+ * order; the fp32/fp16/bf16 maps, which take float coefficients, as float arithmetic with
+ * two explicit fused multiply-adds, each step rounded once from its exact value
+ * (support/map_oracle.h, no fmaf), the float result narrowed once. Every other ISA that
  * sbn__kernels_for() offers is checked BITWISE against scalar. Runs: n = 0..70, 100, 255,
  * 2047, 2048, each with every lane 0..15 (three value profiles per pair in turn), pointers
  * misaligned by 0..3 elements; rows: cn 1..70 and 256, rows 0..40 (0..3, 15..17 and every
  * fourth per cn), ld = cn or cn + 5, row strides cn and larger with garbage in the gaps;
  * maps also in place. Profiles: normal, mean 1e4 +- 1e-2, magnitudes, mixed, subnormals,
  * signed zeros, specials (inf, NaN payloads, huge), random bits, and values whose map
- * results fall on or next to fp32/fp16/bf16 rounding ties; coefficients ordinary, tiny,
- * extreme (2^+-1000), infinite, NaN. Where two different NaNs could meet in one lane
- * sequence or element (operand order, not the contract, would pick the payload) an input
- * is replaced by 0.75, so every comparison is of all bits. Inputs are exact-size heap
- * blocks (ASan sees over-reads); outputs and accumulators sit in guarded buffers, the
+ * results fall on or next to fp32/fp16/bf16 rounding ties. Map coefficients: sets in the
+ * fp64 form (ordinary, tiny, extreme (2^+-1000), infinite, NaN, ties), passed as doubles to
+ * the fp64 maps and as sbn__map_coefs_float's floats to the others, and sets drawn directly
+ * in the kernel's coefficient type (random bits; extremes: zeros, subnormals, the largest
+ * finite, infinities, NaNs), which the kernels must follow bit for bit whatever they hold.
+ * Where two different NaNs could meet in one lane sequence or element (operand order, not
+ * the contract, would pick the payload) an input is replaced by 0.75 (a coefficient too,
+ * counting the coefficients actually passed), so every comparison is of all bits; for the
+ * float maps a finite value of magnitude 2^126 or more counts as a source like an infinity,
+ * since x - f0 can overflow to one. Inputs and coefficients are exact-size heap blocks
+ * (ASan sees over-reads); outputs and accumulators sit in guarded buffers, the
  * accumulators pre-filled nonzero and every entry a kernel must not touch (unused lanes,
  * j >= cn, guards) holding a signalling NaN that any arithmetic would quiet; every byte is
  * compared. The last case plants faults and checks that the checker sees each one.
@@ -32,6 +41,7 @@
 #include "harness/harness.h"
 #include "kernels/kernels.h"
 #include "support/kernel_isas.h"
+#include "support/map_oracle.h"
 
 #define MAXE 24576 /* input elements: 40 rows of stride 2 * 256, plus offsets */
 #define PAD 32     /* guard elements either side of a map output */
@@ -217,18 +227,28 @@ static void oracle_accum(int dt, int bwd, const void *dy, int64_t dys, const voi
         }
 }
 
+/* fp64: double coefficients, the double formula; fp32/fp16/bf16: float coefficients, the
+ * float formula of support/map_oracle.h on the exactly widened elements, narrowed once. */
 static void oracle_map(int dt, int bwd, const void *dy, int64_t dys, const void *x, int64_t xs,
-                       size_t rows, size_t cn, const double *k, size_t ldk, void *y, int64_t ys)
+                       size_t rows, size_t cn, const void *kv, size_t ldk, void *y, int64_t ys)
 {
     size_t r, j;
     for (r = 0; r < rows; r++)
         for (j = 0; j < cn; j++) {
             double v = get(dt, x, (int64_t)r * xs + (int64_t)j), res;
-            if (bwd)
-                res = ((get(dt, dy, (int64_t)r * dys + (int64_t)j) - k[j]) -
-                       (v - k[ldk + j]) * k[2 * ldk + j]) * k[3 * ldk + j];
-            else
-                res = (v - k[j]) * k[ldk + j] + k[2 * ldk + j];
+            if (dt == SBN_KD_F64) {
+                const double *k = kv;
+                if (bwd)
+                    res = ((get(dt, dy, (int64_t)r * dys + (int64_t)j) - k[j]) -
+                           (v - k[ldk + j]) * k[2 * ldk + j]) * k[3 * ldk + j];
+                else
+                    res = (v - k[j]) * k[ldk + j] + k[2 * ldk + j];
+            } else if (bwd) {
+                res = tsup_backward_flt((float)get(dt, dy, (int64_t)r * dys + (int64_t)j),
+                                        (float)v, (const float *)kv + j, ldk);
+            } else {
+                res = tsup_normalize_flt((float)v, (const float *)kv + j, ldk);
+            }
             put_bits(dt, y, (int64_t)r * ys + (int64_t)j, narrow(dt, res));
         }
 }
@@ -299,9 +319,11 @@ static double pick_center(const geo *g, const void *x, size_t j)
     }
 }
 
-#define NCOEF 8
+#define NCOEF 10 /* sets 0..7 in the fp64 form, 8..9 drawn in the kernel's coefficient type */
+#define NCOEF64 8
 #define K_TIE 7
 
+/* A set in the fp64 form: k = (mean, s, b) for normalize, (a, mean, q, s) for backward. */
 static void make_coef(int set, int bwd, const geo *g, double *k)
 {
     int t;
@@ -327,14 +349,63 @@ static void make_coef(int set, int bwd, const geo *g, double *k)
     }
 }
 
+/* The bits of one coefficient of type cdt (f64 or f32) drawn directly: set 8 random bits,
+ * set 9 an extreme (a zero, the smallest subnormal, a subnormal, the smallest normal, the
+ * largest finite, near it, an infinity, a NaN with a random payload, quiet or signalling)
+ * or an ordinary value at a random scale of the type's range. */
+static uint64_t direct_coef(int set, int cdt)
+{
+    int mb = k_fmt[cdt].mbits, eb = k_fmt[cdt].ebits, emax = (1 << (eb - 1)) - 1;
+    uint64_t sign = (next_u64() & 1) << (mb + eb), inf = ((1ull << eb) - 1) << mb;
+    if (set == NCOEF64) return next_u64() & (cdt == SBN_KD_F64 ? ~0ull : 0xFFFFFFFFull);
+    switch (below(10)) {
+    case 0: return sign;
+    case 1: return sign | 1;
+    case 2: return sign | (next_u64() & ((1ull << mb) - 1));
+    case 3: return sign | 1ull << mb;
+    case 4: return sign | (inf - 1);
+    case 5: return sign | (inf - 1 - (next_u64() & 0xFF));
+    case 6: return sign | inf;
+    case 7: return nan_bits(cdt);
+    default: return narrow(cdt, normal() * ldexp(1.0, below(2 * emax) - emax));
+    }
+}
+
+/* Channel j's coefficients as the kernel of g->dt takes them, bits of type cdt: fp64 takes
+ * the fp64 form, the others its floats (sbn__map_coefs_float) or floats drawn directly. */
+static void coef_bits(int set, int bwd, const geo *g, int cdt, uint64_t *kb)
+{
+    double k[4];
+    float f[4];
+    int t;
+    if (set >= NCOEF64) {
+        for (t = 0; t < 4; t++) kb[t] = direct_coef(set, cdt);
+        return;
+    }
+    make_coef(set, bwd, g, k);
+    if (cdt == SBN_KD_F64) {
+        for (t = 0; t < 4; t++) kb[t] = bits_of(k[t]);
+        return;
+    }
+    (void)sbn__map_coefs_float(bwd, k, f); /* 0 (the double fallback's case) is tested too */
+    for (t = 0; t < 4; t++) {
+        uint32_t u;
+        memcpy(&u, &f[t], sizeof u);
+        kb[t] = u;
+    }
+}
+
 /* ---- one NaN source per lane sequence or element ---- */
 
-/* A NaN (its quiet pattern), or 1 for what can make the default NaN (inf, huge), or 0. */
-static uint64_t src_key(double v)
+/* A NaN (its quiet pattern), or 1 for what can make the default NaN (inf, or huge: above
+ * 2^500 in double arithmetic, above 2^126 in the float maps, where x - f0 can overflow), or 0. */
+static uint64_t src_key(double v, double huge)
 {
     if (isnan(v)) return bits_of(v) | 0x0008000000000000ull;
-    return isinf(v) || fabs(v) > 0x1p500 ? 1 : 0;
+    return isinf(v) || fabs(v) > huge ? 1 : 0;
 }
+
+static double huge_for(int dt, int map) { return map && dt != SBN_KD_F64 ? 0x1p126 : 0x1p500; }
 
 static int src_join(uint64_t *st, uint64_t key)
 {
@@ -347,17 +418,18 @@ static int src_join(uint64_t *st, uint64_t key)
 static uint64_t g_seq[SBN_LANES * 256], g_base[256];
 
 /* Elements (r, j) of p[0..np) (row strides s) join the sequence of channel j and lane
- * (lane + r) % 16 (lanes) or of that element alone, which starts with ex[j*nex ..];
- * an element that would bring a second source to its sequence becomes 0.75. */
+ * (lane + r) % 16 (lanes: the reductions) or of that element alone (the maps), which starts
+ * with ex[j*nex ..]; an element that would bring a second source to its sequence becomes 0.75. */
 static int one_source(const geo *g, void *const *p, const int64_t *s, int np, int lanes,
                       const double *ex, int nex)
 {
     size_t r, j, l;
     int t, ok;
+    double huge = huge_for(g->dt, !lanes);
     for (j = 0; j < g->cn; j++) {
         g_base[j] = 0;
         for (t = 0; t < nex; t++)
-            if (!src_join(&g_base[j], src_key(ex[j * (size_t)nex + (size_t)t]))) return 0;
+            if (!src_join(&g_base[j], src_key(ex[j * (size_t)nex + (size_t)t], huge))) return 0;
         for (l = 0; l < SBN_LANES; l++) g_seq[l * g->cn + j] = g_base[j];
     }
     for (r = 0; r < g->rows; r++)
@@ -365,7 +437,8 @@ static int one_source(const geo *g, void *const *p, const int64_t *s, int np, in
             uint64_t *seq = &g_seq[((g->lane + r) % SBN_LANES) * g->cn + j], st;
             st = lanes ? *seq : g_base[j];
             for (ok = 1, t = 0; t < np; t++)
-                ok = ok && src_join(&st, src_key(get(g->dt, p[t], (int64_t)r * s[t] + (int64_t)j)));
+                ok = ok && src_join(&st, src_key(get(g->dt, p[t], (int64_t)r * s[t] + (int64_t)j),
+                                                 huge));
             if (ok && lanes) *seq = st;
             for (t = 0; !ok && t < np; t++)
                 put_bits(g->dt, p[t], (int64_t)r * s[t] + (int64_t)j, narrow(g->dt, 0.75));
@@ -500,7 +573,7 @@ static int check_accum(const impls *im, const geo *g, int bwd)
 }
 
 static void call_map(const sbn_kernels *k, const geo *g, int bwd, const void *dy, int64_t dys,
-                     const void *x, int64_t xs, const double *kc, void *y, int64_t ys)
+                     const void *x, int64_t xs, const void *kc, void *y, int64_t ys)
 {
     int dt = g->dt;
     if (k == NULL)
@@ -517,7 +590,7 @@ static void call_map(const sbn_kernels *k, const geo *g, int bwd, const void *dy
 
 /* One map call into buf: in place, y is x (normalize) or dy (backward). */
 static void run_map(const sbn_kernels *k, const geo *g, int bwd, int inplace, void *const *p,
-                    const double *kc, unsigned char *y, int64_t ys)
+                    const void *kc, unsigned char *y, int64_t ys)
 {
     if (inplace && bwd)
         call_map(k, g, 1, y, ys, p[0], g->xs, kc, y, ys);
@@ -533,20 +606,28 @@ static int check_map(const impls *im, const geo *g, int bwd, int inplace)
 {
     static const char *const fam[2][2] = {{"normalize", "backward"},
                                           {"row_normalize", "row_backward"}};
+    /* the coefficient type: double for fp64, float for the others; nk of them are read */
     int es = k_fmt[g->dt].es, nk = bwd ? 4 : 3, ok = 1, t, k;
+    int cdt = g->dt == SBN_KD_F64 ? SBN_KD_F64 : SBN_KD_F32;
     size_t xb = ((size_t)g->xo + extent(g, g->xs)) * (size_t)es;
     size_t dyb = ((size_t)g->dyo + extent(g, g->dys)) * (size_t)es;
     size_t ldk = g->ldk, klen = g->row ? (size_t)(nk - 1) * ldk + g->cn : 4, j, i, total;
     unsigned char *x = exact_copy(g_mx, xb), *dy = exact_copy(g_mdy, dyb);
-    double *kc = exact_alloc(klen * sizeof(double)), k4[4];
+    unsigned char *kc = exact_alloc(klen * (size_t)k_fmt[cdt].es);
     int64_t s[2], ys = inplace ? (bwd ? g->dys : g->xs) : g->ys;
     int yo = inplace ? (bwd ? g->dyo : g->xo) : g->yo;
+    double huge = huge_for(g->dt, 1);
     void *p[2];
     p[0] = x + g->xo * es, s[0] = g->xs, p[1] = dy + g->dyo * es, s[1] = g->dys;
-    for (i = 0; i < klen; i++) kc[i] = from_bits(nan_bits(SBN_KD_F64)); /* ldk gaps */
+    for (i = 0; i < klen; i++) put_bits(cdt, kc, (int64_t)i, nan_bits(cdt)); /* ldk gaps */
     for (j = 0; j < g->cn; j++) {
-        make_coef((g->kset + (int)j) % NCOEF, bwd, g, k4);
-        for (t = 0; t < nk; t++) kc[(size_t)t * ldk + j] = g_ex[j * (size_t)nk + (size_t)t] = k4[t];
+        uint64_t kb[4], st = 0;
+        coef_bits((g->kset + (int)j) % NCOEF, bwd, g, cdt, kb);
+        for (t = 0; t < nk; t++) { /* one source among the coefficients passed too */
+            if (!src_join(&st, src_key(widen(cdt, kb[t]), huge))) kb[t] = narrow(cdt, 0.75);
+            put_bits(cdt, kc, (int64_t)((size_t)t * ldk + j), kb[t]);
+            g_ex[j * (size_t)nk + (size_t)t] = widen(cdt, kb[t]);
+        }
     }
     if (!one_source(g, p, s, bwd ? 2 : 1, 0, g_ex, nk)) abort();
     total = ((size_t)(2 * PAD + yo) + extent(g, ys)) * (size_t)es;
@@ -769,23 +850,51 @@ static void bad_accum_order(const void *x, size_t n, unsigned lane, double shift
     sbn_f64_accum_ukernel__scalar((const double *)x + 2 * h, n - 2 * h, lane, shift, acc);
 }
 
-static void bad_normalize_extra(const void *x, size_t n, const double *k, void *y)
+static void bad_normalize_extra(const void *x, size_t n, const void *k, void *y)
 {
     sbn_f32_normalize_ukernel__scalar(x, n, k, y);
     if (n > 0) ((float *)y)[n] = ((float *)y)[n - 1];
 }
 
-static void bad_backward_tail(const void *dy, const void *x, size_t n, const double *k, void *gi)
+static void bad_backward_tail(const void *dy, const void *x, size_t n, const void *k, void *gi)
 {
     sbn_f16_backward_ukernel__scalar(dy, x, n % 16 ? n - 1 : n, k, gi);
 }
 
-static void bad_normalize_rne(const void *x, size_t n, const double *k, void *y)
+/* The maps' previous contract: the float coefficients in double arithmetic, rounded to odd to
+ * float, then to nearest even: no double rounding, but not the float formula. */
+static void bad_normalize_double(const void *x, size_t n, const void *k, void *y)
 {
+    const float *f = k;
     size_t i;
     for (i = 0; i < n; i++) {
         double v = sbn__bf16_to_float(((const uint16_t *)x)[i]);
-        ((uint16_t *)y)[i] = sbn__float_to_bf16((float)((v - k[0]) * k[1] + k[2]));
+        ((uint16_t *)y)[i] =
+            sbn__float_to_bf16(sbn__narrow_round_to_odd((v - f[0]) * f[1] + f[2]));
+    }
+}
+
+/* The float formula with the product rounded before the add: no FMA. */
+static void bad_normalize_unfused(const void *x, size_t n, const void *k, void *y)
+{
+    const float *f = k;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        volatile float p = (((const float *)x)[i] - f[0]) * f[1];
+        ((float *)y)[i] = p + f[2];
+    }
+}
+
+/* Backward with its outer FMA split into a rounded product and an add. */
+static void bad_backward_outer_unfused(const void *dy, const void *x, size_t n, const void *k,
+                                       void *gi)
+{
+    const float *f = k;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float inner = fmaf(((const float *)x)[i] - f[0], f[1], f[2]);
+        volatile float p = ((const float *)dy)[i] * f[3];
+        ((float *)gi)[i] = p + inner;
     }
 }
 
@@ -797,7 +906,7 @@ static void bad_row_accum_ld(const void *x, int64_t xs, size_t rows, size_t cn, 
 }
 
 static void bad_row_normalize_gap(const void *x, int64_t xs, size_t rows, size_t cn,
-                                  const double *k, size_t ldk, void *y, int64_t ys)
+                                  const void *k, size_t ldk, void *y, int64_t ys)
 {
     sbn_f64_row_normalize_ukernel__scalar(x, xs, rows, cn, k, ldk, y, ys);
     if (rows > 1 && ys > (int64_t)cn) ((double *)y)[cn] = 0.0;
@@ -806,10 +915,16 @@ static void bad_row_normalize_gap(const void *x, int64_t xs, size_t rows, size_t
 static void test_checker_catches_faults(void)
 {
     static const char *const k_what[] = {
-        "accum f32: lane + 1",           "accum f64: order within a lane",
-        "normalize f32: writes y[n]",    "backward f16: misses a tail element",
-        "normalize bf16: nearest twice", "row_accum f32: touches b[lane][cn]",
+        "accum f32: lane + 1",
+        "accum f64: order within a lane",
+        "normalize f32: writes y[n]",
+        "backward f16: misses a tail element",
+        "normalize bf16: double arithmetic, round to odd",
+        "normalize f32: product rounded (no FMA)",
+        "backward f32: outer product rounded (no FMA)",
+        "row_accum f32: touches b[lane][cn]",
         "row_normalize f64: writes a row gap"};
+    const int nfault = (int)(sizeof k_what / sizeof k_what[0]), nruns = 7;
     const sbn_kernels *s = sbn__kernels_for("scalar");
     sbn_kernels bad;
     impls im;
@@ -817,19 +932,21 @@ static void test_checker_catches_faults(void)
     CHECK(s != NULL);
     memset(&im, 0, sizeof im);
     im.ref = s, im.got[0] = &bad, im.ngot = 1;
-    for (f = 0; f < 7; f++) {
+    for (f = 0; f < nfault; f++) {
         bad = *s;
         switch (f) {
         case 0: bad.accum[dt = SBN_KD_F32] = bad_accum_lane; break;
         case 1: bad.accum[dt = SBN_KD_F64] = bad_accum_order; break;
         case 2: bad.normalize[dt = SBN_KD_F32] = bad_normalize_extra; break;
         case 3: bad.backward[dt = SBN_KD_F16] = bad_backward_tail; break;
-        case 4: bad.normalize[dt = SBN_KD_BF16] = bad_normalize_rne; break;
-        case 5: bad.row_accum[dt = SBN_KD_F32] = bad_row_accum_ld; break;
+        case 4: bad.normalize[dt = SBN_KD_BF16] = bad_normalize_double; break;
+        case 5: bad.normalize[dt = SBN_KD_F32] = bad_normalize_unfused; break;
+        case 6: bad.backward[dt = SBN_KD_F32] = bad_backward_outer_unfused; break;
+        case 7: bad.row_accum[dt = SBN_KD_F32] = bad_row_accum_ld; break;
         default: bad.row_normalize[dt = SBN_KD_F64] = bad_row_normalize_gap; break;
         }
-        caught = f < 5 ? !check_runs(&im, dt) : !check_rows(&im, dt);
-        printf("    planted fault %-38s %s\n", k_what[f], caught ? "caught" : "MISSED");
+        caught = f < nruns ? !check_runs(&im, dt) : !check_rows(&im, dt);
+        printf("    planted fault %-48s %s\n", k_what[f], caught ? "caught" : "MISSED");
         CHECK_MSG(caught, "planted fault not caught: %s", k_what[f]);
     }
 }
