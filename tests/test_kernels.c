@@ -16,7 +16,7 @@
  *     from sbn__map_coefs_float of fp64-form sets (including extreme and non-finite
  *     ones) and drawn directly (random bits, extremes, NaNs), in place too;
  *   - fp32/fp16/bf16 maps, runs and rows, against an oracle of their float formula with
- *     its two fused multiply-adds (support/map_oracle.h), on inputs where the unfused
+ *     its fused multiply-add (support/map_oracle.h), on inputs where the unfused
  *     formula and double arithmetic give other results: the scalar kernels, then
  *     every other variant;
  * with n = 0 for loads, stores and maps, and pointers offset by 0..3 elements.
@@ -691,20 +691,20 @@ static void test_maps_bitwise(void)
 /* ---- the float maps against an oracle of their formula ---- */
 
 /*
- * The fp32/fp16/bf16 maps are float arithmetic with two explicit fused multiply-adds,
- *   y = fma(x - f0, f1, f2),   gi = fma(dy, f3, fma(x - f0, f1, f2)),
+ * The fp32/fp16/bf16 maps are float arithmetic with an explicit fused multiply-add,
+ *   y = fma(x - f0, f1, f2),   gi = fma(x - f0, f1, dy - f2) * f3,
  * narrowed once (kernels.h). Every variant must give support/map_oracle.h's result, each
  * step rounded once from its exact value formed in double (no fmaf), on inputs chosen so
  * that the look-alikes give other results after the narrowing: the product rounded before
- * the add (a forgotten FMA; for backward, in either place or both) and the same formula in
- * double arithmetic narrowed once (the previous contract). The inputs cancel: f2 is the
- * negated float nearest x - f0 times f1, plus j of that float's ulps (j of p - 3 bits, p
- * the element's precision), so the product's rounding error, up to half that ulp, and the
- * rounding of x - f0 (f0 has bits below x's), carried by f1, are several ulps of the
- * result; backward cancels again with dy * f3 against the inner result. Only inputs where
- * the unfused formula differs are kept; how many of them the other look-alikes miss is
- * counted too. Runs repeat one input L = 1..67 times (vector bodies and tails, one
- * coefficient set per call); rows give each of NORA channels its own coefficients.
+ * the add (a forgotten FMA) and the same formula in double arithmetic narrowed once (the
+ * previous contract). The inputs cancel: the addend (f2, or dy - f2) is the negated float
+ * nearest (x - f0) * f1, plus j of that float's ulps (j of p - 3 bits, p the element's
+ * precision), so the product's rounding error, up to half that ulp, and the roundings of
+ * x - f0 (f0 has bits below x's) and of dy - f2 are several ulps of the result. Only
+ * inputs where the unfused formula differs are kept; how many of them double arithmetic
+ * gets right is counted too. Runs repeat one input L = 1..67 times (vector bodies and
+ * tails, one coefficient set per call); rows give each of NORA channels its own
+ * coefficients.
  */
 #define NORA 1024 /* inputs per element type and map */
 #define OROWS 3
@@ -761,8 +761,8 @@ static float elem_value(int dt, int e)
 
 static float float_ulp(float v) { return (float)ldexp(1.0, ilogb(v) - 23); }
 
-/* f1 and f2 for x - f0 whose product with f1 is cancelled by f2 but for about 2^e_res. */
-static void cancel_coefs(int dt, int e_res, float x, float *f)
+/* f0 and f1 for x, and the addend c that cancels (x - f0) * f1 but for about 2^e_res. */
+static float cancel_coefs(int dt, int e_res, float x, float *f)
 {
     int p = precision_of(dt), r = p - 3, e_p = e_res - r + 23, ex = ilogb(x);
     double j = random_sign((double)((1 << (r - 1)) + below(1 << (r - 1))));
@@ -771,54 +771,47 @@ static void cancel_coefs(int dt, int e_res, float x, float *f)
     d = tsup_subf(x, f[0]);
     f[1] = elem_value(SBN_KD_F32, e_p - ilogb(d));
     pf = (float)((double)d * f[1]);
-    f[2] = (float)(-(double)pf + j * float_ulp(pf));
+    return (float)(-(double)pf + j * float_ulp(pf));
 }
 
 /* Draws one input of the map on type dt; its results by the oracle and the look-alikes,
- * bit 0: the unfused formula (both FMAs for backward) differs from the oracle after the
- * narrowing, 1: double arithmetic differs, 2: backward's inner FMA alone unfused differs,
- * 3: its outer FMA alone. */
+ * bit 0: the unfused formula differs from the oracle after the narrowing, 1: double
+ * arithmetic differs. */
 static int oracle_case(int dt, int bwd, ocase *c)
 {
-    int t = below(9) - 4, p = precision_of(dt), r = p - 3, diff = 0, ex;
-    volatile float d, prod, inner_u, prod2;
-    float inner, fused;
-    double dd, v;
+    int t = below(9) - 4, p = precision_of(dt), diff = 0, e3 = below(9) - 4, e_res, ey;
+    volatile float d, e, prod, sum_u;
+    float fused, addend;
+    double v;
     c->dy = 0.0f;
     c->f[3] = 0.0f;
+    e_res = bwd ? t - e3 : t; /* backward multiplies by f3 of about 2^e3 at the end */
+    c->x = elem_value(dt, (e_res - p + 26) / 2 > 12 ? 12 : (e_res - p + 26) / 2);
+    addend = cancel_coefs(dt, e_res, c->x, c->f);
     if (!bwd) {
-        ex = (t - p + 26) / 2 > 12 ? 12 : (t - p + 26) / 2;
-        c->x = elem_value(dt, ex);
-        cancel_coefs(dt, t, c->x, c->f);
-    } else { /* the inner result about 2^(t - r + 23), then dy * f3 cancels it but for 2^t */
-        int e_in = t - r + 23;
-        double j2 = random_sign((double)((1 << (r - 1)) + below(1 << (r - 1))));
-        ex = (e_in - p + 26) / 2 > 12 ? 12 : (e_in - p + 26) / 2;
-        c->x = elem_value(dt, ex);
-        cancel_coefs(dt, e_in, c->x, c->f);
-        inner = tsup_fmaf(tsup_subf(c->x, c->f[0]), c->f[1], c->f[2]);
-        c->dy = elem_value(dt, below(5) - 2);
-        c->f[3] = (float)((-(double)inner + j2 * float_ulp(inner)) / c->dy);
+        c->f[2] = addend;
+    } else { /* dy - f2 about the addend, dy below it (and within fp16's range) */
+        ey = ilogb(addend) - 1 - below(3);
+        c->dy = elem_value(dt, dt == SBN_KD_F16 && ey > 14 ? 14 : ey);
+        c->f[2] = (float)((double)c->dy - addend);
+        c->f[3] = elem_value(SBN_KD_F32, e3);
     }
     fused = bwd ? tsup_backward_flt(c->dy, c->x, c->f, 1) : tsup_normalize_flt(c->x, c->f, 1);
     c->want = out_bits(dt, fused);
-    /* the look-alikes */
+    /* the look-alikes: float arithmetic without the FMA, and double arithmetic */
     d = c->x - c->f[0];
+    e = bwd ? c->dy - c->f[2] : c->f[2];
     prod = d * c->f[1];
-    inner_u = prod + c->f[2];
-    dd = ((double)c->x - c->f[0]) * c->f[1] + c->f[2];
-    if (!bwd) {
-        diff |= (out_bits(dt, inner_u) != c->want) << 0;
-        diff |= (out_bits_double(dt, dd) != c->want) << 1;
+    sum_u = prod + e;
+    v = ((double)c->x - c->f[0]) * c->f[1] + (bwd ? (double)c->dy - c->f[2] : c->f[2]);
+    if (bwd) {
+        volatile float gi_u = sum_u * c->f[3];
+        diff |= out_bits(dt, gi_u) != c->want;
+        v *= c->f[3];
     } else {
-        inner = tsup_fmaf(d, c->f[1], c->f[2]);
-        prod2 = c->dy * c->f[3];
-        v = (double)c->dy * c->f[3] + dd;
-        diff |= (out_bits(dt, prod2 + inner_u) != c->want) << 0;
-        diff |= (out_bits_double(dt, v) != c->want) << 1;
-        diff |= (out_bits(dt, tsup_fmaf(c->dy, c->f[3], inner_u)) != c->want) << 2;
-        diff |= (out_bits(dt, prod2 + inner) != c->want) << 3;
+        diff |= out_bits(dt, sum_u) != c->want;
     }
+    diff |= (out_bits_double(dt, v) != c->want) << 1;
     if (!isfinite(fused) || fused == 0.0f) return 0; /* not drawn to be; never kept */
     return diff;
 }
@@ -826,21 +819,18 @@ static int oracle_case(int dt, int bwd, ocase *c)
 /* NORA inputs where the unfused formula differs; 0 with a message when too few are found. */
 static int oracle_inputs(int dt, int bwd)
 {
-    int kept = 0, drawn = 0, cnt[4] = {0, 0, 0, 0}, b, diff;
+    int kept = 0, drawn = 0, dbl = 0, diff;
     while (kept < NORA && drawn < 8 * NORA) {
         drawn++;
         diff = oracle_case(dt, bwd, &g_oc[kept]);
         if (!(diff & 1)) continue;
-        for (b = 0; b < 4; b++) cnt[b] += (diff >> b) & 1;
+        dbl += (diff >> 1) & 1;
         kept++;
     }
     printf("    %s %s: %d FMA-sensitive inputs of %d drawn (the unfused formula differs); "
-           "double arithmetic differs in %d",
-           k_dt_names[dt], bwd ? "backward" : "normalize", kept, drawn, cnt[1]);
-    if (bwd) printf(", the inner FMA alone unfused in %d, the outer alone in %d", cnt[2], cnt[3]);
-    printf("\n");
-    if (kept < NORA || cnt[1] < 3 * NORA / 4 ||
-        (bwd && (cnt[2] < 3 * NORA / 4 || cnt[3] < 3 * NORA / 4))) {
+           "double arithmetic differs in %d\n",
+           k_dt_names[dt], bwd ? "backward" : "normalize", kept, drawn, dbl);
+    if (kept < NORA || dbl < 3 * NORA / 4) {
         sbn_test_fail(__FILE__, __LINE__, "%s %s: too few sensitive inputs", k_dt_names[dt],
                       bwd ? "backward" : "normalize");
         return 0;

@@ -7,7 +7,7 @@
  * even; NaN -> fp16 sign|0x7E00, bf16 high half|0x40), so the scalar definitions are tested
  * themselves: the reductions and the fp64 maps as the same double operations in the same
  * order; the fp32/fp16/bf16 maps, which take float coefficients, as float arithmetic with
- * two explicit fused multiply-adds, each step rounded once from its exact value
+ * an explicit fused multiply-add, each step rounded once from its exact value
  * (support/map_oracle.h, no fmaf), the float result narrowed once. Every other ISA that
  * sbn__kernels_for() offers is checked BITWISE against scalar. Runs: n = 0..70, 100, 255,
  * 2047, 2048, each with every lane 0..15 (three value profiles per pair in turn), pointers
@@ -885,16 +885,14 @@ static void bad_normalize_unfused(const void *x, size_t n, const void *k, void *
     }
 }
 
-/* Backward with its outer FMA split into a rounded product and an add. */
-static void bad_backward_outer_unfused(const void *dy, const void *x, size_t n, const void *k,
-                                       void *gi)
+/* Backward with its FMA split into a rounded product and an add. */
+static void bad_backward_unfused(const void *dy, const void *x, size_t n, const void *k, void *gi)
 {
     const float *f = k;
     size_t i;
     for (i = 0; i < n; i++) {
-        float inner = fmaf(((const float *)x)[i] - f[0], f[1], f[2]);
-        volatile float p = ((const float *)dy)[i] * f[3];
-        ((float *)gi)[i] = p + inner;
+        volatile float p = (((const float *)x)[i] - f[0]) * f[1];
+        ((float *)gi)[i] = (p + (((const float *)dy)[i] - f[2])) * f[3];
     }
 }
 
@@ -921,7 +919,7 @@ static void test_checker_catches_faults(void)
         "backward f16: misses a tail element",
         "normalize bf16: double arithmetic, round to odd",
         "normalize f32: product rounded (no FMA)",
-        "backward f32: outer product rounded (no FMA)",
+        "backward f32: product rounded (no FMA)",
         "row_accum f32: touches b[lane][cn]",
         "row_normalize f64: writes a row gap"};
     const int nfault = (int)(sizeof k_what / sizeof k_what[0]), nruns = 7;
@@ -941,7 +939,7 @@ static void test_checker_catches_faults(void)
         case 3: bad.backward[dt = SBN_KD_F16] = bad_backward_tail; break;
         case 4: bad.normalize[dt = SBN_KD_BF16] = bad_normalize_double; break;
         case 5: bad.normalize[dt = SBN_KD_F32] = bad_normalize_unfused; break;
-        case 6: bad.backward[dt = SBN_KD_F32] = bad_backward_outer_unfused; break;
+        case 6: bad.backward[dt = SBN_KD_F32] = bad_backward_unfused; break;
         case 7: bad.row_accum[dt = SBN_KD_F32] = bad_row_accum_ld; break;
         default: bad.row_normalize[dt = SBN_KD_F64] = bad_row_normalize_gap; break;
         }
