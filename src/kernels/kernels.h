@@ -29,9 +29,9 @@ typedef void (*sbn_store_fn)(const double *src, size_t n, void *dst);
 
 /*
  * The element types the streaming kernels below come in, as table indices. Every
- * kernel of a family reads (and a map writes) one element type throughout; loads
- * widen exactly to double, map outputs narrow once (fp32: round to nearest even;
- * fp16/bf16: round to odd to float, then to nearest even, as the store kernels).
+ * kernel of a family reads (and a map writes) one element type throughout. The
+ * reductions widen exactly to double; the maps compute as described below and
+ * narrow once.
  */
 typedef enum sbn_kdtype { SBN_KD_F64, SBN_KD_F32, SBN_KD_F16, SBN_KD_BF16, SBN_KD_COUNT } sbn_kdtype;
 
