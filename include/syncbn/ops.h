@@ -9,7 +9,9 @@
  * R = numel(x) / C is the number of elements of one channel ("the reduction").
  * Per-channel tensors are 1-D [C]. All sums are taken in double precision over a
  * reduction order fixed by the shape (docs/numerics.md), so results do not depend
- * on the thread count.
+ * on the thread count or the ISA. Elementwise outputs (y, grad_input) are computed
+ * in float with fused multiply-adds when no tensor of the map is fp64 (error bound
+ * in docs/numerics.md), else in double.
  */
 #ifndef SYNCBN_OPS_H
 #define SYNCBN_OPS_H
