@@ -237,15 +237,19 @@ int sbn__walk_kdtype(const sbn__walk *w);
 int sbn__walk_unit_inner(const sbn__walk *w);
 
 /*
- * How the engine splits a pass into tasks: `segments` ranges of whole chunks of
- * the rows, times `blocks` blocks of `block` channels; task t = segment t / blocks,
- * block t % blocks, so a thread's tasks follow memory. The split follows the
- * pool's thread count (one segment on one thread, for one sequential sweep); the
- * results never depend on it, because every chunk lies inside one segment.
+ * How the engine splits a pass into tasks: `segments` ranges of seg_rows rows
+ * (whole chunks for a reduction), times `blocks` blocks of `block` channels; task
+ * t = segment t / blocks, block t % blocks, so a thread's tasks follow memory. The
+ * split follows the pool's thread count (one segment on one thread, for one
+ * sequential sweep); the results never depend on it, because every chunk lies
+ * inside one segment and a map has no order to keep.
  */
 typedef struct sbn__plan {
-    int64_t segments, seg_chunks, blocks, block;
+    int64_t segments, seg_chunks, seg_rows, blocks, block;
 } sbn__plan;
+/* A map over whole rows (channels-last, (N, C)): every channel, the rows cut into one
+ * contiguous range per thread, at any row (no chunk to keep whole). */
+void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool);
 void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool);
 /* The block for passes with no per-channel state to carry (maps, row reductions):
  * every channel, or C / T when there are fewer chunks than threads. */

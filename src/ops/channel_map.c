@@ -244,6 +244,9 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
             job.kd = -1; /* out of float's range: the double form, through pieces */
     }
     /* No state to carry: one block of every channel keeps the sweep in memory order. */
-    sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_all(&job.walk, pool), pool);
+    if (job.rows)
+        sbn__plan_row_map(&job.plan, &job.walk, pool);
+    else
+        sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_all(&job.walk, pool), pool);
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, map_tasks, &job);
 }
