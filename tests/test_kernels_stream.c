@@ -2,9 +2,8 @@
  * test_kernels_stream.c - the streaming kernels of kernels.h (accum, bwd_accum, row_accum,
  * row_bwd_accum, normalize, backward, row_normalize, row_backward; f64, f32, f16, bf16).
  * The scalar ones are checked bit for bit against an oracle written here from the formulas
- * of kernels.h, with its own conversions from the IEEE definitions (exact widening;
- * narrowing to fp32 to nearest even, to fp16/bf16 round-to-odd to float then to nearest
- * even; NaN -> fp16 sign|0x7E00, bf16 high half|0x40), so the scalar definitions are tested
+ * of kernels.h, with its own conversions from the IEEE definitions (support/ieee_formats.h,
+ * checked on their own in test_kernels_stream_formats.c), so the scalar definitions are tested
  * themselves: the reductions and the fp64 maps as the same double operations in the same
  * order; the fp32/fp16/bf16 maps, which take float coefficients, as float arithmetic with
  * an explicit fused multiply-add, each step rounded once from its exact value
@@ -40,169 +39,17 @@
 
 #include "harness/harness.h"
 #include "kernels/kernels.h"
+#define TSUP_RNG_SEED 0x57EA5EED0BADCAFEull
+#include "support/ieee_formats.h"
 #include "support/kernel_isas.h"
 #include "support/map_oracle.h"
+#include "support/stream_values.h"
 
 #define MAXE 24576 /* input elements: 40 rows of stride 2 * 256, plus offsets */
 #define PAD 32     /* guard elements either side of a map output */
 #define GA 8       /* guard doubles either side of the accumulators */
 #define MAXLD 261
 #define SNAN_BITS 0x7FF4A5A5A5A5A5A5ull /* untouchable accumulator entries */
-
-/* ---- deterministic random values ---- */
-
-static uint64_t g_rng = 0x57EA5EED0BADCAFEull;
-
-static uint64_t next_u64(void)
-{
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double uniform(void) { return (double)(next_u64() >> 11) * 0x1.0p-53; }
-static int below(int n) { return (int)(uniform() * n); }
-
-static double from_bits(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
-static uint64_t bits_of(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
-static double random_sign(double v) { return next_u64() & 1 ? -v : v; }
-
-static double pow2(int e) { return from_bits((uint64_t)(e + 1023) << 52); } /* |e| < 1023 */
-
-static double normal(void) /* Box-Muller, both values used */
-{
-    static double spare;
-    static int have;
-    double u, v, r;
-    if (have) return have = 0, spare;
-    u = uniform(), v = uniform();
-    if (u < 1e-300) u = 1e-300;
-    r = sqrt(-2.0 * log(u));
-    spare = r * sin(6.283185307179586 * v), have = 1;
-    return r * cos(6.283185307179586 * v);
-}
-
-
-/* Next to a rounding tie of a format with `bits` significand bits, exponents emin..emax. */
-static double near_tie(int bits, int emin, int emax)
-{
-    double ulp = ldexp(1.0, emin + below(emax - emin + 1) - (bits - 1));
-    double tie = ((double)((int64_t)1 << (bits - 1)) + below(1 << (bits - 1)) + 0.5) * ulp;
-    switch (below(4)) {
-    case 0: break;
-    case 1: tie = nextafter(tie, INFINITY); break;
-    case 2: tie = nextafter(tie, -INFINITY); break;
-    default: tie += ldexp(tie, -30) * (below(2) ? 1 : -1); break;
-    }
-    return random_sign(tie);
-}
-
-static double mixed_value(void)
-{
-    switch (below(12)) {
-    case 0: return normal();
-    case 1: return 1e4 + 1e-2 * normal();
-    case 2: return random_sign(ldexp(0.5 + uniform(), below(2000) - 1000));
-    case 3: return near_tie(24, -126, 127);
-    case 4: return near_tie(11, -14, 15);
-    case 5: return near_tie(8, -126, 127);
-    case 6: return random_sign(ldexp(uniform(), -1074 + below(60)));
-    case 7: return random_sign(ldexp(uniform(), -150 + below(8)));
-    case 8: return random_sign(65504.0 + 32.0 * (uniform() - 0.3));
-    case 9: return random_sign(ldexp(1.0 - ldexp(1.0, -25) + ldexp(uniform() - 0.5, -23), 128));
-    case 10: return random_sign(ldexp(0.5 + uniform(), -26 + below(4)));
-    default: return random_sign(0.0);
-    }
-}
-
-/* ---- the oracle's element formats, from the IEEE definitions ---- */
-
-static const struct {
-    int mbits, ebits, es;
-    const char *name;
-} k_fmt[SBN_KD_COUNT] = {
-    {52, 11, 8, "f64"}, {23, 8, 4, "f32"}, {10, 5, 2, "f16"}, {7, 8, 2, "bf16"}};
-
-/* Element i of an array of type dt as bits (little-endian, as the targets). */
-static uint64_t get_bits(int dt, const void *p, int64_t i)
-{
-    uint64_t u = 0;
-    memcpy(&u, (const char *)p + i * k_fmt[dt].es, (size_t)k_fmt[dt].es);
-    return u;
-}
-
-static void put_bits(int dt, void *p, int64_t i, uint64_t u)
-{
-    memcpy((char *)p + i * k_fmt[dt].es, &u, (size_t)k_fmt[dt].es);
-}
-
-/* Exact widening; a NaN keeps sign and payload and becomes quiet. */
-static double widen(int dt, uint64_t u)
-{
-    int mb = k_fmt[dt].mbits, eb = k_fmt[dt].ebits, bias = (1 << (eb - 1)) - 1;
-    uint64_t m = u & ((1ull << mb) - 1), e = (u >> mb) & ((1ull << eb) - 1);
-    int neg = (int)((u >> (mb + eb)) & 1);
-    double v;
-    if (dt == SBN_KD_F64) return from_bits(u);
-    if (e == (1ull << eb) - 1) {
-        if (m == 0) return neg ? -INFINITY : INFINITY;
-        return from_bits((uint64_t)neg << 63 | 0x7FF8000000000000ull | m << (52 - mb));
-    }
-    v = (double)(e ? m | 1ull << mb : m) * pow2((e ? (int)e : 1) - bias - mb);
-    return neg ? -v : v;
-}
-
-static double get(int dt, const void *p, int64_t i) { return widen(dt, get_bits(dt, p, i)); }
-
-/* v (not NaN) rounded to p significant bits, exponents emin..emax (gradual underflow
- * below emin), to nearest even or (odd) to odd; odd saturates at the largest finite. */
-static double round_fmt(double v, int p, int emin, int emax, int odd)
-{
-    double a = fabs(v), m, fl, r;
-    int e = (int)(bits_of(a) >> 52) - 1023; /* a in [2^e, 2^(e+1)); doubles' subnormals: -1023 */
-    if (a == 0.0 || isinf(a)) return v;
-    if (e < emin) e = emin;
-    m = a * pow2(p - 1 - e); /* exact: a power-of-two scaling, m < 2^p */
-    fl = floor(m);
-    if (odd)
-        r = fl == m || ((uint64_t)fl & 1) ? fl : fl + 1.0;
-    else
-        r = m - fl > 0.5 || (m - fl == 0.5 && ((uint64_t)fl & 1)) ? fl + 1.0 : fl;
-    r *= pow2(e - p + 1);
-    if (r >= pow2(emax + 1)) r = odd ? (2.0 - pow2(1 - p)) * pow2(emax) : INFINITY;
-    return v < 0 ? -r : r;
-}
-
-/* The bits of r, a value of the format (or an infinity). */
-static uint64_t encode(int dt, double r)
-{
-    int mb = k_fmt[dt].mbits, eb = k_fmt[dt].ebits, bias = (1 << (eb - 1)) - 1;
-    uint64_t sign = (uint64_t)(signbit(r) != 0) << (mb + eb);
-    double a = fabs(r);
-    int e = (int)(bits_of(a) >> 52) - 1023;
-    if (isinf(a)) return sign | ((1ull << eb) - 1) << mb;
-    if (a == 0.0) return sign;
-    if (e < 1 - bias) return sign | (uint64_t)(a * pow2(mb - (1 - bias)));
-    return sign | (uint64_t)(e + bias) << mb | ((uint64_t)(a * pow2(mb - e)) - (1ull << mb));
-}
-
-/* The one narrowing of a map result to the element type. */
-static uint64_t narrow(int dt, double v)
-{
-    uint64_t u = bits_of(v);
-    if (dt == SBN_KD_F64) return u;
-    if (isnan(v)) {
-        uint32_t f = (uint32_t)(u >> 32 & 0x80000000u) | 0x7FC00000u; /* quiet, sign, payload */
-        f |= (uint32_t)(u >> 29 & 0x7FFFFF);
-        if (dt == SBN_KD_F32) return f;
-        return dt == SBN_KD_F16 ? ((f >> 16) & 0x8000u) | 0x7E00u : (f >> 16) | 0x40u;
-    }
-    if (dt == SBN_KD_F32) return encode(dt, round_fmt(v, 24, -126, 127, 0));
-    v = round_fmt(v, 24, -126, 127, 1);
-    return dt == SBN_KD_F16 ? encode(dt, round_fmt(v, 11, -14, 15, 0))
-                            : encode(dt, round_fmt(v, 8, -126, 127, 0));
-}
 
 /* ---- the oracle kernels (runs are rows = n, cn = 1, strides 1, ld = ldk = 1) ---- */
 
@@ -745,66 +592,6 @@ static int check_rows(const impls *im, int dt_only)
 
 /* ---- cases ---- */
 
-/* The oracle's conversions: known IEEE values, then agreement with the library's own
- * element conversions (every fp16/bf16 pattern, random fp32 bits, doubles near ties). */
-static void test_oracle_conversions(void)
-{
-    static const struct {
-        int dt;
-        double v;
-        uint64_t want;
-    } k_known[] = {
-        {SBN_KD_F16, 1.0, 0x3C00},           {SBN_KD_F16, 65504.0, 0x7BFF},
-        {SBN_KD_F16, 65519.99, 0x7BFF},      {SBN_KD_F16, 65520.0, 0x7C00},
-        {SBN_KD_F16, 0x1p-24, 0x0001},       {SBN_KD_F16, 0x1p-25, 0x0000},
-        {SBN_KD_F16, 0x1p-25 + 0x1p-60, 1},  {SBN_KD_F16, -0x1.8p-24, 0x8002},
-        {SBN_KD_F16, 1.0 + 0x1p-11, 0x3C00}, {SBN_KD_F16, 1.0 + 0x1p-11 + 0x1p-40, 0x3C01},
-        {SBN_KD_BF16, 1.0, 0x3F80},          {SBN_KD_BF16, 1.0 + 0x1p-8, 0x3F80},
-        {SBN_KD_BF16, 1.0 + 0x1p-8 + 0x1p-40, 0x3F81}, {SBN_KD_BF16, 1.0 + 0x1.8p-7, 0x3F82},
-        {SBN_KD_BF16, -0.0, 0x8000},         {SBN_KD_BF16, 0x1p-133, 0x0001},
-        {SBN_KD_BF16, 0x1.fffffffp127, 0x7F80}, {SBN_KD_BF16, -INFINITY, 0xFF80},
-        {SBN_KD_F32, 1.0 + 0x1p-24, 0x3F800000}, {SBN_KD_F32, 1.0 + 0x1p-24 + 0x1p-50, 0x3F800001},
-        {SBN_KD_F32, 0x1p-149, 0x00000001},  {SBN_KD_F32, 0x1p-150, 0x00000000},
-        {SBN_KD_F32, 0x1.ffffffp127, 0x7F800000}, {SBN_KD_F32, 0x1.fffffefp127, 0x7F7FFFFF},
-    };
-    size_t i;
-    uint32_t u;
-    for (i = 0; i < sizeof k_known / sizeof k_known[0]; i++)
-        CHECK_MSG(narrow(k_known[i].dt, k_known[i].v) == k_known[i].want, "narrow %s %a: %llx",
-                  k_fmt[k_known[i].dt].name, k_known[i].v,
-                  (unsigned long long)narrow(k_known[i].dt, k_known[i].v));
-    CHECK(narrow(SBN_KD_F16, from_bits(0xFFF0000000000001ull)) == 0xFE00);
-    CHECK(narrow(SBN_KD_BF16, from_bits(0x7FF0000020000000ull)) == 0x7FC0);
-    CHECK(narrow(SBN_KD_F32, from_bits(0x7FF123456789ABCDull)) == (0x7FC91A2Bu));
-    CHECK(bits_of(widen(SBN_KD_F16, 0x7C01)) == 0x7FF8040000000000ull);
-    CHECK(widen(SBN_KD_F16, 0x0001) == 0x1p-24 && widen(SBN_KD_BF16, 0x8001) == -0x1p-133);
-    for (u = 0; u < 0x10000u; u++) {
-        double h = sbn__f16_to_float((uint16_t)u), b = sbn__bf16_to_float((uint16_t)u);
-        CHECK_MSG(bits_of(widen(SBN_KD_F16, u)) == bits_of(h), "f16 %04x", u);
-        CHECK_MSG(bits_of(widen(SBN_KD_BF16, u)) == bits_of(b), "bf16 %04x", u);
-    }
-    for (i = 0; i < 300000; i++) {
-        uint32_t fb = (uint32_t)next_u64();
-        float f;
-        double v;
-        memcpy(&f, &fb, 4);
-        CHECK_MSG(bits_of(widen(SBN_KD_F32, fb)) == bits_of((double)f), "f32 %08x", fb);
-        switch (i % 5) {
-        case 0: v = mixed_value(); break;
-        case 1: v = near_tie(24, -30, 20); break;
-        case 2: v = near_tie(11, -24, 15); break;
-        case 3: v = near_tie(8, -133, 127); break;
-        default: v = from_bits(next_u64()); break;
-        }
-        f = (float)v;
-        memcpy(&fb, &f, 4);
-        CHECK_MSG(narrow(SBN_KD_F32, v) == fb, "f32 narrow %a", v);
-        f = sbn__narrow_round_to_odd(v);
-        CHECK_MSG(narrow(SBN_KD_F16, v) == sbn__float_to_f16(f), "f16 narrow %a", v);
-        CHECK_MSG(narrow(SBN_KD_BF16, v) == sbn__float_to_bf16(f), "bf16 narrow %a", v);
-    }
-}
-
 /* which = 0: scalar against the oracle; 1: every other ISA against scalar. */
 static int setup(impls *im, int which)
 {
@@ -952,7 +739,6 @@ static void test_checker_catches_faults(void)
 int main(int argc, char **argv)
 {
     static const sbn_test_case cases[] = {
-        SBN_TEST_CASE(test_oracle_conversions),
         SBN_TEST_CASE(test_scalar_runs_vs_oracle),
         SBN_TEST_CASE(test_scalar_rows_vs_oracle),
         SBN_TEST_CASE(test_isa_runs_bitwise),

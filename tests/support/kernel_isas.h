@@ -1,8 +1,8 @@
 /*
  * kernel_isas.h - the kernel variants the tests walk: their names as in
  * src/kernels/kernels.inc, the tables this machine supports, and the widest one
- * (the one dispatch should choose), and a bitwise compare of two arrays. Shared by test_kernels.c and
- * test_kernels_dispatch.c.
+ * (the one dispatch should choose), and a bitwise compare of two arrays. Shared by
+ * test_kernels.c, test_kernels_maps.c, test_kernels_stream.c and test_kernels_dispatch.c.
  */
 #ifndef SBN_TEST_KERNEL_ISAS_H
 #define SBN_TEST_KERNEL_ISAS_H

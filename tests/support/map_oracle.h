@@ -13,7 +13,7 @@
  * odd"). Specials: a NaN operand propagates (quieted, payload kept), else 0 * inf and
  * inf - inf give the default NaN, as IEEE 754 and x86 do; with two NaN operands the
  * choice is not modelled (the tests keep such inputs out of bitwise comparisons).
- * Shared by test_kernels.c and test_kernels_stream.c; compiled like them without
+ * Shared by test_kernels_maps.c and test_kernels_stream.c; compiled like them without
  * -ffp-contract=fast (ISO C), and the sums below have no product to contract anyway.
  */
 #ifndef SBN_TEST_MAP_ORACLE_H
