@@ -1,8 +1,9 @@
 /*
  * pool.c - the caller-owned thread pool and the parallel loop. A pool of T
  * threads runs T-1 workers; the thread that calls an op is the T-th. Work is
- * handed out one index at a time from an atomic counter; since every index
- * writes its own result, which thread ran it never changes the bits. Ops on one
+ * handed out from an atomic counter, one index at a time, or count / 8T at a time
+ * when there are many (a per-channel loop); since every index writes its own
+ * result, which thread ran it never changes the bits. Ops on one
  * pool from several threads take turns (run_lock). A batch norm runs a few loops
  * back to back (reduce, merge, map), so workers and the caller spin for a few
  * tens of microseconds before they sleep on a condition variable: waking a
@@ -35,15 +36,18 @@ struct sbn_pool {
     sbn__range_fn fn;
     void *ctx;
     int64_t count;
+    int64_t step;             /* indices taken at a time: 1, or count / (8 T) for many small ones */
     atomic_llong next;
 };
 
+/* Takes `step` indices at a time until none is left. */
 static void run_pieces(struct sbn_pool *pool)
 {
     for (;;) {
-        long long i = atomic_fetch_add(&pool->next, 1);
+        long long i = atomic_fetch_add(&pool->next, pool->step);
         if (i >= pool->count) break;
-        pool->fn(pool->ctx, (int64_t)i, (int64_t)i + 1);
+        pool->fn(pool->ctx, (int64_t)i,
+                 i + pool->step < pool->count ? (int64_t)(i + pool->step) : pool->count);
     }
 }
 
@@ -174,6 +178,10 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
     pool->fn = fn;
     pool->ctx = ctx;
     pool->count = count;
+    /* One index at a time bounces the counter's cache line between cores for every
+     * index: 1024 per-channel merges of about 50 ns took longer on 2 threads than on
+     * 1. Eight steps per thread keep the balance of uneven indices. */
+    pool->step = count >= 16 * (int64_t)pool->threads ? count / (8 * (int64_t)pool->threads) : 1;
     atomic_store(&pool->next, 0);
     atomic_store(&pool->busy, 0);
     pool->open_gen = atomic_fetch_add(&pool->generation, 1) + 1;
