@@ -245,7 +245,7 @@ int sbn__walk_unit_inner(const sbn__walk *w);
  * inside one segment and a map has no order to keep.
  */
 typedef struct sbn__plan {
-    int64_t segments, seg_chunks, seg_rows, blocks, block;
+    int64_t segments, seg_rows, blocks, block;
 } sbn__plan;
 /* A map over whole rows (channels-last, (N, C)): every channel, the rows cut into one
  * contiguous range per thread, at any row (no chunk to keep whole). */

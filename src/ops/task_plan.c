@@ -9,20 +9,25 @@
  */
 #include "core/internal.h"
 
+/* At most `want` (>= 1) segments of whole chunks, as even as chunks allow. */
+static void split_chunks(sbn__plan *plan, const sbn__walk *w, int64_t want)
+{
+    int64_t seg_chunks = (w->chunks + want - 1) / want;
+    plan->segments = (w->chunks + seg_chunks - 1) / seg_chunks;
+    plan->seg_rows = seg_chunks * SBN_CHUNK;
+}
+
 void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool)
 {
     int64_t threads = pool ? sbn_pool_threads(pool) : 1, want;
     plan->block = block < 1 ? 1 : block;
     plan->blocks = w->channels > 0 ? (w->channels + plan->block - 1) / plan->block : 0;
     if (w->chunks == 0 || plan->blocks == 0) {
-        plan->segments = plan->seg_chunks = plan->seg_rows = 0;
+        plan->segments = plan->seg_rows = 0;
         return;
     }
     want = threads <= 1 ? 1 : (1 * threads + plan->blocks - 1) / plan->blocks;
-    if (want > w->chunks) want = w->chunks;
-    plan->seg_chunks = (w->chunks + want - 1) / want;
-    plan->segments = (w->chunks + plan->seg_chunks - 1) / plan->seg_chunks;
-    plan->seg_rows = plan->seg_chunks * SBN_CHUNK;
+    split_chunks(plan, w, want > w->chunks ? w->chunks : want);
 }
 
 /*
@@ -36,7 +41,6 @@ void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool)
     int64_t threads = pool ? sbn_pool_threads(pool) : 1;
     plan->block = w->channels > 0 ? w->channels : 1;
     plan->blocks = w->channels > 0 ? 1 : 0;
-    plan->seg_chunks = 0;
     if (w->reduction == 0 || plan->blocks == 0) {
         plan->segments = plan->seg_rows = 0;
         return;
@@ -66,7 +70,5 @@ int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
 void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_segments)
 {
     if (plan->segments <= max_segments) return;
-    plan->seg_chunks = (w->chunks + max_segments - 1) / max_segments;
-    plan->segments = (w->chunks + plan->seg_chunks - 1) / plan->seg_chunks;
-    plan->seg_rows = plan->seg_chunks * SBN_CHUNK;
+    split_chunks(plan, w, max_segments);
 }
