@@ -45,6 +45,20 @@ static size_t es(const sbn__walk *w, int i)
     return sbn_dtype_size(w->dtype[i]);
 }
 
+/* Channel c's four coefficients in the form the job computes with: floats into f when
+ * the job has a float form, else doubles into k; returns the one filled. */
+static const void *channel_coefs(const map_job *job, int64_t c, double *k, float *f)
+{
+    int64_t C = job->walk.channels;
+    int j;
+    if (job->fcoef) {
+        for (j = 0; j < 4; j++) f[j] = job->fcoef[j * C + c];
+        return f;
+    }
+    for (j = 0; j < 4; j++) k[j] = job->coef[j * C + c];
+    return k;
+}
+
 /* A piece of m doubles (exact floats) mapped by the fp32 kernels: narrowed exactly to
  * float, mapped, widened back. ldk = 0: the m elements are one channel's, f its four
  * coefficients; else one row's m channels, f structure of arrays ldk apart. b is the
@@ -73,23 +87,21 @@ static void map_channel_run(const map_job *job, int64_t c, char *const *p, const
 {
     const sbn__walk *w = &job->walk;
     const sbn_kernels *kern = sbn__kernels();
-    int64_t C = w->channels, done, m, o = job->kind == SBN_MAP_NORMALIZE ? 1 : 2;
+    int64_t done, m, o = job->kind == SBN_MAP_NORMALIZE ? 1 : 2;
     double k[4], a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
     float f[4];
-    int j;
-    for (j = 0; j < 4; j++) k[j] = job->coef[j * C + c];
-    for (j = 0; j < 4 && job->fcoef; j++) f[j] = job->fcoef[j * C + c];
+    const void *kc = channel_coefs(job, c, k, f);
     for (done = 0; done < len; done += m) {
         m = len - done < SBN_CONVERT_PIECE ? len - done : SBN_CONVERT_PIECE;
         sbn__load_run(p[0] + done * stride[0] * (int64_t)es(w, 0), w->dtype[0], stride[0], m, a);
         if (job->kind == SBN_MAP_BACKWARD)
             sbn__load_run(p[1] + done * stride[1] * (int64_t)es(w, 1), w->dtype[1], stride[1], m, b);
         if (job->fcoef)
-            map_piece_float(kern, job->kind, a, b, m, f, 0);
+            map_piece_float(kern, job->kind, a, b, m, kc, 0);
         else if (job->kind == SBN_MAP_NORMALIZE)
-            kern->normalize[SBN_KD_F64](a, (size_t)m, k, a);
+            kern->normalize[SBN_KD_F64](a, (size_t)m, kc, a);
         else
-            kern->backward[SBN_KD_F64](a, b, (size_t)m, k, a);
+            kern->backward[SBN_KD_F64](a, b, (size_t)m, kc, a);
         sbn__store_run(p[o] + done * stride[o] * (int64_t)es(w, (int)o), w->dtype[o], stride[o], m,
                        a);
     }
@@ -100,7 +112,7 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     const map_task *mt = arg;
     const map_job *job = mt->job;
     const sbn__walk *w = &job->walk;
-    int64_t j, C = w->channels;
+    int64_t j;
     int i;
     (void)at;
     if (job->kd >= 0 && job->unit) { /* the common case, kept lean: short planes (7x7) are many */
@@ -111,19 +123,7 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
             int64_t c = mt->c0 + j;
             double k[4];
             float f[4];
-            const void *kc = k;
-            if (job->fcoef) {
-                f[0] = job->fcoef[c];
-                f[1] = job->fcoef[C + c];
-                f[2] = job->fcoef[2 * C + c];
-                f[3] = job->fcoef[3 * C + c];
-                kc = f;
-            } else {
-                k[0] = job->coef[c];
-                k[1] = job->coef[C + c];
-                k[2] = job->coef[2 * C + c];
-                k[3] = job->coef[3 * C + c];
-            }
+            const void *kc = channel_coefs(job, c, k, f);
             if (job->kind == SBN_MAP_NORMALIZE)
                 kern->normalize[job->kd](ptr[0] + j * s0, (size_t)len, kc, ptr[1] + j * so);
             else
