@@ -98,6 +98,13 @@ typedef void (*sbn_row_backward_fn)(const void *dy, int64_t dys, const void *x, 
  * infinite f or a nonzero multiplier (s, q) below FLT_MIN, where the float form's
  * error bound does not hold: the caller then computes the map in double.
  */
+/* A finite multiplier is usable as a float: it stays finite and is 0 or normal. */
+static inline int sbn__float_multiplier_ok(double v)
+{
+    return !(__builtin_isfinite(v) &&
+             (__builtin_isinf((float)v) || (v != 0.0 && __builtin_fabs(v) < 0x1p-126)));
+}
+
 static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
 {
     double mean = backward ? k[1] : k[0], s = backward ? k[3] : k[1];
@@ -117,10 +124,7 @@ static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
     f[2] = (float)konst;
     ok &= !(__builtin_isfinite(mean) && __builtin_isinf(f[0]));
     ok &= !(__builtin_isfinite(konst) && __builtin_isinf(f[2]));
-    ok &= !(__builtin_isfinite(s) && (__builtin_isinf((float)s) ||
-                                      (s != 0.0 && __builtin_fabs(s) < 0x1p-126)));
-    ok &= !(__builtin_isfinite(mult) && (__builtin_isinf((float)mult) ||
-                                         (mult != 0.0 && __builtin_fabs(mult) < 0x1p-126)));
+    ok &= sbn__float_multiplier_ok(s) && sbn__float_multiplier_ok(mult);
     return ok;
 }
 
