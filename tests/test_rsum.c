@@ -24,17 +24,15 @@
 
 #include "core/rsum.h"
 #include "harness/harness.h"
+#include "support/support.h"
 
 /* ---- random numbers ---- */
 
-static uint64_t g_rng = 0x9E3779B97F4A7C15u;
+static tsup_rng g_rng = {0x9E3779B97F4A7C15u};
 
-static uint64_t rnd(void) /* splitmix64 */
+static uint64_t rnd(void) /* support.c's splitmix64; each case reseeds g_rng.state */
 {
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
+    return tsup_next_u64(&g_rng);
 }
 
 static size_t rnd_below(size_t n)
@@ -487,7 +485,7 @@ static void random_sets_vs_oracle(void)
 {
     static double t[400];
     int trial;
-    g_rng = 1;
+    g_rng.state = 1;
     for (trial = 0; trial < 22000; trial++) {
         size_t n = 1 + rnd_below(trial < 20000 ? 12 : 400);
         rnd_mixed(t, n);
@@ -510,7 +508,7 @@ static void accuracy_bound(void)
 {
     static double t[300];
     int trial;
-    g_rng = 2;
+    g_rng.state = 2;
     for (trial = 0; trial < 500; trial++) {
         size_t n = 1 + rnd_below(300), i;
         double maxabs = 0, exact, got, bound;
@@ -534,7 +532,7 @@ static void million_units_exact(void)
     double *t = malloc(n * sizeof *t), got, exact, naive = 0;
     size_t i;
     CHECK(t != NULL);
-    g_rng = 3;
+    g_rng.state = 3;
     for (i = 0; i < n; i++) {
         t[i] = rnd_unit();
         naive += t[i];
@@ -572,7 +570,7 @@ static void order_independence(void)
     static double t[N];
     static sbn__rsum groups[N];
     int set, naive_differs = 0;
-    g_rng = 4;
+    g_rng.state = 4;
     for (set = 0; set < SETS; set++) {
         size_t n = set == 0 ? N : 2 + rnd_below(N - 1), i;
         sbn__rsum ref, again;
@@ -613,7 +611,7 @@ static void channels_merge(void)
     static sbn__rsum ranks[W][C], fwd[C], rev[C], whole[C];
     double t[PER];
     int w, c, i;
-    g_rng = 5;
+    g_rng.state = 5;
     sbn__rsum_clear(whole, C);
     for (w = 0; w < W; w++) {
         sbn__rsum_clear(ranks[w], C);
@@ -700,7 +698,7 @@ static void timing(void)
     double *t = malloc(n * sizeof *t), sink = 0, wide, unit;
     size_t i;
     CHECK(t != NULL);
-    g_rng = 6;
+    g_rng.state = 6;
     for (i = 0; i < n; i++) t[i] = rnd_wide();
     wide = ns_per_add(t, n, &sink);
     for (i = 0; i < n; i++) t[i] = rnd_unit();
@@ -718,7 +716,7 @@ static void parts_sum_to_the_value(void)
     enum { N = 200, SETS = 300 };
     static double t[N];
     int set;
-    g_rng = 7;
+    g_rng.state = 7;
     for (set = 0; set < SETS; set++) {
         size_t n = 1 + rnd_below(N), i;
         double parts[SBN_RSUM_PARTS + 1];

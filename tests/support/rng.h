@@ -1,6 +1,6 @@
 /*
  * rng.h - the deterministic random source of the kernel tests (test_kernels*.c,
- * test_kernels_stream*.c): splitmix64 over a per-program state seeded with
+ * test_kernels_stream*.c): support.c's splitmix64 over a per-program state seeded with
  * TSUP_RNG_SEED, which the including file defines first, and the draws built on it
  * (uniform, below, a random sign), plus the bit views of a double. Header-only with
  * static state, so each test program keeps its own seed and sequence; the harness runs
@@ -12,18 +12,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "support/support.h"
+
 #ifndef TSUP_RNG_SEED
 #error "define TSUP_RNG_SEED before including support/rng.h"
 #endif
 
-static uint64_t g_rng = TSUP_RNG_SEED;
+static tsup_rng g_rng = {TSUP_RNG_SEED};
 
 static inline uint64_t next_u64(void)
 {
-    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return tsup_next_u64(&g_rng);
 }
 
 static inline uint32_t next_u32(void)

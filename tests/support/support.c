@@ -265,7 +265,7 @@ tsup_rng tsup_rng_seed(uint64_t seed)
     return rng;
 }
 
-static uint64_t next_u64(tsup_rng *rng)
+uint64_t tsup_next_u64(tsup_rng *rng)
 {
     uint64_t z = (rng->state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -275,7 +275,7 @@ static uint64_t next_u64(tsup_rng *rng)
 
 double tsup_uniform(tsup_rng *rng)
 {
-    return (double)(next_u64(rng) >> 11) * ldexp(1.0, -53);
+    return (double)(tsup_next_u64(rng) >> 11) * ldexp(1.0, -53);
 }
 
 double tsup_normal(tsup_rng *rng)

@@ -52,6 +52,7 @@ int64_t tsup_numel(int rank, const int64_t *shape);
 /* Deterministic generator (splitmix64); normal values via Box-Muller. */
 typedef struct tsup_rng { uint64_t state; } tsup_rng;
 tsup_rng tsup_rng_seed(uint64_t seed);
+uint64_t tsup_next_u64(tsup_rng *rng); /* the next 64 random bits */
 double tsup_uniform(tsup_rng *rng); /* [0, 1) */
 double tsup_normal(tsup_rng *rng);
 /* n values of mean + std * normal, each rounded to dtype. */
