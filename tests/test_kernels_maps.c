@@ -135,9 +135,9 @@ static int check_map_out(const char *isa, const char *what, size_t n, const floa
 
 static void test_maps_bitwise(void)
 {
-    const sbn_kernels *ks[NISA];
+    const sbn_kernels *ks[NVARIANT];
     size_t ns[100];
-    int nisa = isas(ks), count = sizes(ns, 1), i, s, xo, kc;
+    int nisa = map_variants(ks), count = sizes(ns, 1), i, s, xo, kc;
     for (i = 0; i < nisa; i++) {
         const sbn_kernels *k = ks[i], *r = ks[0];
         printf("    maps: %s\n", k->isa);
@@ -417,8 +417,8 @@ static int oracle_rows(const sbn_kernels *k, int dt, int bwd)
 /* which 0: the scalar kernels; 1: every other variant. */
 static void maps_against_oracle(int which)
 {
-    const sbn_kernels *ks[NISA];
-    int nisa = isas(ks), d, bwd, i, v;
+    const sbn_kernels *ks[NVARIANT];
+    int nisa = map_variants(ks), d, bwd, i, v;
     CHECK(nisa >= 1 && strcmp(ks[0]->isa, "scalar") == 0);
     if (which == 1 && nisa == 1) printf("    no other ISA on this machine\n");
     for (d = 0; d < 3; d++)

@@ -342,7 +342,7 @@ static int lane_used(const geo *g, size_t l)
 
 /* The reference (NULL: the oracle), the implementations compared with it, bit for bit. */
 typedef struct impls {
-    const sbn_kernels *ref, *got[NISA];
+    const sbn_kernels *ref, *got[NVARIANT];
     int ngot, report;
 } impls;
 
@@ -595,8 +595,8 @@ static int check_rows(const impls *im, int dt_only)
 /* which = 0: scalar against the oracle; 1: every other ISA against scalar. */
 static int setup(impls *im, int which)
 {
-    const sbn_kernels *ks[NISA];
-    int n = isas(ks), i;
+    const sbn_kernels *ks[NVARIANT];
+    int n = map_variants(ks), i;
     memset(im, 0, sizeof *im);
     im->report = 1;
     if (n < 1 || strcmp(ks[0]->isa, "scalar") != 0) return 0;

@@ -3,8 +3,9 @@
  * (src/ops/one_pass.c) gives the same bits as the two-pass one. Each case runs
  * training forward and backward with the schedule off (budget 0), then with budgets
  * that cut the channels into blocks of 1, 2, 3 ... channels, with no pool and with
- * pools of 2 and 3 threads, and compares every output byte: y, save_mean,
- * save_invstd, running_mean, running_var, grad_input, grad_weight, grad_bias.
+ * pools of 2 and 3 threads, and compares every output byte (support/train_pair.h:
+ * y, save_mean, save_invstd, running_mean, running_var, grad_input, grad_weight,
+ * grad_bias, and the eval y).
  * Shapes cover NCHW, channels-last, (N, C) and strided views, f32/f64/f16/bf16,
  * R below, at and above the chunk size. A case that never
  * took the one-pass path would prove nothing, so each checks that it did.
@@ -15,6 +16,7 @@
 #include "core/internal.h"
 #include "harness/harness.h"
 #include "support/support.h"
+#include "support/train_pair.h"
 #include "syncbn/ops.h"
 
 typedef struct one_case {
@@ -24,69 +26,13 @@ typedef struct one_case {
     tsup_layout layout;
 } one_case;
 
-typedef struct outputs {
-    tsup_buf y, gi, sm, si, rm, rv, gw, gb;
-} outputs;
-
-static void run_both(const one_case *k, const tsup_buf *x, const tsup_buf *dy, outputs *o,
-                     sbn_pool_t *pool)
-{
-    int64_t c = k->shape[1];
-    double ones[512], zeros[512];
-    size_t bytes, bytes2;
-    void *ws;
-    int i;
-    for (i = 0; i < 512; i++) ones[i] = 1.0, zeros[i] = 0.0;
-    o->y = tsup_make(k->dtype, k->rank, k->shape, k->layout, NULL);
-    o->gi = tsup_make(k->dtype, k->rank, k->shape, k->layout, NULL);
-    o->sm = tsup_make_1d(SBN_F32, c, NULL);
-    o->si = tsup_make_1d(SBN_F32, c, NULL);
-    o->rm = tsup_make_1d(SBN_F32, c, zeros);
-    o->rv = tsup_make_1d(SBN_F32, c, ones);
-    o->gw = tsup_make_1d(SBN_F64, c, NULL);
-    o->gb = tsup_make_1d(SBN_F32, c, NULL);
-    sbn_batch_norm_workspace_size(&x->view, &bytes);
-    sbn_batch_norm_backward_workspace_size(&x->view, &bytes2);
-    ws = malloc(bytes > bytes2 ? bytes : bytes2);
-    sbn_batch_norm(&x->view, NULL, NULL, 1, 0.1, 1e-5, &o->rm.view, &o->rv.view, &o->y.view,
-                   &o->sm.view, &o->si.view, ws, bytes, pool);
-    sbn_batch_norm_backward(&dy->view, &x->view, NULL, NULL, NULL, &o->sm.view, &o->si.view, 1,
-                            1e-5, &o->gi.view, &o->gw.view, &o->gb.view, ws, bytes2, pool);
-    free(ws);
-}
-
-static int same(const tsup_buf *a, const tsup_buf *b, const char *what)
-{
-    int64_t n = sbn_tensor_numel(&a->view);
-    double *va = malloc((size_t)(n ? n : 1) * sizeof(double)), *vb = malloc((size_t)(n ? n : 1) * sizeof(double));
-    int ok;
-    tsup_read(&a->view, va);
-    tsup_read(&b->view, vb);
-    ok = tsup_same_bytes(what, va, vb, (size_t)n * sizeof(double));
-    free(va);
-    free(vb);
-    return ok;
-}
-
-static void free_outputs(outputs *o)
-{
-    tsup_free(&o->y);
-    tsup_free(&o->gi);
-    tsup_free(&o->sm);
-    tsup_free(&o->si);
-    tsup_free(&o->rm);
-    tsup_free(&o->rv);
-    tsup_free(&o->gw);
-    tsup_free(&o->gb);
-}
-
 static void run_case(const one_case *k)
 {
     int64_t numel = tsup_numel(k->rank, k->shape), r = numel / k->shape[1];
     double *v = malloc((size_t)numel * sizeof(double)), *g = malloc((size_t)numel * sizeof(double));
     tsup_rng rng = tsup_rng_seed(7 + (uint64_t)numel);
     tsup_buf x, dy;
-    outputs base, cut;
+    tsup_step_outputs base, cut;
     sbn_pool_t *pools[3] = {NULL, NULL, NULL};
     int64_t blocks[] = {1, 2, 3, 16, 64, 128};
     int p, b, took = 0;
@@ -97,26 +43,23 @@ static void run_case(const one_case *k)
     sbn_pool_create(2, &pools[1]);
     sbn_pool_create(3, &pools[2]);
     sbn__one_pass_set_budget(0);
-    run_both(k, &x, &dy, &base, NULL);
+    tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &base, NULL);
     for (p = 0; p < 3; p++) {
         for (b = 0; b < 6; b++) {
             int64_t es = (int64_t)sbn_dtype_size(k->dtype);
             sbn__one_pass_set_budget(blocks[b] * r * es * 2); /* backward reads dy and x */
             if (sbn__one_pass_block(&x.view, (size_t)es * 2, pools[p]) > 0) took++;
-            run_both(k, &x, &dy, &cut, pools[p]);
-            if (!(same(&base.y, &cut.y, "y") && same(&base.sm, &cut.sm, "save_mean") &&
-                  same(&base.si, &cut.si, "save_invstd") && same(&base.rm, &cut.rm, "running_mean") &&
-                  same(&base.rv, &cut.rv, "running_var") && same(&base.gi, &cut.gi, "grad_input") &&
-                  same(&base.gw, &cut.gw, "grad_weight") && same(&base.gb, &cut.gb, "grad_bias")))
+            tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &cut, pools[p]);
+            if (!tsup_step_same(&base, &cut))
                 sbn_test_fail(__FILE__, __LINE__, "%s %s R %lld: blocks of %lld, pool %d differ",
                               sbn_dtype_name(k->dtype), tsup_layout_name(k->layout), (long long)r,
                               (long long)blocks[b], p);
-            free_outputs(&cut);
+            tsup_step_free(&cut);
         }
     }
     sbn__one_pass_set_budget(-1);
     CHECK_MSG(took > 0, "the one-pass schedule never ran for this case");
-    free_outputs(&base);
+    tsup_step_free(&base);
     tsup_free(&x);
     tsup_free(&dy);
     sbn_pool_destroy(pools[1]);

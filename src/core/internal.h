@@ -337,6 +337,13 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
 typedef enum sbn__map_kind { SBN_MAP_NORMALIZE, SBN_MAP_BACKWARD } sbn__map_kind;
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
                       double *coef, sbn_tensor *out, sbn_pool_t *pool);
+/* Whether maps write with non-temporal stores: -1 by size (the default), 0 never, 1
+ * always (tests; the environment's SBN_STREAM_STORES=0|1 does the same). */
+void sbn__stream_stores_set(int mode);
+
+/* ---- cache sizes (src/core/cache_size.c) ---- */
+/* Bytes of this machine's level-2 or level-3 data cache (per instance), 0 if unknown. */
+int64_t sbn__cache_bytes(int level);
 
 /* ---- the one-pass schedule of batch_norm / batch_norm_backward (src/ops/one_pass.c) ---- */
 /*

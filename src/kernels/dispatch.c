@@ -62,29 +62,85 @@ static int supported(const char *isa)
     return 0;
 }
 
-static const sbn_kernels *g_chosen;
+#define SBN_TABLES (sizeof g_tables / sizeof g_tables[0])
+
+/* The maps with non-temporal stores, for the ISAs that have them. */
+typedef struct streaming_maps {
+    const char *isa, *name;
+    sbn_normalize_fn normalize[SBN_KD_COUNT];
+    sbn_backward_fn backward[SBN_KD_COUNT];
+    sbn_row_normalize_fn row_normalize[SBN_KD_COUNT];
+    sbn_row_backward_fn row_backward[SBN_KD_COUNT];
+} streaming_maps;
+
+static const streaming_maps g_streaming_maps[] = {
+#ifdef SBN_HAVE_AVX512
+    {"avx512", "avx512_nt", SBN_FAMILY(normalize, avx512_nt), SBN_FAMILY(backward, avx512_nt),
+     SBN_FAMILY(row_normalize, avx512_nt), SBN_FAMILY(row_backward, avx512_nt)},
+#endif
+    {NULL, NULL, {NULL}, {NULL}, {NULL}, {NULL}}};
+
+static sbn_kernels g_streaming[SBN_TABLES]; /* g_tables[i] with its streaming maps */
+static size_t g_chosen;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void build_streaming(void)
+{
+    size_t i, j;
+    for (i = 0; i < SBN_TABLES; i++) {
+        g_streaming[i] = g_tables[i];
+        for (j = 0; g_streaming_maps[j].isa != NULL; j++) {
+            const streaming_maps *m = &g_streaming_maps[j];
+            if (strcmp(m->isa, g_tables[i].isa) != 0) continue;
+            g_streaming[i].isa = m->name;
+            memcpy(g_streaming[i].normalize, m->normalize, sizeof m->normalize);
+            memcpy(g_streaming[i].backward, m->backward, sizeof m->backward);
+            memcpy(g_streaming[i].row_normalize, m->row_normalize, sizeof m->row_normalize);
+            memcpy(g_streaming[i].row_backward, m->row_backward, sizeof m->row_backward);
+        }
+    }
+}
 
 static void choose(void)
 {
     const char *force = getenv("SBN_FORCE_SCALAR");
     size_t i;
-    g_chosen = &g_tables[0];
+    build_streaming();
+    g_chosen = 0;
     if (force != NULL && strcmp(force, "1") == 0) return;
-    for (i = 0; i < sizeof g_tables / sizeof g_tables[0]; i++)
-        if (supported(g_tables[i].isa)) g_chosen = &g_tables[i];
+    for (i = 0; i < SBN_TABLES; i++)
+        if (supported(g_tables[i].isa)) g_chosen = i;
 }
 
 const sbn_kernels *sbn__kernels(void)
 {
     pthread_once(&g_once, choose);
-    return g_chosen;
+    return &g_tables[g_chosen];
+}
+
+const sbn_kernels *sbn__kernels_streaming(void)
+{
+    pthread_once(&g_once, choose);
+    return &g_streaming[g_chosen];
+}
+
+static int table_index(const char *isa)
+{
+    size_t i;
+    for (i = 0; i < SBN_TABLES; i++)
+        if (strcmp(g_tables[i].isa, isa) == 0) return supported(isa) ? (int)i : -1;
+    return -1;
 }
 
 const sbn_kernels *sbn__kernels_for(const char *isa)
 {
-    size_t i;
-    for (i = 0; i < sizeof g_tables / sizeof g_tables[0]; i++)
-        if (strcmp(g_tables[i].isa, isa) == 0) return supported(isa) ? &g_tables[i] : NULL;
-    return NULL;
+    int i = table_index(isa);
+    return i < 0 ? NULL : &g_tables[i];
+}
+
+const sbn_kernels *sbn__kernels_streaming_for(const char *isa)
+{
+    int i = table_index(isa);
+    pthread_once(&g_once, choose);
+    return i < 0 ? NULL : &g_streaming[i];
 }

@@ -150,6 +150,14 @@ const sbn_kernels *sbn__kernels(void);
 /* The table of one ISA by name ("scalar", "avx2", "avx512"), or NULL if not built
  * or not supported by this CPU (tests compare every ISA with scalar). */
 const sbn_kernels *sbn__kernels_for(const char *isa);
+/*
+ * The same tables with maps that write their output with non-temporal stores, for
+ * outputs much larger than the last-level cache (channel_map.c decides): same bits,
+ * less memory traffic. An ISA without such maps (scalar, avx2) gives its own table;
+ * the streaming table of avx512 is named "avx512_nt". The reductions are shared.
+ */
+const sbn_kernels *sbn__kernels_streaming(void);
+const sbn_kernels *sbn__kernels_streaming_for(const char *isa);
 
 /* The lane fold, shared by every variant once its lanes are in memory. */
 static inline double sbn__fold16(double *s)
@@ -172,6 +180,20 @@ SBN_DECLARE_KERNELS(scalar)
 SBN_DECLARE_KERNELS(avx2)
 SBN_DECLARE_KERNELS(avx512)
 
+/* The four maps of one element type: sbn_<dt>_<map>_ukernel__<isa>. */
+#define SBN_DECLARE_MAP_KERNELS_DT(dt, isa)                                                     \
+    void sbn_##dt##_normalize_ukernel__##isa(const void *x, size_t n, const void *k,            \
+                                             void *y);                                         \
+    void sbn_##dt##_backward_ukernel__##isa(const void *dy, const void *x, size_t n,            \
+                                            const void *k, void *gi);                          \
+    void sbn_##dt##_row_normalize_ukernel__##isa(const void *x, int64_t xs, size_t rows,        \
+                                                 size_t cn, const void *k, size_t ldk,         \
+                                                 void *y, int64_t ys);                         \
+    void sbn_##dt##_row_backward_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
+                                                int64_t xs, size_t rows, size_t cn,            \
+                                                const void *k, size_t ldk, void *gi,           \
+                                                int64_t gs);
+
 /* One family member per element type: sbn_<dt>_<kernel>_ukernel__<isa>, dt in f64 f32 f16 bf16. */
 #define SBN_DECLARE_STREAM_KERNELS_DT(dt, isa)                                                  \
     void sbn_##dt##_accum_ukernel__##isa(const void *x, size_t n, unsigned lane, double shift,  \
@@ -185,17 +207,7 @@ SBN_DECLARE_KERNELS(avx512)
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
                                                  double *a, double *b, size_t ld);             \
-    void sbn_##dt##_normalize_ukernel__##isa(const void *x, size_t n, const void *k,            \
-                                             void *y);                                         \
-    void sbn_##dt##_backward_ukernel__##isa(const void *dy, const void *x, size_t n,            \
-                                            const void *k, void *gi);                          \
-    void sbn_##dt##_row_normalize_ukernel__##isa(const void *x, int64_t xs, size_t rows,        \
-                                                 size_t cn, const void *k, size_t ldk,         \
-                                                 void *y, int64_t ys);                         \
-    void sbn_##dt##_row_backward_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
-                                                int64_t xs, size_t rows, size_t cn,            \
-                                                const void *k, size_t ldk, void *gi,           \
-                                                int64_t gs);
+    SBN_DECLARE_MAP_KERNELS_DT(dt, isa)
 #define SBN_DECLARE_STREAM_KERNELS(isa)        \
     SBN_DECLARE_STREAM_KERNELS_DT(f64, isa)    \
     SBN_DECLARE_STREAM_KERNELS_DT(f32, isa)    \
@@ -205,6 +217,12 @@ SBN_DECLARE_KERNELS(avx512)
 SBN_DECLARE_STREAM_KERNELS(scalar)
 SBN_DECLARE_STREAM_KERNELS(avx2)
 SBN_DECLARE_STREAM_KERNELS(avx512)
+
+/* The maps with non-temporal stores (stream_map_nt_avx512.c). */
+SBN_DECLARE_MAP_KERNELS_DT(f64, avx512_nt)
+SBN_DECLARE_MAP_KERNELS_DT(f32, avx512_nt)
+SBN_DECLARE_MAP_KERNELS_DT(f16, avx512_nt)
+SBN_DECLARE_MAP_KERNELS_DT(bf16, avx512_nt)
 
 /* Conversions shared by the scalar kernels and the SIMD tails (convert.c). */
 float sbn__f16_to_float(uint16_t h);

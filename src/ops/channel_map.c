@@ -18,13 +18,57 @@
  * exactly to float for the float form, mapped by the fp32 (or fp64) kernels and
  * stored: the same arithmetic, so a strided or mixed-type view gives the bits of
  * the contiguous one. Each element is read before it is written, so output ==
- * input is safe.
+ * input is safe. When the map's tensors together are far larger than the
+ * last-level cache, the kernels write the output with non-temporal stores
+ * (stream_stores below): same bits, a third less memory traffic.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
+/*
+ * Non-temporal stores when the bytes of the map's tensors exceed 2/3 of the
+ * last-level cache (32 MiB when unknown). A cached store reads its line before
+ * writing it, so a map from memory to memory moves 3 bytes per 2; a non-temporal
+ * one skips that read but also skips the cache, which loses while the tensors fit.
+ * fp32 normalize, AMD EPYC Zen 4 VM (32 MiB L3), ns per element cached vs
+ * non-temporal: x + y = 4 MiB 0.082 vs 0.146; 20 MiB 0.127 vs 0.142; 24 MiB 0.304
+ * vs 0.172; 256 MiB 0.306 vs 0.221.
+ */
+#define STREAM_DEFAULT_LLC ((int64_t)32 << 20)
+
+static int g_stream_override = -1;
+
+void sbn__stream_stores_set(int mode)
+{
+    g_stream_override = mode < 0 ? -1 : mode != 0;
+}
+
+static int stream_stores(const sbn_tensor *const *t, int n)
+{
+    static int64_t threshold = -1; /* benign race: every thread computes the same value */
+    static int env_mode = -2;
+    double bytes = 0.0;
+    int i;
+    if (g_stream_override >= 0) return g_stream_override;
+    if (env_mode == -2) {
+        const char *e = getenv("SBN_STREAM_STORES");
+        env_mode = e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
+    }
+    if (env_mode >= 0) return env_mode;
+    if (threshold < 0) {
+        int64_t llc = sbn__cache_bytes(3);
+        threshold = (llc > 0 ? llc : STREAM_DEFAULT_LLC) / 3 * 2;
+    }
+    for (i = 0; i < n; i++)
+        bytes += (double)sbn_tensor_numel(t[i]) * (double)sbn_dtype_size(t[i]->dtype);
+    return bytes > (double)threshold;
+}
 
 typedef struct map_job {
+    const sbn_kernels *kern; /* the maps of whole runs and rows (maybe streaming) */
     sbn__map_kind kind;
     sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
     sbn__plan plan;
@@ -116,7 +160,7 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     int i;
     (void)at;
     if (job->kd >= 0 && job->unit) { /* the common case, kept lean: short planes (7x7) are many */
-        const sbn_kernels *kern = sbn__kernels();
+        const sbn_kernels *kern = job->kern;
         int64_t es0 = (int64_t)es(w, 0), eso = (int64_t)es(w, w->ntensors - 1);
         int64_t s0 = w->channel_stride[0] * es0, so = w->channel_stride[w->ntensors - 1] * eso;
         for (j = 0; j < mt->cn; j++) {
@@ -157,11 +201,11 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
     (void)at;
     if (job->kd >= 0) {
         if (job->kind == SBN_MAP_NORMALIZE)
-            kern->row_normalize[job->kd](ptr[0], stride[0], (size_t)len, (size_t)mt->cn, kc, ldk,
-                                         ptr[1], stride[1]);
+            job->kern->row_normalize[job->kd](ptr[0], stride[0], (size_t)len, (size_t)mt->cn, kc,
+                                              ldk, ptr[1], stride[1]);
         else
-            kern->row_backward[job->kd](ptr[0], stride[0], ptr[1], stride[1], (size_t)len,
-                                        (size_t)mt->cn, kc, ldk, ptr[2], stride[2]);
+            job->kern->row_backward[job->kd](ptr[0], stride[0], ptr[1], stride[1], (size_t)len,
+                                             (size_t)mt->cn, kc, ldk, ptr[2], stride[2]);
         return;
     }
     for (r = 0; r < len; r++) /* mixed dtypes: through doubles, a piece of a row at a time */
@@ -235,6 +279,7 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
+    job.kern = stream_stores(tensors, n) ? sbn__kernels_streaming() : sbn__kernels();
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
         float *f = (float *)(coef + 4 * job.walk.channels);

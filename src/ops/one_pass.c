@@ -22,10 +22,8 @@
  * then fit in the two-pass workspace), and for channels-last tensors only when a
  * block's row spans 512 bytes or more (narrower slices waste most of each line).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/internal.h"
 
@@ -34,21 +32,8 @@
 
 static int64_t l2_bytes(void)
 {
-    long v = -1;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    if (v <= 0) {
-        FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index2/size", "r");
-        char unit = 0;
-        if (f) {
-            if (fscanf(f, "%ld%c", &v, &unit) < 1) v = -1;
-            fclose(f);
-            if (unit == 'K') v *= 1024;
-            else if (unit == 'M') v *= 1024 * 1024;
-        }
-    }
-    return v > 0 ? (int64_t)v : ONE_PASS_DEFAULT_L2;
+    int64_t v = sbn__cache_bytes(2);
+    return v > 0 ? v : ONE_PASS_DEFAULT_L2;
 }
 
 static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */

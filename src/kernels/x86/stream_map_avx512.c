@@ -18,9 +18,72 @@
  * time in memory order (fp64: each block's structure-of-arrays coefficients loaded
  * once for a group of up to four narrow rows). Every element is read before it is written, so in place (y == x, gi == dy)
  * is safe; pointers need no alignment, and nothing outside [0, n) or the rows x cn
- * elements is read or written.
+ * elements is read or written. stream_map_nt_avx512.c builds this file again with
+ * SBN_MAP_NT = 1 (entry points ..._ukernel__avx512_nt): there every full-vector store
+ * that covers an aligned 64-byte line (32 bytes for the fp16/bf16 halves, which fill
+ * a line in pairs) is non-temporal, around the caches, a run's first elements are
+ * taken apart until its output reaches such a line, and each call ends with an
+ * sfence. Same values, same bits; only the path to memory differs.
  */
+#include <stdint.h>
+
 #include "kernels/x86/io_avx512.h"
+
+#ifndef SBN_MAP_NT
+#define SBN_MAP_NT 0
+#endif
+#if SBN_MAP_NT
+#define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx512_nt
+#else
+#define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx512
+#endif
+
+/* ---- stores: non-temporal where SBN_MAP_NT and aligned ---- */
+
+static inline int nt_aligned(const void *p, uintptr_t bytes)
+{
+    return SBN_MAP_NT && ((uintptr_t)p & (bytes - 1)) == 0;
+}
+
+SBN512_INLINE void store_pd(double *p, __m512d v)
+{
+    if (nt_aligned(p, 64)) _mm512_stream_pd(p, v);
+    else _mm512_storeu_pd(p, v);
+}
+
+SBN512_INLINE void store_ps(float *p, __m512 v)
+{
+    if (nt_aligned(p, 64)) _mm512_stream_ps(p, v);
+    else _mm512_storeu_ps(p, v);
+}
+
+SBN512_INLINE void store_si512(void *p, __m512i v)
+{
+    if (nt_aligned(p, 64)) _mm512_stream_si512(p, v);
+    else _mm512_storeu_si512(p, v);
+}
+
+SBN512_INLINE void store_si256(void *p, __m256i v)
+{
+    if (nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+
+/* The elements of a run before its output y reaches a 64-byte boundary, at most n; 0
+ * unless streaming (or when y is not even element-aligned). */
+static inline size_t nt_head(const void *y, size_t es, size_t n)
+{
+    size_t mis = (size_t)((uintptr_t)y & 63), h;
+    if (!SBN_MAP_NT || mis % es != 0) return 0;
+    h = ((64 - mis) & 63) / es;
+    return h < n ? h : n;
+}
+
+/* Non-temporal stores are weakly ordered: fenced before the call returns. */
+static inline void nt_fence(void)
+{
+    if (SBN_MAP_NT) _mm_sfence();
+}
 
 /* The mask of the first r < 32 elements. */
 static inline __mmask32 tail_mask32(size_t r)
@@ -71,8 +134,8 @@ static void normalize_f64(const double *x, size_t n, const double *k, double *y)
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512d v0 = _mm512_loadu_pd(x + i), v1 = _mm512_loadu_pd(x + i + 8);
-        _mm512_storeu_pd(y + i, normalize8(v0, k0, k1, k2));
-        _mm512_storeu_pd(y + i + 8, normalize8(v1, k0, k1, k2));
+        store_pd(y + i, normalize8(v0, k0, k1, k2));
+        store_pd(y + i + 8, normalize8(v1, k0, k1, k2));
     }
     for (; i < n; i += 8) {
         __mmask8 m = step_mask(n, i);
@@ -89,8 +152,8 @@ static void backward_f64(const double *dy, const double *x, size_t n, const doub
     for (; i + 16 <= n; i += 16) {
         __m512d g0 = _mm512_loadu_pd(dy + i), g1 = _mm512_loadu_pd(dy + i + 8);
         __m512d v0 = _mm512_loadu_pd(x + i), v1 = _mm512_loadu_pd(x + i + 8);
-        _mm512_storeu_pd(gi + i, backward8(g0, v0, k0, k1, k2, k3));
-        _mm512_storeu_pd(gi + i + 8, backward8(g1, v1, k0, k1, k2, k3));
+        store_pd(gi + i, backward8(g0, v0, k0, k1, k2, k3));
+        store_pd(gi + i + 8, backward8(g1, v1, k0, k1, k2, k3));
     }
     for (; i < n; i += 8) {
         __mmask8 m = step_mask(n, i);
@@ -157,8 +220,8 @@ static void normalize_rows_f64(const double *x, int64_t xs, size_t m, size_t cn,
             const double *xr = D_ROW(x, xs, t) + j;
             double *yr = D_ROW_W(y, ys, t) + j;
             __m512d v0 = _mm512_loadu_pd(xr), v1 = _mm512_loadu_pd(xr + 8);
-            _mm512_storeu_pd(yr, normalize8(v0, a0, b0, c0));
-            _mm512_storeu_pd(yr + 8, normalize8(v1, a1, b1, c1));
+            store_pd(yr, normalize8(v0, a0, b0, c0));
+            store_pd(yr + 8, normalize8(v1, a1, b1, c1));
         }
     }
     for (; j < cn; j += 8) {
@@ -237,8 +300,8 @@ static void backward_rows_f64(const double *dy, int64_t dys, const double *x, in
             double *orow = D_ROW_W(gi, gs, t) + j;
             __m512d g0 = _mm512_loadu_pd(gr), g1 = _mm512_loadu_pd(gr + 8);
             __m512d v0 = _mm512_loadu_pd(xr), v1 = _mm512_loadu_pd(xr + 8);
-            _mm512_storeu_pd(orow, backward8(g0, v0, a0, b0, c0, d0));
-            _mm512_storeu_pd(orow + 8, backward8(g1, v1, a1, b1, c1, d1));
+            store_pd(orow, backward8(g0, v0, a0, b0, c0, d0));
+            store_pd(orow + 8, backward8(g1, v1, a1, b1, c1, d1));
         }
     }
     for (; j < cn; j += 8) {
@@ -345,9 +408,9 @@ SBN512_INLINE __m512 ld16z(sbn_kdtype dt, const void *p, __mmask16 m)
 SBN512_INLINE void st16(sbn_kdtype dt, void *p, __m512 v)
 {
     switch (dt) {
-    case SBN_KD_F32: _mm512_storeu_ps(p, v); break;
-    case SBN_KD_F16: _mm256_storeu_si256((__m256i *)p, f16_narrow16(v)); break;
-    default: _mm256_storeu_si256((__m256i *)p, bf16_narrow16(v)); break;
+    case SBN_KD_F32: store_ps(p, v); break;
+    case SBN_KD_F16: store_si256(p, f16_narrow16(v)); break;
+    default: store_si256(p, bf16_narrow16(v)); break;
     }
 }
 
@@ -438,7 +501,7 @@ SBN512_INLINE void fnormalize(sbn_kdtype dt, const void *x, size_t n, const floa
         __m512 v0, v1;
         for (; i + 32 <= n; i += 32) {
             bf16x32_widen(_mm512_loadu_si512(xp + i), &v0, &v1);
-            _mm512_storeu_si512(yp + i, bf16x32_narrow(fnormalize16(v0, f0, f1, f2),
+            store_si512(yp + i, bf16x32_narrow(fnormalize16(v0, f0, f1, f2),
                                                        fnormalize16(v1, f0, f1, f2)));
         }
         if (i < n) {
@@ -478,7 +541,7 @@ SBN512_INLINE void fbackward(sbn_kdtype dt, const void *dy, const void *x, size_
         for (; i + 32 <= n; i += 32) {
             bf16x32_widen(_mm512_loadu_si512(gp + i), &g0, &g1);
             bf16x32_widen(_mm512_loadu_si512(xp + i), &v0, &v1);
-            _mm512_storeu_si512(op + i, bf16x32_narrow(fbackward16(g0, v0, f0, f1, f2, f3),
+            store_si512(op + i, bf16x32_narrow(fbackward16(g0, v0, f0, f1, f2, f3),
                                                        fbackward16(g1, v1, f0, f1, f2, f3)));
         }
         if (i < n) {
@@ -643,52 +706,67 @@ SBN512_INLINE void frow_backward(sbn_kdtype dt, const void *dy, int64_t dys, con
 
 /* ---- the 16 entry points: one per family and element type ---- */
 
-void sbn_f64_normalize_ukernel__avx512(const void *x, size_t n, const void *k, void *y)
+void SBN_MAP_ENTRY(f64, normalize)(const void *x, size_t n, const void *k, void *y)
 {
-    normalize_f64(x, n, k, y);
+    size_t h = nt_head(y, sizeof(double), n);
+    normalize_f64(x, h, k, y);
+    normalize_f64((const double *)x + h, n - h, k, (double *)y + h);
+    nt_fence();
 }
 
-void sbn_f64_backward_ukernel__avx512(const void *dy, const void *x, size_t n, const void *k,
-                                      void *gi)
+void SBN_MAP_ENTRY(f64, backward)(const void *dy, const void *x, size_t n, const void *k,
+                                  void *gi)
 {
-    backward_f64(dy, x, n, k, gi);
+    size_t h = nt_head(gi, sizeof(double), n);
+    backward_f64(dy, x, h, k, gi);
+    backward_f64((const double *)dy + h, (const double *)x + h, n - h, k, (double *)gi + h);
+    nt_fence();
 }
 
-void sbn_f64_row_normalize_ukernel__avx512(const void *x, int64_t xs, size_t rows, size_t cn,
-                                           const void *k, size_t ldk, void *y, int64_t ys)
+void SBN_MAP_ENTRY(f64, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,
+                                       const void *k, size_t ldk, void *y, int64_t ys)
 {
     row_normalize_f64(x, xs, rows, cn, k, ldk, y, ys);
+    nt_fence();
 }
 
-void sbn_f64_row_backward_ukernel__avx512(const void *dy, int64_t dys, const void *x, int64_t xs,
-                                          size_t rows, size_t cn, const void *k, size_t ldk,
-                                          void *gi, int64_t gs)
+void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                      size_t rows, size_t cn, const void *k, size_t ldk,
+                                      void *gi, int64_t gs)
 {
     row_backward_f64(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
+    nt_fence();
 }
 
 #define SBN_DEFINE_MAP_AVX512_FLT(dt, kd)                                                       \
-    void sbn_##dt##_normalize_ukernel__avx512(const void *x, size_t n, const void *k, void *y)  \
+    void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
     {                                                                                          \
-        fnormalize(kd, x, n, k, y);                                                            \
+        size_t h = nt_head(y, sbn512_esize(kd), n);                                            \
+        fnormalize(kd, x, h, k, y);                                                            \
+        fnormalize(kd, sbn512_at(kd, x, h), n - h, k, sbn512_at_w(kd, y, h));                  \
+        nt_fence();                                                                            \
     }                                                                                          \
-    void sbn_##dt##_backward_ukernel__avx512(const void *dy, const void *x, size_t n,           \
-                                             const void *k, void *gi)                          \
+    void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
+                                     void *gi)                                                 \
     {                                                                                          \
-        fbackward(kd, dy, x, n, k, gi);                                                        \
+        size_t h = nt_head(gi, sbn512_esize(kd), n);                                           \
+        fbackward(kd, dy, x, h, k, gi);                                                        \
+        fbackward(kd, sbn512_at(kd, dy, h), sbn512_at(kd, x, h), n - h, k,                     \
+                  sbn512_at_w(kd, gi, h));                                                     \
+        nt_fence();                                                                            \
     }                                                                                          \
-    void sbn_##dt##_row_normalize_ukernel__avx512(const void *x, int64_t xs, size_t rows,       \
-                                                  size_t cn, const void *k, size_t ldk,        \
-                                                  void *y, int64_t ys)                         \
+    void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
+                                          const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
         frow_normalize(kd, x, xs, rows, cn, k, ldk, y, ys);                                    \
+        nt_fence();                                                                            \
     }                                                                                          \
-    void sbn_##dt##_row_backward_ukernel__avx512(const void *dy, int64_t dys, const void *x,    \
-                                                 int64_t xs, size_t rows, size_t cn,           \
-                                                 const void *k, size_t ldk, void *gi,          \
-                                                 int64_t gs)                                   \
+    void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
+                                         int64_t xs, size_t rows, size_t cn, const void *k,    \
+                                         size_t ldk, void *gi, int64_t gs)                     \
     {                                                                                          \
         frow_backward(kd, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                           \
+        nt_fence();                                                                            \
     }
 
 SBN_DEFINE_MAP_AVX512_FLT(f32, SBN_KD_F32)

@@ -1,0 +1,76 @@
+/*
+ * train_pair.c - the batch norm step of train_pair.h: training forward, training
+ * backward and eval forward into fresh buffers, and their byte-for-byte comparison
+ * (every output read back as doubles, which holds each dtype's values exactly).
+ */
+#include <stdlib.h>
+
+#include "support/train_pair.h"
+#include "syncbn/ops.h"
+
+void tsup_step_run(const tsup_buf *x, const tsup_buf *dy, sbn_dtype dtype, int rank,
+                   const int64_t *shape, tsup_layout layout, tsup_step_outputs *o,
+                   sbn_pool_t *pool)
+{
+    int64_t c = shape[1];
+    double ones[512], zeros[512];
+    size_t bytes, bytes2;
+    void *ws;
+    int i;
+    for (i = 0; i < 512; i++) ones[i] = 1.0, zeros[i] = 0.0;
+    o->y = tsup_make(dtype, rank, shape, layout, NULL);
+    o->ye = tsup_make(dtype, rank, shape, layout, NULL);
+    o->gi = tsup_make(dtype, rank, shape, layout, NULL);
+    o->sm = tsup_make_1d(SBN_F32, c, NULL);
+    o->si = tsup_make_1d(SBN_F32, c, NULL);
+    o->rm = tsup_make_1d(SBN_F32, c, zeros);
+    o->rv = tsup_make_1d(SBN_F32, c, ones);
+    o->gw = tsup_make_1d(SBN_F64, c, NULL);
+    o->gb = tsup_make_1d(SBN_F32, c, NULL);
+    sbn_batch_norm_workspace_size(&x->view, &bytes);
+    sbn_batch_norm_backward_workspace_size(&x->view, &bytes2);
+    ws = malloc(bytes > bytes2 ? bytes : bytes2);
+    sbn_batch_norm(&x->view, NULL, NULL, 1, 0.1, 1e-5, &o->rm.view, &o->rv.view, &o->y.view,
+                   &o->sm.view, &o->si.view, ws, bytes, pool);
+    sbn_batch_norm_backward(&dy->view, &x->view, NULL, NULL, NULL, &o->sm.view, &o->si.view, 1,
+                            1e-5, &o->gi.view, &o->gw.view, &o->gb.view, ws, bytes2, pool);
+    sbn_batch_norm(&x->view, NULL, NULL, 0, 0.1, 1e-5, &o->rm.view, &o->rv.view, &o->ye.view, NULL,
+                   NULL, ws, bytes, pool);
+    free(ws);
+}
+
+static int same(const tsup_buf *a, const tsup_buf *b, const char *what)
+{
+    int64_t n = sbn_tensor_numel(&a->view);
+    double *va = malloc((size_t)(n ? n : 1) * sizeof(double));
+    double *vb = malloc((size_t)(n ? n : 1) * sizeof(double));
+    int ok;
+    tsup_read(&a->view, va);
+    tsup_read(&b->view, vb);
+    ok = tsup_same_bytes(what, va, vb, (size_t)n * sizeof(double));
+    free(va);
+    free(vb);
+    return ok;
+}
+
+int tsup_step_same(const tsup_step_outputs *a, const tsup_step_outputs *b)
+{
+    return same(&a->y, &b->y, "y") && same(&a->sm, &b->sm, "save_mean") &&
+           same(&a->si, &b->si, "save_invstd") && same(&a->rm, &b->rm, "running_mean") &&
+           same(&a->rv, &b->rv, "running_var") && same(&a->gi, &b->gi, "grad_input") &&
+           same(&a->gw, &b->gw, "grad_weight") && same(&a->gb, &b->gb, "grad_bias") &&
+           same(&a->ye, &b->ye, "y (eval)");
+}
+
+void tsup_step_free(tsup_step_outputs *o)
+{
+    tsup_free(&o->y);
+    tsup_free(&o->ye);
+    tsup_free(&o->gi);
+    tsup_free(&o->sm);
+    tsup_free(&o->si);
+    tsup_free(&o->rm);
+    tsup_free(&o->rv);
+    tsup_free(&o->gw);
+    tsup_free(&o->gb);
+}

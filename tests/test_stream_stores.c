@@ -1,0 +1,114 @@
+/*
+ * test_stream_stores.c - maps that write with non-temporal stores (the streaming
+ * kernel tables, chosen by channel_map.c for outputs far larger than the last-level
+ * cache) give the same bits as the cached ones. Each case runs a batch norm step
+ * (support/train_pair.h: training forward and backward, eval forward) with
+ * streaming stores off and no pool, then on, with no pool and with pools of 2 and
+ * 3 threads, and compares every output byte. Shapes cover NCHW planes whose
+ * lengths leave every head before a 64-byte line, channels-last rows, (N, C) and
+ * strided views, f32/f64/f16/bf16. The kernels themselves are compared with scalar
+ * at every offset by test_kernels_stream.c and test_kernels_maps.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+#include "harness/harness.h"
+#include "kernels/kernels.h"
+#include "support/support.h"
+#include "support/train_pair.h"
+#include "syncbn/ops.h"
+
+typedef struct stream_case {
+    sbn_dtype dtype;
+    int rank;
+    int64_t shape[4];
+    tsup_layout layout;
+} stream_case;
+
+static void run_case(const stream_case *k)
+{
+    int64_t numel = tsup_numel(k->rank, k->shape);
+    double *v = malloc((size_t)numel * sizeof(double)), *g = malloc((size_t)numel * sizeof(double));
+    tsup_rng rng = tsup_rng_seed(11 + (uint64_t)numel);
+    tsup_buf x, dy;
+    tsup_step_outputs base, got;
+    sbn_pool_t *pools[3] = {NULL, NULL, NULL};
+    int p;
+    tsup_fill_normal(&rng, v, numel, 3.0, 2.0, k->dtype);
+    tsup_fill_normal(&rng, g, numel, 0.5, 1.0, k->dtype);
+    x = tsup_make(k->dtype, k->rank, k->shape, k->layout, v);
+    dy = tsup_make(k->dtype, k->rank, k->shape, k->layout, g);
+    sbn_pool_create(2, &pools[1]);
+    sbn_pool_create(3, &pools[2]);
+    sbn__stream_stores_set(0);
+    tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &base, NULL);
+    sbn__stream_stores_set(1);
+    for (p = 0; p < 3; p++) {
+        tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &got, pools[p]);
+        if (!tsup_step_same(&base, &got))
+            sbn_test_fail(__FILE__, __LINE__, "%s %s: streaming stores, pool %d differ",
+                          sbn_dtype_name(k->dtype), tsup_layout_name(k->layout), p);
+        tsup_step_free(&got);
+    }
+    sbn__stream_stores_set(-1);
+    tsup_step_free(&base);
+    tsup_free(&x);
+    tsup_free(&dy);
+    sbn_pool_destroy(pools[1]);
+    sbn_pool_destroy(pools[2]);
+    free(v);
+    free(g);
+}
+
+static void streaming_bits_equal_cached(void)
+{
+    static const stream_case cases[] = {
+        {SBN_F32, 4, {3, 24, 5, 7}, TSUP_CHANNELS_FIRST}, /* planes of 35: every head */
+        {SBN_F32, 4, {2, 12, 41, 53}, TSUP_CHANNELS_FIRST},
+        {SBN_F64, 3, {4, 13, 515}, TSUP_CHANNELS_FIRST},
+        {SBN_F16, 4, {2, 16, 9, 9}, TSUP_CHANNELS_FIRST},
+        {SBN_BF16, 4, {2, 16, 13, 11}, TSUP_CHANNELS_FIRST},
+        {SBN_BF16, 4, {2, 16, 9, 9}, TSUP_STRIDED},
+        {SBN_F32, 2, {1500, 256, 0, 0}, TSUP_CHANNELS_FIRST}, /* (N, C): rows */
+        {SBN_F32, 4, {4, 64, 8, 8}, TSUP_CHANNELS_LAST},
+        {SBN_F32, 4, {2, 256, 3, 3}, TSUP_CHANNELS_LAST},
+        {SBN_F64, 4, {2, 24, 5, 5}, TSUP_CHANNELS_LAST},
+        {SBN_F16, 4, {2, 40, 6, 6}, TSUP_CHANNELS_LAST},
+        {SBN_BF16, 4, {2, 512, 4, 4}, TSUP_CHANNELS_LAST},
+    };
+    const sbn_kernels *cached = sbn__kernels(), *streaming = sbn__kernels_streaming();
+    unsigned i;
+    if (streaming->normalize[SBN_KD_F32] == cached->normalize[SBN_KD_F32])
+        printf("    note: the %s kernels have no streaming maps; the two runs share kernels\n",
+               cached->isa);
+    else
+        printf("    %s against %s\n", streaming->isa, cached->isa);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_case(&cases[i]);
+        CHECK_MSG(sbn_test_failures() == 0, "case %u", i);
+    }
+}
+
+/* The streaming table differs from the cached one in its maps only. */
+static void streaming_table_shares_reductions(void)
+{
+    const sbn_kernels *cached = sbn__kernels(), *streaming = sbn__kernels_streaming();
+    int d;
+    for (d = 0; d < SBN_KD_COUNT; d++) {
+        CHECK(streaming->accum[d] == cached->accum[d]);
+        CHECK(streaming->bwd_accum[d] == cached->bwd_accum[d]);
+        CHECK(streaming->row_accum[d] == cached->row_accum[d]);
+        CHECK(streaming->row_bwd_accum[d] == cached->row_bwd_accum[d]);
+        CHECK(streaming->normalize[d] != NULL && streaming->backward[d] != NULL);
+        CHECK(streaming->row_normalize[d] != NULL && streaming->row_backward[d] != NULL);
+    }
+    CHECK(streaming->load_f32 == cached->load_f32 && streaming->store_bf16 == cached->store_bf16);
+}
+
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(streaming_bits_equal_cached),
+    SBN_TEST_CASE(streaming_table_shares_reductions),
+};
+
+SBN_TEST_MAIN(k_cases)
