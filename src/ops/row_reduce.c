@@ -4,7 +4,13 @@
  * segment's rows in order, whole (all of its channels at once), and the row
  * kernels of kernels.h add row r to lane r % 16 of every channel (lanes stored
  * lane-major, a[l][c]). The lanes of all C channels live in the workspace, one
- * slot per segment (SBN_ROW_SLOTS at most): with a block of channels on the stack
+ * slot per segment (SBN_ROW_SLOTS at most); when the threads split a segment's
+ * channels into blocks, each block keeps its lanes, a[16][cn], b[16][cn] and its
+ * shifts, in its own part of the slot (from c0 * 33 doubles): lanes of C apart
+ * put the threads' accumulators side by side on every lane's row, and the cache
+ * lines at the 32 seams bounced between the cores (2x512x32x32 fp32 NHWC stats at
+ * 2 threads: median 222-279 us against 186-238 at one thread; 121-179 apart).
+ * With a block of channels on the stack
  * instead, each block re-read a slice of every row, which ran at 39-53% of the
  * reference on 32x64x56x56-sized NHWC tensors with C = 256. Chunks, shifts and the
  * fold are those of the plane path (channel_reduce.c), so the bits are the same
@@ -17,9 +23,9 @@
 
 typedef struct row_task {
     const sbn__reduce_job *job;
-    int64_t c0, cn, ld; /* the task's channels; ld = C, the lane stride of the slot */
-    double *a, *b;      /* lane l of channel c0 + j at a[l * ld + j] (offset by c0) */
-    double *shift;      /* [cn], offset by c0 */
+    int64_t c0, cn, ld; /* the task's channels; ld = cn, the lane stride of its region */
+    double *a, *b;      /* lane l of channel c0 + j at a[l * ld + j] (the region's) */
+    double *shift;      /* [cn], channel c0 + j at shift[j] */
 } row_task;
 
 /* Adds rows [0, n) at p[i] (stride[i] apart) to the lanes from lane `lane`. */
@@ -116,14 +122,16 @@ void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t)
 {
     int64_t C = job->walk.channels, r0, r1, j;
     double *slot = job->row_state + (size_t)(t / job->plan.blocks) * SBN_ROW_SLOT_DOUBLES(C);
+    double *region;
     row_task rt;
     run_ctx rc;
     rt.job = job;
-    rt.ld = C;
     sbn__plan_task(&job->plan, &job->walk, t, &r0, &r1, &rt.c0, &rt.cn);
-    rt.a = slot + rt.c0;
-    rt.b = slot + SBN_LANES * C + rt.c0;
-    rt.shift = slot + 2 * SBN_LANES * C + rt.c0;
+    region = slot + rt.c0 * (2 * SBN_LANES + 1);
+    rt.ld = rt.cn;
+    rt.a = region;
+    rt.b = region + SBN_LANES * rt.cn;
+    rt.shift = region + 2 * SBN_LANES * rt.cn;
     for (j = 0; j < rt.cn; j++) /* MOMENTS sets its shifts per chunk (start_chunk) */
         rt.shift[j] = job->kind == SBN_REDUCE_BACKWARD ? sbn__load1(job->center, rt.c0 + j) : 0.0;
     rc.rt = &rt;
