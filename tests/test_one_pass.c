@@ -10,8 +10,8 @@
  * R below, at and above the chunk size. A case that never
  * took the one-pass path would prove nothing, so each checks that it did.
  */
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/internal.h"
 #include "harness/harness.h"
@@ -87,8 +87,34 @@ static void one_pass_bits_equal_two_pass(void)
     }
 }
 
+/* With nothing set, the size rule: two or more threads, channels-first, inputs within
+ * half the L3, a budget of half the L2. The shape: 8 channels of exactly that budget
+ * each (one channel a block, 2T = 4 blocks), 4 L2s in all. */
+static void one_pass_size_rule(void)
+{
+    int64_t l2 = sbn__cache_bytes(2), l3 = sbn__cache_bytes(3);
+    int64_t budget = (l2 > 0 ? l2 : (int64_t)1 << 20) / 2, shape[3] = {1, 8, budget / 4};
+    tsup_buf cf, cl;
+    sbn_pool_t *two = NULL;
+    if (getenv("SBN_ONE_PASS_BYTES") != NULL || (l3 > 0 && l3 < 16 * budget)) {
+        printf("    SBN_ONE_PASS_BYTES set, or an L3 under 8 L2s: no size rule to check\n");
+        return;
+    }
+    cf = tsup_make(SBN_F32, 3, shape, TSUP_CHANNELS_FIRST, NULL);
+    cl = tsup_make(SBN_F32, 3, shape, TSUP_CHANNELS_LAST, NULL);
+    CHECK(sbn_pool_create(2, &two) == SBN_OK);
+    sbn__one_pass_set_budget(-1);
+    CHECK(sbn__one_pass_block(&cf.view, 4, two) == 1);
+    CHECK(sbn__one_pass_block(&cf.view, 4, NULL) == 0); /* one thread: two passes */
+    CHECK(sbn__one_pass_block(&cl.view, 4, two) == 0);  /* channels-last: two passes */
+    sbn_pool_destroy(two);
+    tsup_free(&cf);
+    tsup_free(&cl);
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(one_pass_bits_equal_two_pass),
+    SBN_TEST_CASE(one_pass_size_rule),
 };
 
 SBN_TEST_MAIN(k_cases)

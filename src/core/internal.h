@@ -352,7 +352,8 @@ int64_t sbn__cache_bytes(int level);
  * two-pass schedule should run instead.
  */
 int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_pool_t *pool);
-/* Sets the per-thread budget in bytes (0: two passes always; -1: back to the default). Tests. */
+/* Sets the per-thread budget in bytes (0: two passes always; -1: back to the default, the
+ * environment's SBN_ONE_PASS_BYTES or else the size rule of one_pass.c). Tests. */
 void sbn__one_pass_set_budget(int64_t bytes);
 /* The view of channels [c0, c0 + cn) of t (same strides). */
 sbn_tensor sbn__channel_slice(const sbn_tensor *t, int64_t c0, int64_t cn);

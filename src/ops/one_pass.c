@@ -11,16 +11,22 @@
  * are those of the whole-tensor pass, so the bits do not change (test_one_pass).
  *
  * The block: budget / (R x bytes per element read) channels, where budget is
- * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from sysconf or /sys,
- * else 1 MiB). The schedule is OFF by default: measured on the Zen 5 VM (1 MiB L2,
- * 32 MiB L3) it lost to two passes - 32x64x56x56 f32 NCHW fwd-train 4.7 vs 3.1 ms at
- * one thread - because a block of one or a few channels of an NCHW tensor is read as
- * N scattered plane-sized pieces, which streams far slower than the whole tensor in
- * memory order, and the second pass of the two-pass schedule already hits the L3
- * (docs/performance.md). Tests set small budgets to force many blocks. It is used
- * only when there are at least 2T blocks (each lane's scratch and coefficients
- * then fit in the two-pass workspace), and for channels-last tensors only when a
- * block's row spans 512 bytes or more (narrower slices waste most of each line).
+ * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from cache_size.c,
+ * else 1 MiB; 0 turns the schedule off). Unset, the schedule runs by size: with 2
+ * or more threads, on channels-first tensors whose inputs fit in half the L3, with
+ * half the L2 as budget. Measured on the AMD EPYC Zen 4 VM (1 MiB L2, 32 MiB L3),
+ * fp32 NCHW forward training at 2 threads, min/median ms: 2x512x32x32 0.197/0.245
+ * two passes -> 0.158/0.186 one pass, 8x256x28x28 0.27-0.28/0.30-0.33 ->
+ * 0.24/0.28-0.31; backward and one thread within noise (0.30 -> 0.31 at 1T on
+ * 2x512x32x32). From memory it loses (32x64x56x56 at 2 threads 1.06-1.54 -> 2.3-2.7
+ * ms; 4.7 vs 3.1 ms at one thread on the Zen 5 VM): a block of one or a few channels
+ * of an NCHW tensor is read as N scattered plane-sized pieces, which streams far
+ * slower than the whole tensor in memory order, and the two-pass schedule's second
+ * pass already hits the L3; channels-last blocks gained nothing. Tests set budgets to
+ * force many blocks. It is used only when there are at least 2T blocks (each lane's
+ * scratch and coefficients then fit in the two-pass workspace), and for
+ * channels-last tensors only when a block's row spans 512 bytes or more (narrower
+ * slices waste most of each line).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +34,8 @@
 #include "core/internal.h"
 
 #define ONE_PASS_DEFAULT_L2 ((int64_t)1 << 20)
+#define ONE_PASS_DEFAULT_L3 ((int64_t)32 << 20)
+#define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
 #define ONE_PASS_MIN_ROW_BYTES 512
 
 static int64_t l2_bytes(void)
@@ -38,15 +46,16 @@ static int64_t l2_bytes(void)
 
 static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
 
-/* The per-thread byte budget of a block's inputs; 0 when the schedule is off. */
+/* The per-thread byte budget of a block's inputs set by a test or the environment; 0
+ * when the schedule is off, ONE_PASS_BY_SIZE when nothing is set. */
 static int64_t budget_bytes(void)
 {
     static int64_t cached = -1; /* benign race: every thread computes the same value */
     const char *env;
     if (g_budget_override >= 0) return g_budget_override;
-    if (cached >= 0) return cached;
+    if (cached != -1) return cached;
     env = getenv("SBN_ONE_PASS_BYTES");
-    cached = 0;
+    cached = ONE_PASS_BY_SIZE;
     if (env && strcmp(env, "l2") == 0) {
         cached = l2_bytes() / 2;
     } else if (env && *env) {
@@ -55,6 +64,23 @@ static int64_t budget_bytes(void)
         cached = *end == '\0' && v >= 0 ? (int64_t)v : 0;
     }
     return cached;
+}
+
+/* The size rule: half the L2 when at least 2 threads share a channels-first tensor
+ * whose inputs (R x C x bytes_per_element) fit in half the L3; else 0. */
+static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_element,
+                              int64_t threads)
+{
+    static int64_t l3 = -1; /* benign race, as above */
+    int64_t inputs;
+    if (l3 < 0) {
+        int64_t v = sbn__cache_bytes(3);
+        l3 = v > 0 ? v : ONE_PASS_DEFAULT_L3;
+    }
+    if (threads < 2 || x->strides[1] == 1) return 0;
+    if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs) || inputs > l3 / 2)
+        return 0;
+    return l2_bytes() / 2;
 }
 
 void sbn__one_pass_set_budget(int64_t bytes)
@@ -67,7 +93,9 @@ int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_p
     int64_t channels = x->shape[1], r = sbn_tensor_numel(x) / (channels > 0 ? channels : 1);
     int64_t threads = pool ? sbn_pool_threads(pool) : 1, budget = budget_bytes(), per_channel;
     int64_t block;
-    if (budget == 0 || r == 0 || channels < 2) return 0;
+    if (r == 0 || channels < 2) return 0;
+    if (budget == ONE_PASS_BY_SIZE) budget = budget_by_size(x, r, bytes_per_element, threads);
+    if (budget == 0) return 0;
     if (!sbn__mul_i64(r, (int64_t)bytes_per_element, &per_channel)) return 0;
     block = budget / per_channel;
     if (block < 1 || block * 2 * threads > channels) return 0;
