@@ -516,6 +516,15 @@ def summarize(merged, counts):
             g = geomean(vals)
             text = "-" if not g else ("%.0f%%" % g) if col.startswith("pct") else ("%.2fx" % g)
             parts.append("%s %s (n=%d)" % (label, text, len(vals)))
+        below = sum(1 for m in sel if fnum(m["x_torch"]) and fnum(m["x_torch"]) < 1)
+        parts.append("rows below torch %d" % below)
+        # torch runs in its own process after the C matrix, so a noisy machine can
+        # load one and not the other: the ratio of the minimums is less exposed
+        mins = [fnum(m["torch_min_ms"]) / fnum(m["ours_min_ms"]) for m in sel
+                if fnum(m.get("torch_min_ms")) and fnum(m.get("ours_min_ms"))]
+        if mins:
+            parts.append("x torch by minimums %.2fx, %d below" %
+                         (geomean(mins), sum(1 for v in mins if v < 1)))
         log("  %-9s  %s" % (mode, "; ".join(parts)))
     if not any(c > 1 for c in counts.values()):
         return

@@ -19,37 +19,21 @@
 #include "support/train_pair.h"
 #include "syncbn/ops.h"
 
-typedef struct one_case {
-    sbn_dtype dtype;
-    int rank;
-    int64_t shape[4];
-    tsup_layout layout;
-} one_case;
-
-static void run_case(const one_case *k)
+static void run_case(const tsup_step_case *k)
 {
-    int64_t numel = tsup_numel(k->rank, k->shape), r = numel / k->shape[1];
-    double *v = malloc((size_t)numel * sizeof(double)), *g = malloc((size_t)numel * sizeof(double));
-    tsup_rng rng = tsup_rng_seed(7 + (uint64_t)numel);
-    tsup_buf x, dy;
+    int64_t r = tsup_numel(k->rank, k->shape) / k->shape[1];
+    int64_t blocks[] = {1, 2, 3, 16, 64, 128}, es = (int64_t)sbn_dtype_size(k->dtype);
+    tsup_step_inputs in;
     tsup_step_outputs base, cut;
-    sbn_pool_t *pools[3] = {NULL, NULL, NULL};
-    int64_t blocks[] = {1, 2, 3, 16, 64, 128};
     int p, b, took = 0;
-    tsup_fill_normal(&rng, v, numel, 3.0, 2.0, k->dtype);
-    tsup_fill_normal(&rng, g, numel, 0.5, 1.0, k->dtype);
-    x = tsup_make(k->dtype, k->rank, k->shape, k->layout, v);
-    dy = tsup_make(k->dtype, k->rank, k->shape, k->layout, g);
-    sbn_pool_create(2, &pools[1]);
-    sbn_pool_create(3, &pools[2]);
+    tsup_step_inputs_make(k, 7, &in);
     sbn__one_pass_set_budget(0);
-    tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &base, NULL);
+    tsup_step_run(k, &in, &base, NULL);
     for (p = 0; p < 3; p++) {
         for (b = 0; b < 6; b++) {
-            int64_t es = (int64_t)sbn_dtype_size(k->dtype);
             sbn__one_pass_set_budget(blocks[b] * r * es * 2); /* backward reads dy and x */
-            if (sbn__one_pass_block(&x.view, (size_t)es * 2, pools[p]) > 0) took++;
-            tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &cut, pools[p]);
+            if (sbn__one_pass_block(&in.x.view, (size_t)es * 2, in.pools[p]) > 0) took++;
+            tsup_step_run(k, &in, &cut, in.pools[p]);
             if (!tsup_step_same(&base, &cut))
                 sbn_test_fail(__FILE__, __LINE__, "%s %s R %lld: blocks of %lld, pool %d differ",
                               sbn_dtype_name(k->dtype), tsup_layout_name(k->layout), (long long)r,
@@ -60,17 +44,12 @@ static void run_case(const one_case *k)
     sbn__one_pass_set_budget(-1);
     CHECK_MSG(took > 0, "the one-pass schedule never ran for this case");
     tsup_step_free(&base);
-    tsup_free(&x);
-    tsup_free(&dy);
-    sbn_pool_destroy(pools[1]);
-    sbn_pool_destroy(pools[2]);
-    free(v);
-    free(g);
+    tsup_step_inputs_free(&in);
 }
 
 static void one_pass_bits_equal_two_pass(void)
 {
-    static const one_case cases[] = {
+    static const tsup_step_case cases[] = {
         {SBN_F32, 4, {3, 24, 5, 7}, TSUP_CHANNELS_FIRST},
         {SBN_F32, 4, {2, 12, 41, 53}, TSUP_CHANNELS_FIRST},  /* R = 4346: several chunks */
         {SBN_F64, 3, {4, 13, 512}, TSUP_CHANNELS_FIRST},     /* R = 2048: one chunk exactly */

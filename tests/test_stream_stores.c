@@ -10,7 +10,6 @@
  * at every offset by test_kernels_stream.c and test_kernels_maps.c.
  */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "core/internal.h"
 #include "harness/harness.h"
@@ -19,33 +18,17 @@
 #include "support/train_pair.h"
 #include "syncbn/ops.h"
 
-typedef struct stream_case {
-    sbn_dtype dtype;
-    int rank;
-    int64_t shape[4];
-    tsup_layout layout;
-} stream_case;
-
-static void run_case(const stream_case *k)
+static void run_case(const tsup_step_case *k)
 {
-    int64_t numel = tsup_numel(k->rank, k->shape);
-    double *v = malloc((size_t)numel * sizeof(double)), *g = malloc((size_t)numel * sizeof(double));
-    tsup_rng rng = tsup_rng_seed(11 + (uint64_t)numel);
-    tsup_buf x, dy;
+    tsup_step_inputs in;
     tsup_step_outputs base, got;
-    sbn_pool_t *pools[3] = {NULL, NULL, NULL};
     int p;
-    tsup_fill_normal(&rng, v, numel, 3.0, 2.0, k->dtype);
-    tsup_fill_normal(&rng, g, numel, 0.5, 1.0, k->dtype);
-    x = tsup_make(k->dtype, k->rank, k->shape, k->layout, v);
-    dy = tsup_make(k->dtype, k->rank, k->shape, k->layout, g);
-    sbn_pool_create(2, &pools[1]);
-    sbn_pool_create(3, &pools[2]);
+    tsup_step_inputs_make(k, 11, &in);
     sbn__stream_stores_set(0);
-    tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &base, NULL);
+    tsup_step_run(k, &in, &base, NULL);
     sbn__stream_stores_set(1);
     for (p = 0; p < 3; p++) {
-        tsup_step_run(&x, &dy, k->dtype, k->rank, k->shape, k->layout, &got, pools[p]);
+        tsup_step_run(k, &in, &got, in.pools[p]);
         if (!tsup_step_same(&base, &got))
             sbn_test_fail(__FILE__, __LINE__, "%s %s: streaming stores, pool %d differ",
                           sbn_dtype_name(k->dtype), tsup_layout_name(k->layout), p);
@@ -53,17 +36,12 @@ static void run_case(const stream_case *k)
     }
     sbn__stream_stores_set(-1);
     tsup_step_free(&base);
-    tsup_free(&x);
-    tsup_free(&dy);
-    sbn_pool_destroy(pools[1]);
-    sbn_pool_destroy(pools[2]);
-    free(v);
-    free(g);
+    tsup_step_inputs_free(&in);
 }
 
 static void streaming_bits_equal_cached(void)
 {
-    static const stream_case cases[] = {
+    static const tsup_step_case cases[] = {
         {SBN_F32, 4, {3, 24, 5, 7}, TSUP_CHANNELS_FIRST}, /* planes of 35: every head */
         {SBN_F32, 4, {2, 12, 41, 53}, TSUP_CHANNELS_FIRST},
         {SBN_F64, 3, {4, 13, 515}, TSUP_CHANNELS_FIRST},

@@ -1,6 +1,7 @@
 /*
- * train_pair.c - the batch norm step of train_pair.h: training forward, training
- * backward and eval forward into fresh buffers, and their byte-for-byte comparison
+ * train_pair.c - the batch norm step of train_pair.h: its seeded inputs, training
+ * forward, training backward and eval forward into fresh buffers, and their
+ * byte-for-byte comparison
  * (every output read back as doubles, which holds each dtype's values exactly).
  */
 #include <stdlib.h>
@@ -8,10 +9,38 @@
 #include "support/train_pair.h"
 #include "syncbn/ops.h"
 
-void tsup_step_run(const tsup_buf *x, const tsup_buf *dy, sbn_dtype dtype, int rank,
-                   const int64_t *shape, tsup_layout layout, tsup_step_outputs *o,
+void tsup_step_inputs_make(const tsup_step_case *k, uint64_t seed, tsup_step_inputs *in)
+{
+    int64_t numel = tsup_numel(k->rank, k->shape);
+    double *v = malloc((size_t)numel * sizeof(double)), *g = malloc((size_t)numel * sizeof(double));
+    tsup_rng rng = tsup_rng_seed(seed + (uint64_t)numel);
+    tsup_fill_normal(&rng, v, numel, 3.0, 2.0, k->dtype);
+    tsup_fill_normal(&rng, g, numel, 0.5, 1.0, k->dtype);
+    in->x = tsup_make(k->dtype, k->rank, k->shape, k->layout, v);
+    in->dy = tsup_make(k->dtype, k->rank, k->shape, k->layout, g);
+    in->pools[0] = in->pools[1] = in->pools[2] = NULL;
+    sbn_pool_create(2, &in->pools[1]);
+    sbn_pool_create(3, &in->pools[2]);
+    free(v);
+    free(g);
+}
+
+void tsup_step_inputs_free(tsup_step_inputs *in)
+{
+    tsup_free(&in->x);
+    tsup_free(&in->dy);
+    sbn_pool_destroy(in->pools[1]);
+    sbn_pool_destroy(in->pools[2]);
+}
+
+void tsup_step_run(const tsup_step_case *k, const tsup_step_inputs *in, tsup_step_outputs *o,
                    sbn_pool_t *pool)
 {
+    const tsup_buf *x = &in->x, *dy = &in->dy;
+    sbn_dtype dtype = k->dtype;
+    int rank = k->rank;
+    const int64_t *shape = k->shape;
+    tsup_layout layout = k->layout;
     int64_t c = shape[1];
     double ones[512], zeros[512];
     size_t bytes, bytes2;

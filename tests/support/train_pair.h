@@ -10,13 +10,28 @@
 
 #include "support/support.h"
 
+/* A case: the dtype, rank, shape (C <= 512) and layout of x, dy and the outputs. */
+typedef struct tsup_step_case {
+    sbn_dtype dtype;
+    int rank;
+    int64_t shape[4];
+    tsup_layout layout;
+} tsup_step_case;
+
+/* x ~ N(3, 2), dy ~ N(0.5, 1) (seeded), and the pools to run with: none, 2 and 3 threads. */
+typedef struct tsup_step_inputs {
+    tsup_buf x, dy;
+    sbn_pool_t *pools[3];
+} tsup_step_inputs;
+
 typedef struct tsup_step_outputs {
     tsup_buf y, gi, sm, si, rm, rv, gw, gb, ye;
 } tsup_step_outputs;
 
-/* Runs the step on x and dy (of x's dtype, rank, shape and layout; C <= 512). */
-void tsup_step_run(const tsup_buf *x, const tsup_buf *dy, sbn_dtype dtype, int rank,
-                   const int64_t *shape, tsup_layout layout, tsup_step_outputs *o,
+void tsup_step_inputs_make(const tsup_step_case *k, uint64_t seed, tsup_step_inputs *in);
+void tsup_step_inputs_free(tsup_step_inputs *in);
+/* Runs the step on in's x and dy into fresh outputs. */
+void tsup_step_run(const tsup_step_case *k, const tsup_step_inputs *in, tsup_step_outputs *o,
                    sbn_pool_t *pool);
 /* 1 if every output of a and b holds the same bytes; else reports the first that
  * differs (by name) and returns 0. */
