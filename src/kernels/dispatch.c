@@ -74,6 +74,10 @@ typedef struct streaming_maps {
 } streaming_maps;
 
 static const streaming_maps g_streaming_maps[] = {
+#ifdef SBN_HAVE_AVX2
+    {"avx2", "avx2_nt", SBN_FAMILY(normalize, avx2_nt), SBN_FAMILY(backward, avx2_nt),
+     SBN_FAMILY(row_normalize, avx2_nt), SBN_FAMILY(row_backward, avx2_nt)},
+#endif
 #ifdef SBN_HAVE_AVX512
     {"avx512", "avx512_nt", SBN_FAMILY(normalize, avx512_nt), SBN_FAMILY(backward, avx512_nt),
      SBN_FAMILY(row_normalize, avx512_nt), SBN_FAMILY(row_backward, avx512_nt)},

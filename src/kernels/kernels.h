@@ -153,8 +153,8 @@ const sbn_kernels *sbn__kernels_for(const char *isa);
 /*
  * The same tables with maps that write their output with non-temporal stores, for
  * outputs much larger than the last-level cache (channel_map.c decides): same bits,
- * less memory traffic. An ISA without such maps (scalar, avx2) gives its own table;
- * the streaming table of avx512 is named "avx512_nt". The reductions are shared.
+ * less memory traffic. An ISA without such maps (scalar) gives its own table; the
+ * streaming tables are named "avx2_nt" and "avx512_nt". The reductions are shared.
  */
 const sbn_kernels *sbn__kernels_streaming(void);
 const sbn_kernels *sbn__kernels_streaming_for(const char *isa);
@@ -218,7 +218,11 @@ SBN_DECLARE_STREAM_KERNELS(scalar)
 SBN_DECLARE_STREAM_KERNELS(avx2)
 SBN_DECLARE_STREAM_KERNELS(avx512)
 
-/* The maps with non-temporal stores (stream_map_nt_avx512.c). */
+/* The maps with non-temporal stores (stream_map_nt_avx2.c, stream_map_nt_avx512.c). */
+SBN_DECLARE_MAP_KERNELS_DT(f64, avx2_nt)
+SBN_DECLARE_MAP_KERNELS_DT(f32, avx2_nt)
+SBN_DECLARE_MAP_KERNELS_DT(f16, avx2_nt)
+SBN_DECLARE_MAP_KERNELS_DT(bf16, avx2_nt)
 SBN_DECLARE_MAP_KERNELS_DT(f64, avx512_nt)
 SBN_DECLARE_MAP_KERNELS_DT(f32, avx512_nt)
 SBN_DECLARE_MAP_KERNELS_DT(f16, avx512_nt)

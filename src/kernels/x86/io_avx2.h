@@ -34,6 +34,39 @@
 #include "kernels/kernels.h"
 #include "kernels/scalar/kernel_io_scalar.h"
 
+/* ---- full-vector stores: non-temporal where aligned when SBN_MAP_NT is 1 ---- */
+
+/* stream_map_nt_avx2.c sets SBN_MAP_NT before including this header; every other
+ * user gets plain stores. */
+#ifndef SBN_MAP_NT
+#define SBN_MAP_NT 0
+#endif
+
+static inline int avx2_nt_aligned(const void *p, uintptr_t bytes)
+{
+    return SBN_MAP_NT && ((uintptr_t)p & (bytes - 1)) == 0;
+}
+static inline void avx2_store_pd(double *p, __m256d v)
+{
+    if (avx2_nt_aligned(p, 32)) _mm256_stream_pd(p, v);
+    else _mm256_storeu_pd(p, v);
+}
+static inline void avx2_store_ps(float *p, __m256 v)
+{
+    if (avx2_nt_aligned(p, 32)) _mm256_stream_ps(p, v);
+    else _mm256_storeu_ps(p, v);
+}
+static inline void avx2_store_si256(void *p, __m256i v)
+{
+    if (avx2_nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+static inline void avx2_store_si128(void *p, __m128i v)
+{
+    if (avx2_nt_aligned(p, 16)) _mm_stream_si128((__m128i *)p, v);
+    else _mm_storeu_si128((__m128i *)p, v);
+}
+
 /* ---- narrowing helpers ---- */
 
 /*
@@ -145,7 +178,7 @@ static inline __m256d avx2_ld4_bf16(const void *p, int64_t i)
 
 static inline void avx2_st4_f64(void *p, int64_t i, __m256d v)
 {
-    _mm256_storeu_pd((double *)p + i, v);
+    avx2_store_pd((double *)p + i, v);
 }
 static inline void avx2_st4_f32(void *p, int64_t i, __m256d v)
 {
@@ -190,23 +223,23 @@ static inline void avx2_ld8_bf16(const void *p, int64_t i, __m256d *lo, __m256d 
 
 static inline void avx2_st8_f64(void *p, int64_t i, __m256d lo, __m256d hi)
 {
-    _mm256_storeu_pd((double *)p + i, lo);
-    _mm256_storeu_pd((double *)p + i + 4, hi);
+    avx2_store_pd((double *)p + i, lo);
+    avx2_store_pd((double *)p + i + 4, hi);
 }
 static inline void avx2_st8_f32(void *p, int64_t i, __m256d lo, __m256d hi)
 {
-    _mm256_storeu_ps((float *)p + i, _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)));
+    avx2_store_ps((float *)p + i, _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)));
 }
 static inline void avx2_st8_f16(void *p, int64_t i, __m256d lo, __m256d hi)
 {
     __m128i h = avx2_float8_to_f16(avx2_odd8_ps(lo, hi, SBN_AVX2_F16_DROP));
-    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), h);
+    avx2_store_si128((uint16_t *)p + i, h);
 }
 static inline void avx2_st8_bf16(void *p, int64_t i, __m256d lo, __m256d hi)
 {
     __m256i r = avx2_float8_to_bf16_32(avx2_odd8_ps(lo, hi, SBN_AVX2_BF16_DROP));
     __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
-    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), h);
+    avx2_store_si128((uint16_t *)p + i, h);
 }
 
 /* ---- per dtype: the first t elements, 1 <= t <= 3, <-> the low lanes of a ymm ---- */
@@ -297,37 +330,37 @@ static inline __m256 avx2_ldf8_bf16(const void *p, int64_t i)
 
 static inline void avx2_stf8_f32(void *p, int64_t i, __m256 v)
 {
-    _mm256_storeu_ps((float *)p + i, v);
+    avx2_store_ps((float *)p + i, v);
 }
 static inline void avx2_stf8_f16(void *p, int64_t i, __m256 v)
 {
-    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), avx2_float8_to_f16(v));
+    avx2_store_si128((uint16_t *)p + i, avx2_float8_to_f16(v));
 }
 /* bf16 in 32-bit lanes (each <= 0xFFFF, so the unsigned saturation is exact) to 16 bits. */
 static inline void avx2_stf8_bf16(void *p, int64_t i, __m256 v)
 {
     __m256i r = avx2_float8_to_bf16_32(v);
     __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
-    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), h);
+    avx2_store_si128((uint16_t *)p + i, h);
 }
 
 /* 16 elements from two ymm of floats (a: elements 0-7, b: 8-15). */
 static inline void avx2_stf16_f32(void *p, int64_t i, __m256 a, __m256 b)
 {
-    _mm256_storeu_ps((float *)p + i, a);
-    _mm256_storeu_ps((float *)p + i + 8, b);
+    avx2_store_ps((float *)p + i, a);
+    avx2_store_ps((float *)p + i + 8, b);
 }
 static inline void avx2_stf16_f16(void *p, int64_t i, __m256 a, __m256 b)
 {
     __m256i h = _mm256_set_m128i(avx2_float8_to_f16(b), avx2_float8_to_f16(a));
-    _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
+    avx2_store_si256((uint16_t *)p + i, h);
 }
 static inline void avx2_stf16_bf16(void *p, int64_t i, __m256 a, __m256 b)
 {
     /* packus works per 128-bit half: a0-3 b0-3 a4-7 b4-7, put back in order. */
     __m256i h = _mm256_packus_epi32(avx2_float8_to_bf16_32(a), avx2_float8_to_bf16_32(b));
     h = _mm256_permute4x64_epi64(h, _MM_SHUFFLE(3, 1, 2, 0));
-    _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
+    avx2_store_si256((uint16_t *)p + i, h);
 }
 
 /* ---- per dtype, float maps: the first t elements, 1 <= t <= 7, <-> the low lanes of a ymm ---- */

@@ -18,9 +18,37 @@
  * then narrowed once (io_avx2.h: fp16 by vcvtps2ph to nearest even, bf16 by the
  * integer carry; NaNs as convert.c writes them). Each block is read before it is
  * written, so y == x (in place) is safe; nothing outside the elements named is
- * read or written, and pointers need no alignment.
+ * read or written, and pointers need no alignment. stream_map_nt_avx2.c builds
+ * this file again with SBN_MAP_NT = 1 (entry points ..._ukernel__avx2_nt): the
+ * full-vector stores of io_avx2.h that cover an aligned 32 or 16 bytes are then
+ * non-temporal, a run's head up to a 32-byte boundary is mapped apart, and each
+ * call ends with an sfence; the values are the same.
  */
+#include <stdint.h>
+
 #include "kernels/x86/io_avx2.h"
+
+#if SBN_MAP_NT
+#define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx2_nt
+#else
+#define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx2
+#endif
+
+/* The elements of a run before its output y reaches a 32-byte boundary, at most n; 0
+ * unless streaming (or when y is not even element-aligned). */
+static inline size_t nt_head(const void *y, size_t es, size_t n)
+{
+    size_t mis = (size_t)((uintptr_t)y & 31), h;
+    if (!SBN_MAP_NT || mis % es != 0) return 0;
+    h = ((32 - mis) & 31) / es;
+    return h < n ? h : n;
+}
+
+/* Non-temporal stores are weakly ordered: fenced before the call returns. */
+static inline void nt_fence(void)
+{
+    if (SBN_MAP_NT) _mm_sfence();
+}
 
 /* ---- fp64: double coefficients, double arithmetic, no fused product ---- */
 
@@ -43,7 +71,7 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
 #define SBN_KP(k, ldk, c, j, t) avx2_ldp_f64((k) + (c) * (ldk), (int64_t)(j), t)
 
 #define SBN_DEFINE_MAP_AVX2_F64(dt)                                                             \
-    void sbn_##dt##_normalize_ukernel__avx2(const void *x, size_t n, const void *kv, void *y)  \
+    static void dt##_normalize_run(const void *x, size_t n, const void *kv, void *y)           \
     {                                                                                          \
         const double *k = kv;                                                                  \
         const __m256d k0 = _mm256_set1_pd(k[0]), k1 = _mm256_set1_pd(k[1]);                   \
@@ -63,7 +91,7 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
                           normalize4(avx2_ldp_##dt(x, (int64_t)i, n - i), k0, k1, k2));        \
     }                                                                                          \
                                                                                                \
-    void sbn_##dt##_backward_ukernel__avx2(const void *dy, const void *x, size_t n,             \
+    static void dt##_backward_run(const void *dy, const void *x, size_t n,                     \
                                            const void *kv, void *gi)                          \
     {                                                                                          \
         const double *k = kv;                                                                  \
@@ -89,7 +117,7 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
         }                                                                                      \
     }                                                                                          \
                                                                                                \
-    void sbn_##dt##_row_normalize_ukernel__avx2(const void *x, int64_t xs, size_t rows,         \
+    static void dt##_row_normalize_run(const void *x, int64_t xs, size_t rows,                 \
                                                 size_t cn, const void *kv, size_t ldk,        \
                                                 void *y, int64_t ys)                           \
     {                                                                                          \
@@ -125,7 +153,7 @@ static inline __m256d backward4(__m256d g, __m256d v, __m256d k0, __m256d k1, __
         }                                                                                      \
     }                                                                                          \
                                                                                                \
-    void sbn_##dt##_row_backward_ukernel__avx2(const void *dy, int64_t dys, const void *x,      \
+    static void dt##_row_backward_run(const void *dy, int64_t dys, const void *x,              \
                                                int64_t xs, size_t rows, size_t cn,             \
                                                const void *kv, size_t ldk, void *gi,          \
                                                int64_t gs)                                     \
@@ -187,7 +215,7 @@ static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 
 #define SBN_FP(f, ldk, c, j, t) avx2_ldfp_f32((f) + (c) * (ldk), (int64_t)(j), t)
 
 #define SBN_DEFINE_MAP_AVX2_FLT(dt)                                                             \
-    void sbn_##dt##_normalize_ukernel__avx2(const void *x, size_t n, const void *kv, void *y)  \
+    static void dt##_normalize_run(const void *x, size_t n, const void *kv, void *y)           \
     {                                                                                          \
         const float *f = kv;                                                                   \
         const __m256 f0 = _mm256_set1_ps(f[0]), f1 = _mm256_set1_ps(f[1]);                     \
@@ -206,7 +234,7 @@ static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 
                            normalize8(avx2_ldfp_##dt(x, (int64_t)i, n - i), f0, f1, f2));      \
     }                                                                                          \
                                                                                                \
-    void sbn_##dt##_backward_ukernel__avx2(const void *dy, const void *x, size_t n,             \
+    static void dt##_backward_run(const void *dy, const void *x, size_t n,                     \
                                            const void *kv, void *gi)                          \
     {                                                                                          \
         const float *f = kv;                                                                   \
@@ -231,7 +259,7 @@ static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 
         }                                                                                      \
     }                                                                                          \
                                                                                                \
-    void sbn_##dt##_row_normalize_ukernel__avx2(const void *x, int64_t xs, size_t rows,         \
+    static void dt##_row_normalize_run(const void *x, int64_t xs, size_t rows,                 \
                                                 size_t cn, const void *kv, size_t ldk,        \
                                                 void *y, int64_t ys)                           \
     {                                                                                          \
@@ -257,7 +285,7 @@ static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 
         }                                                                                      \
     }                                                                                          \
                                                                                                \
-    void sbn_##dt##_row_backward_ukernel__avx2(const void *dy, int64_t dys, const void *x,      \
+    static void dt##_row_backward_run(const void *dy, int64_t dys, const void *x,              \
                                                int64_t xs, size_t rows, size_t cn,             \
                                                const void *kv, size_t ldk, void *gi,          \
                                                int64_t gs)                                     \
@@ -291,3 +319,41 @@ static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 
 SBN_DEFINE_MAP_AVX2_FLT(f32)
 SBN_DEFINE_MAP_AVX2_FLT(f16)
 SBN_DEFINE_MAP_AVX2_FLT(bf16)
+
+/* ---- the 16 entry points: the run's head apart when streaming, then a fence ---- */
+
+#define SBN_DEFINE_MAP_AVX2_ENTRIES(dt, es)                                                     \
+    void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
+    {                                                                                          \
+        size_t h = nt_head(y, es, n);                                                          \
+        dt##_normalize_run(x, h, k, y);                                                        \
+        dt##_normalize_run((const char *)x + h * es, n - h, k, (char *)y + h * es);            \
+        nt_fence();                                                                            \
+    }                                                                                          \
+    void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
+                                     void *gi)                                                 \
+    {                                                                                          \
+        size_t h = nt_head(gi, es, n);                                                         \
+        dt##_backward_run(dy, x, h, k, gi);                                                    \
+        dt##_backward_run((const char *)dy + h * es, (const char *)x + h * es, n - h, k,       \
+                          (char *)gi + h * es);                                                \
+        nt_fence();                                                                            \
+    }                                                                                          \
+    void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
+                                          const void *k, size_t ldk, void *y, int64_t ys)      \
+    {                                                                                          \
+        dt##_row_normalize_run(x, xs, rows, cn, k, ldk, y, ys);                                \
+        nt_fence();                                                                            \
+    }                                                                                          \
+    void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
+                                         int64_t xs, size_t rows, size_t cn, const void *k,    \
+                                         size_t ldk, void *gi, int64_t gs)                     \
+    {                                                                                          \
+        dt##_row_backward_run(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                       \
+        nt_fence();                                                                            \
+    }
+
+SBN_DEFINE_MAP_AVX2_ENTRIES(f64, sizeof(double))
+SBN_DEFINE_MAP_AVX2_ENTRIES(f32, sizeof(float))
+SBN_DEFINE_MAP_AVX2_ENTRIES(f16, sizeof(uint16_t))
+SBN_DEFINE_MAP_AVX2_ENTRIES(bf16, sizeof(uint16_t))
