@@ -33,37 +33,30 @@
 
 #include "kernels/kernels.h"
 #include "kernels/scalar/kernel_io_scalar.h"
+#include "kernels/x86/nt_store.h"
 
 /* ---- full-vector stores: non-temporal where aligned when SBN_MAP_NT is 1 ---- */
 
-/* stream_map_nt_avx2.c sets SBN_MAP_NT before including this header; every other
- * user gets plain stores. */
-#ifndef SBN_MAP_NT
-#define SBN_MAP_NT 0
-#endif
-
-static inline int avx2_nt_aligned(const void *p, uintptr_t bytes)
-{
-    return SBN_MAP_NT && ((uintptr_t)p & (bytes - 1)) == 0;
-}
+/* stream_map_nt_avx2.c sets SBN_MAP_NT before including this header (nt_store.h);
+ * every other user gets plain stores. */
 static inline void avx2_store_pd(double *p, __m256d v)
 {
-    if (avx2_nt_aligned(p, 32)) _mm256_stream_pd(p, v);
+    if (sbn_nt_aligned(p, 32)) _mm256_stream_pd(p, v);
     else _mm256_storeu_pd(p, v);
 }
 static inline void avx2_store_ps(float *p, __m256 v)
 {
-    if (avx2_nt_aligned(p, 32)) _mm256_stream_ps(p, v);
+    if (sbn_nt_aligned(p, 32)) _mm256_stream_ps(p, v);
     else _mm256_storeu_ps(p, v);
 }
 static inline void avx2_store_si256(void *p, __m256i v)
 {
-    if (avx2_nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
+    if (sbn_nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
     else _mm256_storeu_si256((__m256i *)p, v);
 }
 static inline void avx2_store_si128(void *p, __m128i v)
 {
-    if (avx2_nt_aligned(p, 16)) _mm_stream_si128((__m128i *)p, v);
+    if (sbn_nt_aligned(p, 16)) _mm_stream_si128((__m128i *)p, v);
     else _mm_storeu_si128((__m128i *)p, v);
 }
 

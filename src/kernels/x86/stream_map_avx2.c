@@ -24,8 +24,6 @@
  * non-temporal, a run's head up to a 32-byte boundary is mapped apart, and each
  * call ends with an sfence; the values are the same.
  */
-#include <stdint.h>
-
 #include "kernels/x86/io_avx2.h"
 
 #if SBN_MAP_NT
@@ -34,21 +32,6 @@
 #define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx2
 #endif
 
-/* The elements of a run before its output y reaches a 32-byte boundary, at most n; 0
- * unless streaming (or when y is not even element-aligned). */
-static inline size_t nt_head(const void *y, size_t es, size_t n)
-{
-    size_t mis = (size_t)((uintptr_t)y & 31), h;
-    if (!SBN_MAP_NT || mis % es != 0) return 0;
-    h = ((32 - mis) & 31) / es;
-    return h < n ? h : n;
-}
-
-/* Non-temporal stores are weakly ordered: fenced before the call returns. */
-static inline void nt_fence(void)
-{
-    if (SBN_MAP_NT) _mm_sfence();
-}
 
 /* ---- fp64: double coefficients, double arithmetic, no fused product ---- */
 
@@ -325,32 +308,32 @@ SBN_DEFINE_MAP_AVX2_FLT(bf16)
 #define SBN_DEFINE_MAP_AVX2_ENTRIES(dt, es)                                                     \
     void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
     {                                                                                          \
-        size_t h = nt_head(y, es, n);                                                          \
+        size_t h = sbn_nt_head(y, es, n, 32);                                                  \
         dt##_normalize_run(x, h, k, y);                                                        \
         dt##_normalize_run((const char *)x + h * es, n - h, k, (char *)y + h * es);            \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
                                      void *gi)                                                 \
     {                                                                                          \
-        size_t h = nt_head(gi, es, n);                                                         \
+        size_t h = sbn_nt_head(gi, es, n, 32);                                                 \
         dt##_backward_run(dy, x, h, k, gi);                                                    \
         dt##_backward_run((const char *)dy + h * es, (const char *)x + h * es, n - h, k,       \
                           (char *)gi + h * es);                                                \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
                                           const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
         dt##_row_normalize_run(x, xs, rows, cn, k, ldk, y, ys);                                \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
                                          int64_t xs, size_t rows, size_t cn, const void *k,    \
                                          size_t ldk, void *gi, int64_t gs)                     \
     {                                                                                          \
         dt##_row_backward_run(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                       \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }
 
 SBN_DEFINE_MAP_AVX2_ENTRIES(f64, sizeof(double))

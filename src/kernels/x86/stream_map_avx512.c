@@ -28,10 +28,8 @@
 #include <stdint.h>
 
 #include "kernels/x86/io_avx512.h"
+#include "kernels/x86/nt_store.h"
 
-#ifndef SBN_MAP_NT
-#define SBN_MAP_NT 0
-#endif
 #if SBN_MAP_NT
 #define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx512_nt
 #else
@@ -40,50 +38,30 @@
 
 /* ---- stores: non-temporal where SBN_MAP_NT and aligned ---- */
 
-static inline int nt_aligned(const void *p, uintptr_t bytes)
-{
-    return SBN_MAP_NT && ((uintptr_t)p & (bytes - 1)) == 0;
-}
-
 SBN512_INLINE void store_pd(double *p, __m512d v)
 {
-    if (nt_aligned(p, 64)) _mm512_stream_pd(p, v);
+    if (sbn_nt_aligned(p, 64)) _mm512_stream_pd(p, v);
     else _mm512_storeu_pd(p, v);
 }
 
 SBN512_INLINE void store_ps(float *p, __m512 v)
 {
-    if (nt_aligned(p, 64)) _mm512_stream_ps(p, v);
+    if (sbn_nt_aligned(p, 64)) _mm512_stream_ps(p, v);
     else _mm512_storeu_ps(p, v);
 }
 
 SBN512_INLINE void store_si512(void *p, __m512i v)
 {
-    if (nt_aligned(p, 64)) _mm512_stream_si512(p, v);
+    if (sbn_nt_aligned(p, 64)) _mm512_stream_si512(p, v);
     else _mm512_storeu_si512(p, v);
 }
 
 SBN512_INLINE void store_si256(void *p, __m256i v)
 {
-    if (nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
+    if (sbn_nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
     else _mm256_storeu_si256((__m256i *)p, v);
 }
 
-/* The elements of a run before its output y reaches a 64-byte boundary, at most n; 0
- * unless streaming (or when y is not even element-aligned). */
-static inline size_t nt_head(const void *y, size_t es, size_t n)
-{
-    size_t mis = (size_t)((uintptr_t)y & 63), h;
-    if (!SBN_MAP_NT || mis % es != 0) return 0;
-    h = ((64 - mis) & 63) / es;
-    return h < n ? h : n;
-}
-
-/* Non-temporal stores are weakly ordered: fenced before the call returns. */
-static inline void nt_fence(void)
-{
-    if (SBN_MAP_NT) _mm_sfence();
-}
 
 /* The mask of the first r < 32 elements. */
 static inline __mmask32 tail_mask32(size_t r)
@@ -708,26 +686,26 @@ SBN512_INLINE void frow_backward(sbn_kdtype dt, const void *dy, int64_t dys, con
 
 void SBN_MAP_ENTRY(f64, normalize)(const void *x, size_t n, const void *k, void *y)
 {
-    size_t h = nt_head(y, sizeof(double), n);
+    size_t h = sbn_nt_head(y, sizeof(double), n, 64);
     normalize_f64(x, h, k, y);
     normalize_f64((const double *)x + h, n - h, k, (double *)y + h);
-    nt_fence();
+    sbn_nt_fence();
 }
 
 void SBN_MAP_ENTRY(f64, backward)(const void *dy, const void *x, size_t n, const void *k,
                                   void *gi)
 {
-    size_t h = nt_head(gi, sizeof(double), n);
+    size_t h = sbn_nt_head(gi, sizeof(double), n, 64);
     backward_f64(dy, x, h, k, gi);
     backward_f64((const double *)dy + h, (const double *)x + h, n - h, k, (double *)gi + h);
-    nt_fence();
+    sbn_nt_fence();
 }
 
 void SBN_MAP_ENTRY(f64, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,
                                        const void *k, size_t ldk, void *y, int64_t ys)
 {
     row_normalize_f64(x, xs, rows, cn, k, ldk, y, ys);
-    nt_fence();
+    sbn_nt_fence();
 }
 
 void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x, int64_t xs,
@@ -735,38 +713,38 @@ void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x
                                       void *gi, int64_t gs)
 {
     row_backward_f64(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
-    nt_fence();
+    sbn_nt_fence();
 }
 
 #define SBN_DEFINE_MAP_AVX512_FLT(dt, kd)                                                       \
     void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
     {                                                                                          \
-        size_t h = nt_head(y, sbn512_esize(kd), n);                                            \
+        size_t h = sbn_nt_head(y, sbn512_esize(kd), n, 64);                                    \
         fnormalize(kd, x, h, k, y);                                                            \
         fnormalize(kd, sbn512_at(kd, x, h), n - h, k, sbn512_at_w(kd, y, h));                  \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
                                      void *gi)                                                 \
     {                                                                                          \
-        size_t h = nt_head(gi, sbn512_esize(kd), n);                                           \
+        size_t h = sbn_nt_head(gi, sbn512_esize(kd), n, 64);                                   \
         fbackward(kd, dy, x, h, k, gi);                                                        \
         fbackward(kd, sbn512_at(kd, dy, h), sbn512_at(kd, x, h), n - h, k,                     \
                   sbn512_at_w(kd, gi, h));                                                     \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
                                           const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
         frow_normalize(kd, x, xs, rows, cn, k, ldk, y, ys);                                    \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
                                          int64_t xs, size_t rows, size_t cn, const void *k,    \
                                          size_t ldk, void *gi, int64_t gs)                     \
     {                                                                                          \
         frow_backward(kd, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                           \
-        nt_fence();                                                                            \
+        sbn_nt_fence();                                                                        \
     }
 
 SBN_DEFINE_MAP_AVX512_FLT(f32, SBN_KD_F32)
