@@ -67,7 +67,7 @@ static void one_pass_bits_equal_two_pass(void)
 }
 
 /* With nothing set, the size rule: two or more threads, channels-first, inputs within
- * half the L3, pieces of 32 KiB or more, a budget of half the L2. The shape: 8 channels
+ * half the L3, pieces of 64 KiB or more, a budget of half the L2. The shape: 8 channels
  * of exactly that budget each (one channel a block, 2T = 4 blocks), 4 L2s in all, as
  * one piece per block and as 64. */
 static void one_pass_size_rule(void)
@@ -89,7 +89,7 @@ static void one_pass_size_rule(void)
     CHECK(sbn__one_pass_block(&cf.view, 4, two) == 1);
     CHECK(sbn__one_pass_block(&cf.view, 4, NULL) == 0); /* one thread: two passes */
     CHECK(sbn__one_pass_block(&cl.view, 4, two) == 0);  /* channels-last: two passes */
-    if (budget / 64 < ((int64_t)32 << 10)) /* pieces under 32 KiB: two passes */
+    if (budget / 64 < ((int64_t)64 << 10)) /* pieces under 64 KiB: two passes */
         CHECK(sbn__one_pass_block(&cf_many.view, 4, two) == 0);
     sbn_pool_destroy(two);
     tsup_free(&cf);

@@ -11,25 +11,25 @@
  * are those of the whole-tensor pass, so the bits do not change (test_one_pass).
  *
  * The block: budget / (R x bytes per element read) channels, where budget is
- * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from cache_size.c,
- * else 1 MiB; 0 turns the schedule off). Unset, the schedule runs by size: with 2
- * or more threads, on channels-first tensors whose inputs fit in half the L3 and
- * whose N pieces per block span 32 KiB or more, with half the L2 as budget (N <= 16
- * here). Measured on the AMD EPYC Zen 4 VM (1 MiB L2, 32 MiB L3),
- * fp32 NCHW forward training at 2 threads, min/median ms: 2x512x32x32 0.197/0.245
- * two passes -> 0.158/0.186 one pass, 8x256x28x28 0.27-0.28/0.30-0.33 ->
- * 0.24/0.28-0.31; backward and one thread within noise (0.30 -> 0.31 at 1T on
- * 2x512x32x32). With N = 32 (pieces of 16 KiB) it lost at 2 threads: fwd-train
- * 32x128x28x28 0.67-0.74 -> 1.10-1.14 ms, 32x512x14x14 0.87-0.89 -> 1.14-1.28,
- * 32x2048x7x7 1.46-1.58 -> 1.73-1.83 (min). From memory it loses (32x64x56x56 at 2 threads 1.06-1.54 -> 2.3-2.7
- * ms; 4.7 vs 3.1 ms at one thread on the Zen 5 VM): a block of one or a few channels
- * of an NCHW tensor is read as N scattered plane-sized pieces, which streams far
- * slower than the whole tensor in memory order, and the two-pass schedule's second
- * pass already hits the L3; channels-last blocks gained nothing. Tests set budgets to
- * force many blocks. It is used only when there are at least 2T blocks (each lane's
- * scratch and coefficients then fit in the two-pass workspace), and for
- * channels-last tensors only when a block's row spans 512 bytes or more (narrower
- * slices waste most of each line).
+ * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from cache_size.c, else 1
+ * MiB; 0 turns the schedule off). Unset, the schedule runs by size: with 2 or more
+ * threads, on channels-first tensors whose inputs fit in half the L3 and whose N pieces
+ * per block span 64 KiB or more, with half the L2 as budget (N <= 8 here; pieces of 62
+ * KiB and more were measured to win, 16 KiB to lose). Measured on the AMD EPYC Zen 4 VM
+ * (1 MiB L2, 32 MiB L3), fp32 NCHW forward training at 2 threads, min/median ms:
+ * 2x512x32x32 0.197/0.245 two passes -> 0.158/0.186 one pass, 8x256x28x28
+ * 0.27-0.28/0.30-0.33 -> 0.24/0.28-0.31; backward and one thread within noise (0.30 ->
+ * 0.31 at 1T on 2x512x32x32). With N = 32 (pieces of 16 KiB) it lost at 2 threads:
+ * fwd-train 32x128x28x28 0.67-0.74 -> 1.10-1.14 ms, 32x512x14x14 0.87-0.89 -> 1.14-1.28,
+ * 32x2048x7x7 1.46-1.58 -> 1.73-1.83 (min). From memory it loses (32x64x56x56 at 2
+ * threads 1.06-1.54 -> 2.3-2.7 ms; 4.7 vs 3.1 ms at one thread on the Zen 5 VM): a block
+ * of one or a few channels of an NCHW tensor is read as N scattered plane-sized pieces,
+ * which streams far slower than the whole tensor in memory order, and the two-pass
+ * schedule's second pass already hits the L3; channels-last blocks gained nothing. Tests
+ * set budgets to force many blocks. It is used only when there are at least 2T blocks
+ * (each lane's scratch and coefficients then fit in the two-pass workspace), and for
+ * channels-last tensors only when a block's row spans 512 bytes or more (narrower slices
+ * waste most of each line).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +39,7 @@
 #define ONE_PASS_DEFAULT_L2 ((int64_t)1 << 20)
 #define ONE_PASS_DEFAULT_L3 ((int64_t)32 << 20)
 #define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
-#define ONE_PASS_MIN_PIECE ((int64_t)32 << 10)
+#define ONE_PASS_MIN_PIECE ((int64_t)64 << 10)
 #define ONE_PASS_MIN_ROW_BYTES 512
 
 static int64_t l2_bytes(void)
@@ -72,7 +72,7 @@ static int64_t budget_bytes(void)
 
 /* The size rule: half the L2 when at least 2 threads share a channels-first tensor
  * whose inputs (R x C x bytes_per_element) fit in half the L3 and whose blocks are
- * read in pieces of 32 KiB or more (budget / N); else 0. */
+ * read in pieces of 64 KiB or more (budget / N); else 0. */
 static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_element,
                               int64_t threads)
 {
