@@ -73,11 +73,11 @@ static void one_pass_bits_equal_two_pass(void)
 static void one_pass_size_rule(void)
 {
     int64_t l2 = sbn__cache_bytes(2), l3 = sbn__cache_bytes(3);
-    int64_t budget = (l2 > 0 ? l2 : (int64_t)1 << 20) / 2, shape[3] = {1, 8, budget / 4};
+    int64_t budget = l2 / 2, shape[3] = {1, 8, budget / 4};
     int64_t many[3] = {64, 8, budget / 4 / 64}; /* the same bytes in 64 pieces of budget/64 */
     tsup_buf cf, cl, cf_many;
     sbn_pool_t *two = NULL;
-    if (getenv("SBN_ONE_PASS_BYTES") != NULL || (l3 > 0 && l3 < 16 * budget)) {
+    if (getenv("SBN_ONE_PASS_BYTES") != NULL || l3 < 16 * budget) {
         printf("    SBN_ONE_PASS_BYTES set, or an L3 under 8 L2s: no size rule to check\n");
         return;
     }

@@ -4,7 +4,9 @@
  * output is far larger than the last-level cache). From sysconf where the C
  * library knows them (_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE), else from
  * /sys/devices/system/cpu/cpu0/cache/index<i> (the entry whose "level" is the one
- * asked and whose "type" is not Instruction), else 0: the caller's default.
+ * asked and whose "type" is not Instruction), else the sizes of the machines the
+ * schedules were tuned on (1 MiB L2, 32 MiB L3). Read once per level: the callers
+ * ask on every op.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,8 @@ static long sys_bytes(int level)
     for (i = 0; i < 8; i++) {
         char lv[16], type[32], size[32], unit = 0;
         long v = -1;
-        if (!sys_cache_field(i, "level", lv, sizeof lv) || (int)strtol(lv, NULL, 10) != level) continue;
+        if (!sys_cache_field(i, "level", lv, sizeof lv) || (int)strtol(lv, NULL, 10) != level)
+            continue;
         if (!sys_cache_field(i, "type", type, sizeof type) || strncmp(type, "Instruction", 11) == 0)
             continue;
         if (!sys_cache_field(i, "size", size, sizeof size) || sscanf(size, "%ld%c", &v, &unit) < 1)
@@ -55,9 +58,17 @@ static long sys_bytes(int level)
     return -1;
 }
 
+#define CACHE_DEFAULT_L2 ((int64_t)1 << 20)
+#define CACHE_DEFAULT_L3 ((int64_t)32 << 20)
+
 int64_t sbn__cache_bytes(int level)
 {
-    long v = sysconf_bytes(level);
-    if (v <= 0) v = sys_bytes(level);
-    return v > 0 ? (int64_t)v : 0;
+    static int64_t cached[2] = {-1, -1}; /* benign race: every thread finds the same value */
+    int64_t *c = &cached[level == 2 ? 0 : 1];
+    if (*c < 0) {
+        long v = sysconf_bytes(level);
+        if (v <= 0) v = sys_bytes(level);
+        *c = v > 0 ? (int64_t)v : level == 2 ? CACHE_DEFAULT_L2 : CACHE_DEFAULT_L3;
+    }
+    return *c;
 }

@@ -342,7 +342,8 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
 void sbn__stream_stores_set(int mode);
 
 /* ---- cache sizes (src/core/cache_size.c) ---- */
-/* Bytes of this machine's level-2 or level-3 data cache (per instance), 0 if unknown. */
+/* Bytes of this machine's level-2 or level-3 data cache (per instance); 1 MiB and 32 MiB
+ * when the machine does not say. Read once. */
 int64_t sbn__cache_bytes(int level);
 
 /* ---- the one-pass schedule of batch_norm / batch_norm_backward (src/ops/one_pass.c) ---- */

@@ -30,15 +30,13 @@
 
 /*
  * Non-temporal stores when the bytes of the map's tensors exceed 2/3 of the
- * last-level cache (32 MiB when unknown). A cached store reads its line before
+ * last-level cache (cache_size.c; 32 MiB when unknown). A cached store reads its line before
  * writing it, so a map from memory to memory moves 3 bytes per 2; a non-temporal
  * one skips that read but also skips the cache, which loses while the tensors fit.
  * fp32 normalize, AMD EPYC Zen 4 VM (32 MiB L3), ns per element cached vs
  * non-temporal: x + y = 4 MiB 0.082 vs 0.146; 20 MiB 0.127 vs 0.142; 24 MiB 0.304
  * vs 0.172; 256 MiB 0.306 vs 0.221.
  */
-#define STREAM_DEFAULT_LLC ((int64_t)32 << 20)
-
 static int g_stream_override = -1;
 
 void sbn__stream_stores_set(int mode)
@@ -48,8 +46,7 @@ void sbn__stream_stores_set(int mode)
 
 static int stream_stores(const sbn_tensor *const *t, int n)
 {
-    static int64_t threshold = -1; /* benign race: every thread computes the same value */
-    static int env_mode = -2;
+    static int env_mode = -2; /* benign race: every thread computes the same value */
     double bytes = 0.0;
     int i;
     if (g_stream_override >= 0) return g_stream_override;
@@ -58,13 +55,9 @@ static int stream_stores(const sbn_tensor *const *t, int n)
         env_mode = e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
     }
     if (env_mode >= 0) return env_mode;
-    if (threshold < 0) {
-        int64_t llc = sbn__cache_bytes(3);
-        threshold = (llc > 0 ? llc : STREAM_DEFAULT_LLC) / 3 * 2;
-    }
     for (i = 0; i < n; i++)
         bytes += (double)sbn_tensor_numel(t[i]) * (double)sbn_dtype_size(t[i]->dtype);
-    return bytes > (double)threshold;
+    return bytes > (double)(sbn__cache_bytes(3) / 3 * 2);
 }
 
 typedef struct map_job {

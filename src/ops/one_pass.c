@@ -36,17 +36,9 @@
 
 #include "core/internal.h"
 
-#define ONE_PASS_DEFAULT_L2 ((int64_t)1 << 20)
-#define ONE_PASS_DEFAULT_L3 ((int64_t)32 << 20)
 #define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
 #define ONE_PASS_MIN_PIECE ((int64_t)64 << 10)
 #define ONE_PASS_MIN_ROW_BYTES 512
-
-static int64_t l2_bytes(void)
-{
-    int64_t v = sbn__cache_bytes(2);
-    return v > 0 ? v : ONE_PASS_DEFAULT_L2;
-}
 
 static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
 
@@ -61,7 +53,7 @@ static int64_t budget_bytes(void)
     env = getenv("SBN_ONE_PASS_BYTES");
     cached = ONE_PASS_BY_SIZE;
     if (env && strcmp(env, "l2") == 0) {
-        cached = l2_bytes() / 2;
+        cached = sbn__cache_bytes(2) / 2;
     } else if (env && *env) {
         char *end;
         long long v = strtoll(env, &end, 10);
@@ -76,16 +68,12 @@ static int64_t budget_bytes(void)
 static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_element,
                               int64_t threads)
 {
-    static int64_t l3 = -1; /* benign race, as above */
     int64_t inputs, budget;
-    if (l3 < 0) {
-        int64_t v = sbn__cache_bytes(3);
-        l3 = v > 0 ? v : ONE_PASS_DEFAULT_L3;
-    }
     if (threads < 2 || x->strides[1] == 1) return 0;
-    if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs) || inputs > l3 / 2)
+    if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs) ||
+        inputs > sbn__cache_bytes(3) / 2)
         return 0;
-    budget = l2_bytes() / 2;
+    budget = sbn__cache_bytes(2) / 2;
     /* a block is read as shape[0] pieces of budget / shape[0] bytes: short ones stream badly */
     return budget / x->shape[0] >= ONE_PASS_MIN_PIECE ? budget : 0;
 }

@@ -25,8 +25,6 @@
  * taken apart until its output reaches such a line, and each call ends with an
  * sfence. Same values, same bits; only the path to memory differs.
  */
-#include <stdint.h>
-
 #include "kernels/x86/io_avx512.h"
 #include "kernels/x86/nt_store.h"
 
@@ -61,7 +59,6 @@ SBN512_INLINE void store_si256(void *p, __m256i v)
     if (sbn_nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
     else _mm256_storeu_si256((__m256i *)p, v);
 }
-
 
 /* The mask of the first r < 32 elements. */
 static inline __mmask32 tail_mask32(size_t r)
