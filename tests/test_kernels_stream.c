@@ -45,7 +45,7 @@
 #include "support/map_oracle.h"
 #include "support/stream_values.h"
 
-#define MAXE 24576 /* input elements: 40 rows of stride 2 * 256, plus offsets */
+#define MAXE 155648 /* input elements: 300 rows of stride 2 * 256, plus offsets */
 #define PAD 32     /* guard elements either side of a map output */
 #define GA 8       /* guard doubles either side of the accumulators */
 #define MAXLD 261
@@ -561,32 +561,48 @@ static int64_t stride_for(size_t cn, int v)
     }
 }
 
+/* One row geometry: lane, ld, ldk, strides, offsets and values varied with (cn, rows, dt). */
+static int check_row_geo(const impls *im, int dt, size_t cn, size_t rows)
+{
+    geo g;
+    int v = (int)(cn * 7 + rows * 3 + (size_t)dt);
+    memset(&g, 0, sizeof g);
+    g.dt = dt, g.row = 1, g.rows = rows, g.cn = cn;
+    g.lane = (unsigned)((cn + 5 * rows) % SBN_LANES);
+    g.ld = cn + (v & 1 ? 5 : 0), g.ldk = cn + (v & 2 ? 3 : 0);
+    g.xs = stride_for(cn, v >> 2), g.dys = stride_for(cn, v >> 4);
+    g.ys = stride_for(cn, v >> 3);
+    g.xo = v & 3, g.dyo = (v >> 3) & 3, g.yo = (v >> 5) & 3;
+    g.profile = (int)((cn + rows) % P_COUNT);
+    g.kset = g.profile == P_TIES && (rows & 1) ? K_TIE : (int)((cn * 3 + rows) % NCOEF);
+    g.tie_e = tie_exponent(dt);
+    return check_all(im, &g);
+}
+
 /* Rows: cn 1..70 and 256, each with rows 0..3, 15..17 and every fourth count up to 40
- * (all counts 0..40 over the cn), lane, ld, ldk, strides and offsets varied. */
+ * (all counts 0..40 over the cn); then rows over one and two blocks of the AVX-512 row
+ * reductions (128 rows), whose _pf variants prefetch the next block of slices of up to
+ * 256 bytes: cn from 1 to 256 (both sides of that limit for every element size). */
 static int check_rows(const impls *im, int dt_only)
 {
+    static const size_t long_cn[] = {1, 9, 32, 33, 64, 65, 128, 256};
+    static const size_t long_rows[] = {127, 128, 129, 143, 256, 257, 300};
     int dt, ci;
-    size_t rows;
-    for (dt = 0; dt < SBN_KD_COUNT; dt++)
-        for (ci = 0; ci <= 70 && (dt_only < 0 || dt == dt_only); ci++)
+    size_t rows, i, j;
+    for (dt = 0; dt < SBN_KD_COUNT; dt++) {
+        if (dt_only >= 0 && dt != dt_only) continue;
+        for (ci = 0; ci <= 70; ci++)
             for (rows = 0; rows <= 40; rows++) {
-                geo g;
                 size_t cn = ci < 70 ? (size_t)ci + 1 : 256;
-                int v = (int)(cn * 7 + rows * 3 + (size_t)dt);
                 if (rows > 3 && (rows < 15 || rows > 17) && (rows + cn) % (cn > 70 ? 8 : 4) != 0)
                     continue;
-                memset(&g, 0, sizeof g);
-                g.dt = dt, g.row = 1, g.rows = rows, g.cn = cn;
-                g.lane = (unsigned)((cn + 5 * rows) % SBN_LANES);
-                g.ld = cn + (v & 1 ? 5 : 0), g.ldk = cn + (v & 2 ? 3 : 0);
-                g.xs = stride_for(cn, v >> 2), g.dys = stride_for(cn, v >> 4);
-                g.ys = stride_for(cn, v >> 3);
-                g.xo = v & 3, g.dyo = (v >> 3) & 3, g.yo = (v >> 5) & 3;
-                g.profile = (int)((cn + rows) % P_COUNT);
-                g.kset = g.profile == P_TIES && (rows & 1) ? K_TIE : (int)((cn * 3 + rows) % NCOEF);
-                g.tie_e = tie_exponent(dt);
-                if (!check_all(im, &g)) return 0;
+                if (!check_row_geo(im, dt, cn, rows)) return 0;
             }
+        for (i = 0; i < sizeof long_cn / sizeof long_cn[0]; i++)
+            for (j = 0; j < sizeof long_rows / sizeof long_rows[0]; j++)
+                if ((i + j) % 2 == 0 || long_cn[i] <= 65)
+                    if (!check_row_geo(im, dt, long_cn[i], long_rows[j])) return 0;
+    }
     return 1;
 }
 

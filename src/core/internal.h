@@ -298,6 +298,7 @@ typedef struct sbn__reduce_job {
     sbn__plan plan;
     const sbn_tensor *center;
     int kd;          /* kernel element type of every tensor, or -1 (convert to double first) */
+    const struct sbn_kernels *kern; /* sbn__kernels(), or the table beyond the cache */
     double *partial; /* [C][chunks][2] */
     double *out;     /* [C][2] */
     double *row_state; /* row path: SBN_ROW_SLOTS slots of [16][C] a, [16][C] b, [C] shift */
@@ -337,14 +338,19 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
 typedef enum sbn__map_kind { SBN_MAP_NORMALIZE, SBN_MAP_BACKWARD } sbn__map_kind;
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
                       double *coef, sbn_tensor *out, sbn_pool_t *pool);
-/* Whether maps write with non-temporal stores: -1 by size (the default), 0 never, 1
- * always (tests; the environment's SBN_STREAM_STORES=0|1 does the same). */
-void sbn__stream_stores_set(int mode);
 
 /* ---- cache sizes (src/core/cache_size.c) ---- */
 /* Bytes of this machine's level-2 or level-3 data cache (per instance); 1 MiB and 32 MiB
  * when the machine does not say. Read once. */
 int64_t sbn__cache_bytes(int level);
+/* Whether the n tensors of a map or a reduction together exceed `share` of the L3
+ * (maps 2/3, reductions 1), so that it takes the kernels for data beyond the cache
+ * (sbn__kernels_streaming: non-temporal stores in maps, prefetch in AVX-512 row
+ * reductions). */
+int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share);
+/* Forces sbn__beyond_cache: -1 by size (the default), 0 never, 1 always (tests; the
+ * environment's SBN_STREAM_STORES=0|1 does the same). */
+void sbn__stream_stores_set(int mode);
 
 /* ---- the one-pass schedule of batch_norm / batch_norm_backward (src/ops/one_pass.c) ---- */
 /*

@@ -64,9 +64,12 @@ static int supported(const char *isa)
 
 #define SBN_TABLES (sizeof g_tables / sizeof g_tables[0])
 
-/* The maps with non-temporal stores, for the ISAs that have them. */
+/* The kernels for tensors beyond the cache, for the ISAs that have them: maps with
+ * non-temporal stores, row reductions with prefetch (AVX2 keeps its own). */
 typedef struct streaming_maps {
     const char *isa, *name;
+    sbn_row_accum_fn row_accum[SBN_KD_COUNT];
+    sbn_row_bwd_accum_fn row_bwd_accum[SBN_KD_COUNT];
     sbn_normalize_fn normalize[SBN_KD_COUNT];
     sbn_backward_fn backward[SBN_KD_COUNT];
     sbn_row_normalize_fn row_normalize[SBN_KD_COUNT];
@@ -75,16 +78,18 @@ typedef struct streaming_maps {
 
 static const streaming_maps g_streaming_maps[] = {
 #ifdef SBN_HAVE_AVX2
-    {"avx2", "avx2_nt", SBN_FAMILY(normalize, avx2_nt), SBN_FAMILY(backward, avx2_nt),
+    {"avx2", "avx2_nt", SBN_FAMILY(row_accum, avx2), SBN_FAMILY(row_bwd_accum, avx2),
+     SBN_FAMILY(normalize, avx2_nt), SBN_FAMILY(backward, avx2_nt),
      SBN_FAMILY(row_normalize, avx2_nt), SBN_FAMILY(row_backward, avx2_nt)},
 #endif
 #ifdef SBN_HAVE_AVX512
-    {"avx512", "avx512_nt", SBN_FAMILY(normalize, avx512_nt), SBN_FAMILY(backward, avx512_nt),
+    {"avx512", "avx512_nt", SBN_FAMILY(row_accum, avx512_pf), SBN_FAMILY(row_bwd_accum, avx512_pf),
+     SBN_FAMILY(normalize, avx512_nt), SBN_FAMILY(backward, avx512_nt),
      SBN_FAMILY(row_normalize, avx512_nt), SBN_FAMILY(row_backward, avx512_nt)},
 #endif
-    {NULL, NULL, {NULL}, {NULL}, {NULL}, {NULL}}};
+    {NULL, NULL, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}}};
 
-static sbn_kernels g_streaming[SBN_TABLES]; /* g_tables[i] with its streaming maps */
+static sbn_kernels g_streaming[SBN_TABLES]; /* g_tables[i] with its kernels beyond the cache */
 static size_t g_chosen;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -97,6 +102,8 @@ static void build_streaming(void)
             const streaming_maps *m = &g_streaming_maps[j];
             if (strcmp(m->isa, g_tables[i].isa) != 0) continue;
             g_streaming[i].isa = m->name;
+            memcpy(g_streaming[i].row_accum, m->row_accum, sizeof m->row_accum);
+            memcpy(g_streaming[i].row_bwd_accum, m->row_bwd_accum, sizeof m->row_bwd_accum);
             memcpy(g_streaming[i].normalize, m->normalize, sizeof m->normalize);
             memcpy(g_streaming[i].backward, m->backward, sizeof m->backward);
             memcpy(g_streaming[i].row_normalize, m->row_normalize, sizeof m->row_normalize);

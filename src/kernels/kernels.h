@@ -151,10 +151,12 @@ const sbn_kernels *sbn__kernels(void);
  * or not supported by this CPU (tests compare every ISA with scalar). */
 const sbn_kernels *sbn__kernels_for(const char *isa);
 /*
- * The same tables with maps that write their output with non-temporal stores, for
- * outputs much larger than the last-level cache (channel_map.c decides): same bits,
- * less memory traffic. An ISA without such maps (scalar) gives its own table; the
- * streaming tables are named "avx2_nt" and "avx512_nt". The reductions are shared.
+ * The same tables for tensors much larger than the last-level cache (channel_map.c
+ * and channel_reduce.c decide, sbn__beyond_cache): maps that write their output with
+ * non-temporal stores, and for AVX-512 row reductions that prefetch the next block of
+ * short rows. Same bits, less memory traffic or waiting. An ISA without such kernels
+ * (scalar) gives its own table; the streaming tables are named "avx2_nt" and
+ * "avx512_nt". The plane reductions (and AVX2's row reductions) are shared.
  */
 const sbn_kernels *sbn__kernels_streaming(void);
 const sbn_kernels *sbn__kernels_streaming_for(const char *isa);
@@ -194,19 +196,23 @@ SBN_DECLARE_KERNELS(avx512)
                                                 const void *k, size_t ldk, void *gi,           \
                                                 int64_t gs);
 
-/* One family member per element type: sbn_<dt>_<kernel>_ukernel__<isa>, dt in f64 f32 f16 bf16. */
-#define SBN_DECLARE_STREAM_KERNELS_DT(dt, isa)                                                  \
-    void sbn_##dt##_accum_ukernel__##isa(const void *x, size_t n, unsigned lane, double shift,  \
-                                         double *acc);                                         \
-    void sbn_##dt##_bwd_accum_ukernel__##isa(const void *dy, const void *x, size_t n,           \
-                                             unsigned lane, double center, double *acc);       \
+/* The two row reductions of one element type. */
+#define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
                                              unsigned lane, const double *shift, double *a,    \
                                              double *b, size_t ld);                            \
     void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
-                                                 double *a, double *b, size_t ld);             \
+                                                 double *a, double *b, size_t ld);
+
+/* One family member per element type: sbn_<dt>_<kernel>_ukernel__<isa>, dt in f64 f32 f16 bf16. */
+#define SBN_DECLARE_STREAM_KERNELS_DT(dt, isa)                                                  \
+    void sbn_##dt##_accum_ukernel__##isa(const void *x, size_t n, unsigned lane, double shift,  \
+                                         double *acc);                                         \
+    void sbn_##dt##_bwd_accum_ukernel__##isa(const void *dy, const void *x, size_t n,           \
+                                             unsigned lane, double center, double *acc);       \
+    SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                                  \
     SBN_DECLARE_MAP_KERNELS_DT(dt, isa)
 #define SBN_DECLARE_STREAM_KERNELS(isa)        \
     SBN_DECLARE_STREAM_KERNELS_DT(f64, isa)    \
@@ -227,6 +233,11 @@ SBN_DECLARE_MAP_KERNELS_DT(f64, avx512_nt)
 SBN_DECLARE_MAP_KERNELS_DT(f32, avx512_nt)
 SBN_DECLARE_MAP_KERNELS_DT(f16, avx512_nt)
 SBN_DECLARE_MAP_KERNELS_DT(bf16, avx512_nt)
+/* The AVX-512 row reductions that prefetch the next block of short rows (stream_avx512.c). */
+SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f64, avx512_pf)
+SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f32, avx512_pf)
+SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f16, avx512_pf)
+SBN_DECLARE_ROW_REDUCE_KERNELS_DT(bf16, avx512_pf)
 
 /* Conversions shared by the scalar kernels and the SIMD tails (convert.c). */
 float sbn__f16_to_float(uint16_t h);

@@ -20,45 +20,13 @@
  * the contiguous one. Each element is read before it is written, so output ==
  * input is safe. When the map's tensors together are far larger than the
  * last-level cache, the kernels write the output with non-temporal stores
- * (stream_stores below): same bits, a third less memory traffic.
+ * (sbn__beyond_cache, cache_size.c): same bits, a third less memory traffic.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
 #include "kernels/kernels.h"
-
-/*
- * Non-temporal stores when the bytes of the map's tensors exceed 2/3 of the
- * last-level cache (cache_size.c; 32 MiB when unknown). A cached store reads its line before
- * writing it, so a map from memory to memory moves 3 bytes per 2; a non-temporal
- * one skips that read but also skips the cache, which loses while the tensors fit.
- * fp32 normalize, AMD EPYC Zen 4 VM (32 MiB L3), ns per element cached vs
- * non-temporal: x + y = 4 MiB 0.082 vs 0.146; 20 MiB 0.127 vs 0.142; 24 MiB 0.304
- * vs 0.172; 256 MiB 0.306 vs 0.221.
- */
-static int g_stream_override = -1;
-
-void sbn__stream_stores_set(int mode)
-{
-    g_stream_override = mode < 0 ? -1 : mode != 0;
-}
-
-static int stream_stores(const sbn_tensor *const *t, int n)
-{
-    static int env_mode = -2; /* benign race: every thread computes the same value */
-    double bytes = 0.0;
-    int i;
-    if (g_stream_override >= 0) return g_stream_override;
-    if (env_mode == -2) {
-        const char *e = getenv("SBN_STREAM_STORES");
-        env_mode = e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
-    }
-    if (env_mode >= 0) return env_mode;
-    for (i = 0; i < n; i++)
-        bytes += (double)sbn_tensor_numel(t[i]) * (double)sbn_dtype_size(t[i]->dtype);
-    return bytes > (double)(sbn__cache_bytes(3) / 3 * 2);
-}
 
 typedef struct map_job {
     const sbn_kernels *kern; /* the maps of whole runs and rows (maybe streaming) */
@@ -272,7 +240,8 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
-    job.kern = stream_stores(tensors, n) ? sbn__kernels_streaming() : sbn__kernels();
+    job.kern =
+        sbn__beyond_cache(tensors, n, 2.0 / 3.0) ? sbn__kernels_streaming() : sbn__kernels();
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
         float *f = (float *)(coef + 4 * job.walk.channels);

@@ -63,7 +63,7 @@ static void accumulate(plane_task *pt, int64_t j, const char *const *p, const in
 {
     const sbn__reduce_job *job = pt->job;
     const sbn__walk *w = &job->walk;
-    const sbn_kernels *kern = sbn__kernels();
+    const sbn_kernels *kern = job->kern;
     int backward = job->kind == SBN_REDUCE_BACKWARD;
     double buf0[SBN_CONVERT_PIECE], buf1[SBN_CONVERT_PIECE];
     int64_t done, m;
@@ -150,7 +150,7 @@ static void reduce_tasks(void *ctx, int64_t begin, int64_t end)
             plane_task pt;
             int i;
             pt.job = job;
-            pt.kern = sbn__kernels();
+            pt.kern = job->kern;
             pt.direct = job->kd >= 0 && sbn__walk_unit_inner(&job->walk);
             for (i = 0; i < job->walk.ntensors; i++)
                 pt.cs[i] = job->walk.channel_stride[i] *
@@ -224,6 +224,8 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     job.out = out;
     sbn__walk_init(&job.walk, tensors, kind == SBN_REDUCE_BACKWARD ? 2 : 1);
     job.kd = sbn__walk_kdtype(&job.walk);
+    job.kern = sbn__beyond_cache(tensors, job.walk.ntensors, 1.0) ? sbn__kernels_streaming()
+                                                                   : sbn__kernels();
     if (job.walk.chunks == 0) {
         int64_t c;
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;

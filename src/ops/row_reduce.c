@@ -34,7 +34,7 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
 {
     const sbn__reduce_job *job = rt->job;
     const sbn__walk *w = &job->walk;
-    const sbn_kernels *kern = sbn__kernels();
+    const sbn_kernels *kern = job->kern;
     int backward = job->kind == SBN_REDUCE_BACKWARD;
     double v0[SBN_CONVERT_PIECE], v1[SBN_CONVERT_PIECE];
     int64_t r, j, m;
