@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Driver of the side-by-side batch-norm benchmark (standard library only).
 
-Runs, one after the other (never concurrently):
-  1. build/release/bench_ops --shapes ... --syncbn
-       this project, the plain reference kernels and oneDNN on the same buffers,
-       and the SyncBN layer over 2 in-process ranks
-  2. /usr/bin/python3 bench/peers/torch_bn.py --shapes ...   (PyTorch CPU), with
+Runs, one after the other (never concurrently), for each shape in turn (so that a
+noisy stretch of the machine falls on ours and on PyTorch alike, not on one of them):
+  1. build/release/bench_ops --shape S
+       this project, the plain reference kernels and oneDNN on the same buffers
+  2. /usr/bin/python3 bench/peers/torch_bn.py --shape S   (PyTorch CPU), with
        GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:
        glibc.malloc.trim_threshold=4294967296
+then bench_ops --syncbn-only: the SyncBN layer over 2 in-process ranks, and
   3. mpirun -np 2 bench_ops --syncbn-mpi   (when mpirun exists)
   4. /usr/bin/python3 bench/peers/syncbn_torch_bench.py   (when torch is there):
        syncbn.torch.SyncBatchNorm over 2 gloo processes against torch.nn.BatchNorm2d
@@ -179,6 +180,16 @@ def read_shape_files(paths):
     return out
 
 
+def unique_shapes(shapes):
+    """The shapes of [(shape text, count)] once each, in file order."""
+    seen, out = set(), []
+    for s, _ in shapes:
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+    return out
+
+
 def run(cmd, env=None, timeout=None, label=""):
     """Runs cmd, shows it, returns (rc, stdout text, seconds). stderr passes through."""
     log("$ " + " ".join(shlex.quote(c) for c in cmd))
@@ -274,9 +285,6 @@ def main():
     matrix = ["--dtypes", a.dtypes, "--threads", a.threads, "--layouts", a.layouts,
               "--modes", a.modes, "--min-reps", a.min_reps, "--min-time", a.min_time,
               "--max-time", a.max_time]
-    shape_args = []
-    for p in shape_files:
-        shape_args += ["--shapes", p]
 
     log("# run_bench.py %s; load average before: %s; %d shapes from %s" % (
         time.strftime("%Y-%m-%d %H:%M:%S"), load_avg(), len(shapes),
@@ -302,35 +310,48 @@ def main():
         log("error: %s not built (make release)" % exe)
         return 1
 
-    # 1. this project, ref, oneDNN, SyncBN layer over threads
-    cmd = [exe] + shape_args + matrix + ([] if a.no_syncbn else ["--syncbn"])
-    rc, out, _ = run(cmd, env=base_env, timeout=a.timeout, label="bench_ops")
-    r, n = parse_rows(out)
-    rows += r
-    notes += n
-    if rc != 0:
-        notes.append("# bench_ops exit status %s (rows so far kept)" % rc)
-    if not any(x["impl"] == "onednn" and x["status"] != "missing" for x in r):
-        missing["onednn"] = next((x["note"] for x in r if x["impl"] == "onednn"), "no rows")
-
-    # 2. PyTorch
+    # 1, 2. this project, ref, oneDNN, then PyTorch, shape by shape
+    torch_env = None
     if a.no_torch:
         missing["torch"] = "--no-torch"
     elif not os.access(a.torch_python, os.X_OK):
         missing["torch"] = "%s not found" % a.torch_python
     else:
-        env = dict(base_env, GLIBC_TUNABLES=TUNABLES)
-        log("# torch runs with GLIBC_TUNABLES=%s" % TUNABLES)
+        torch_env = dict(base_env, GLIBC_TUNABLES=TUNABLES)
+        log("# torch runs with GLIBC_TUNABLES=%s, after bench_ops on each shape" % TUNABLES)
+    ours_rows, torch_rows = [], []
+    for shape in unique_shapes(shapes):
+        rc, out, _ = run([exe, "--shape", shape] + matrix, env=base_env, timeout=a.timeout,
+                         label="bench_ops --shape %s" % shape)
+        r, n = parse_rows(out)
+        ours_rows += r
+        notes += [x for x in n if x not in notes]
+        if rc != 0:
+            notes.append("# bench_ops --shape %s exit status %s (rows so far kept)" % (shape, rc))
+        if torch_env is None:
+            continue
         cmd = [a.torch_python, os.path.join(ROOT, "bench", "peers", "torch_bn.py"),
-               "--shapes"] + shape_files + matrix
-        rc, out, _ = run(cmd, env=env, timeout=a.timeout, label="torch_bn.py")
+               "--shape", shape] + matrix
+        rc, out, _ = run(cmd, env=torch_env, timeout=a.timeout, label="torch_bn.py " + shape)
+        r, n = parse_rows(out)
+        torch_rows += r
+        notes += [x for x in n if x not in notes]
+        if rc != 0:
+            notes.append("# torch_bn.py --shape %s exit status %s" % (shape, rc))
+    rows += ours_rows + torch_rows
+    if not any(x["impl"] == "onednn" and x["status"] != "missing" for x in ours_rows):
+        missing["onednn"] = next((x["note"] for x in ours_rows if x["impl"] == "onednn"),
+                                 "no rows")
+    if torch_env is not None and not any(x["status"] == "ok" for x in torch_rows):
+        missing["torch"] = next((x["note"] for x in torch_rows), "no rows")
+    if not a.no_syncbn:
+        rc, out, _ = run([exe, "--syncbn-only"] + matrix, env=base_env, timeout=a.timeout,
+                         label="bench_ops --syncbn-only")
         r, n = parse_rows(out)
         rows += r
         notes += n
         if rc != 0:
-            notes.append("# torch_bn.py exit status %s" % rc)
-        if not any(x["status"] == "ok" for x in r):
-            missing["torch"] = next((x["note"] for x in r), "no rows (exit %s)" % rc)
+            notes.append("# bench_ops --syncbn-only exit status %s" % rc)
 
     # 3. SyncBN layer over MPI
     mpirun = shutil.which("mpirun")
