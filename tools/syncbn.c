@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/internal.h"    /* sbn__cache_bytes(): the sizes the schedules use */
 #include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
 #include "syncbn_check.h"
 #include "syncbn_repro.h"
@@ -527,6 +528,21 @@ static int cpus_in_affinity_mask(void)
 }
 
 /* Prints one "name: value" line per setting; returns 1 if a variable is refused, else 0. */
+/* The cache sizes the size-based schedules use (cache_size.c) and what they decide. */
+static void print_caches(void)
+{
+    const char *mode = getenv("SBN_STREAM_STORES");
+    double l2 = (double)sbn__cache_bytes(2), l3 = (double)sbn__cache_bytes(3), mib = 1048576.0;
+    printf("caches: L2 %.4g MiB, L3 %.4g MiB (one instance each)\n", l2 / mib, l3 / mib);
+    if (mode != NULL && (strcmp(mode, "0") == 0 || strcmp(mode, "1") == 0))
+        printf("beyond the cache: %s (SBN_STREAM_STORES=%s)\n",
+               mode[0] == '1' ? "always" : "never", mode);
+    else
+        printf("beyond the cache: maps over %.4g MiB stream their stores, reductions over "
+               "%.4g MiB prefetch short rows (SBN_STREAM_STORES unset: by size)\n",
+               l3 * 2.0 / 3.0 / mib, l3 / mib);
+}
+
 static int info(void)
 {
     static const char *const isas[] = {"scalar", "avx2", "avx512"};
@@ -550,6 +566,7 @@ static int info(void)
     else
         printf("SBN_FORCE_SCALAR: \"%.64s\" (ignored: only 1 forces the scalar kernels)\n", force);
     printf("cpus: %d (in this process's affinity mask)\n", cpus);
+    print_caches();
     if (num == NULL || num[0] == '\0') {
         printf("threads: %d (SBN_NUM_THREADS unset: the CPUs in the affinity mask)\n", threads);
     } else if (parse_integer(num, strlen(num), 1, INFO_MAX_THREADS, &parsed)) {
