@@ -288,6 +288,9 @@ typedef enum sbn__reduce_kind {
  */
 void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a, double *b,
                        double *part);
+/* The same from the folded sums A = sa, B = sb (the row path folds many channels at once). */
+void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, double shift, double sa, double sb,
+                            double *part);
 /* The shift a MOMENTS chunk starting with value v uses. */
 double sbn__chunk_shift(double v);
 

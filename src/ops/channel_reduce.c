@@ -32,7 +32,12 @@ double sbn__chunk_shift(double v)
 void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a, double *b,
                        double *part)
 {
-    double sa = sbn__fold16(a), sb = sbn__fold16(b);
+    sbn__chunk_finish_sums(kind, n, shift, sbn__fold16(a), sbn__fold16(b), part);
+}
+
+void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, double shift, double sa, double sb,
+                            double *part)
+{
     if (kind == SBN_REDUCE_MOMENTS) {
         double m2 = sb - sa * sa / (double)n;
         part[0] = shift + sa / (double)n;

@@ -79,19 +79,30 @@ static void start_chunk(row_task *rt, const char *first_row)
     for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
 }
 
+/* sbn__fold16 of every channel of a region at once: lane l of channel j at s[l * ld + j].
+ * The same additions in the same order per channel, a lane row at a time: gathering
+ * each channel's 32 lanes from rows ld apart cost ~54 ns per channel per chunk (1024
+ * channels, 16x1024 training forward: a third of the call). */
+static void fold_lanes(double *s, int64_t ld, int64_t cn)
+{
+    int64_t h, k, j;
+    for (h = SBN_LANES / 2; h >= 1; h /= 2)
+        for (k = 0; k < h; k++) {
+            double *restrict d = s + k * ld;
+            const double *restrict e = s + (k + h) * ld;
+            for (j = 0; j < cn; j++) d[j] = d[j] + e[j];
+        }
+}
+
 static void finish_chunk(row_task *rt, int64_t k)
 {
     const sbn__walk *w = &rt->job->walk;
-    int64_t j, l, n = sbn__walk_chunk_len(w, k);
-    for (j = 0; j < rt->cn; j++) {
-        double a[SBN_LANES], b[SBN_LANES];
-        for (l = 0; l < SBN_LANES; l++) {
-            a[l] = rt->a[l * rt->ld + j];
-            b[l] = rt->b[l * rt->ld + j];
-        }
-        sbn__chunk_finish(rt->job->kind, n, rt->shift[j], a, b,
-                          rt->job->partial + 2 * ((rt->c0 + j) * w->chunks + k));
-    }
+    int64_t j, n = sbn__walk_chunk_len(w, k);
+    fold_lanes(rt->a, rt->ld, rt->cn);
+    fold_lanes(rt->b, rt->ld, rt->cn);
+    for (j = 0; j < rt->cn; j++)
+        sbn__chunk_finish_sums(rt->job->kind, n, rt->shift[j], rt->a[j], rt->b[j],
+                               rt->job->partial + 2 * ((rt->c0 + j) * w->chunks + k));
 }
 
 /* One run of rows [r, r + len) (r = the segment's start + at): split at chunk boundaries. */
