@@ -94,7 +94,7 @@ void sbn__stream_stores_set(int mode)
     g_beyond_override = mode < 0 ? -1 : mode != 0;
 }
 
-int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share)
+int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits)
 {
     static int env_mode = -2; /* benign race: every thread computes the same value */
     double bytes = 0.0;
@@ -105,6 +105,7 @@ int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share)
         env_mode = e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
     }
     if (env_mode >= 0) return env_mode;
+    if (!suits) return 0;
     for (i = 0; i < n; i++)
         bytes += (double)sbn_tensor_numel(t[i]) * (double)sbn_dtype_size(t[i]->dtype);
     return bytes > share * (double)sbn__cache_bytes(3);

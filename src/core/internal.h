@@ -349,8 +349,9 @@ int64_t sbn__cache_bytes(int level);
 /* Whether the n tensors of a map or a reduction together exceed `share` of the L3
  * (maps 2/3, reductions 1), so that it takes the kernels for data beyond the cache
  * (sbn__kernels_streaming: non-temporal stores in maps, prefetch in AVX-512 row
- * reductions). */
-int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share);
+ * reductions); never when `suits` is 0 (a map whose runs are too short), unless
+ * forced (sbn__stream_stores_set, SBN_STREAM_STORES). */
+int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits);
 /* Forces sbn__beyond_cache: -1 by size (the default), 0 never, 1 always (tests; the
  * environment's SBN_STREAM_STORES=0|1 does the same). */
 void sbn__stream_stores_set(int mode);

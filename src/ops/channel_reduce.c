@@ -229,8 +229,8 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     job.out = out;
     sbn__walk_init(&job.walk, tensors, kind == SBN_REDUCE_BACKWARD ? 2 : 1);
     job.kd = sbn__walk_kdtype(&job.walk);
-    job.kern = sbn__beyond_cache(tensors, job.walk.ntensors, 1.0) ? sbn__kernels_streaming()
-                                                                   : sbn__kernels();
+    job.kern = sbn__beyond_cache(tensors, job.walk.ntensors, 1.0, 1) ? sbn__kernels_streaming()
+                                                                      : sbn__kernels();
     if (job.walk.chunks == 0) {
         int64_t c;
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;

@@ -21,8 +21,8 @@
  * read or written, and pointers need no alignment. stream_map_nt_avx2.c builds
  * this file again with SBN_MAP_NT = 1 (entry points ..._ukernel__avx2_nt): the
  * full-vector stores of io_avx2.h that cover an aligned 32 or 16 bytes are then
- * non-temporal, a run's head up to a 32-byte boundary is mapped apart, and each
- * call ends with an sfence; the values are the same.
+ * non-temporal and a run's head up to a 32-byte boundary is mapped apart (the
+ * caller fences after its calls, nt_store.h); the values are the same.
  */
 #include "kernels/x86/io_avx2.h"
 
@@ -303,7 +303,7 @@ SBN_DEFINE_MAP_AVX2_FLT(f32)
 SBN_DEFINE_MAP_AVX2_FLT(f16)
 SBN_DEFINE_MAP_AVX2_FLT(bf16)
 
-/* ---- the 16 entry points: the run's head apart when streaming, then a fence ---- */
+/* ---- the 16 entry points: the run's head apart when streaming ---- */
 
 #define SBN_DEFINE_MAP_AVX2_ENTRIES(dt, es)                                                     \
     void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
@@ -311,7 +311,6 @@ SBN_DEFINE_MAP_AVX2_FLT(bf16)
         size_t h = sbn_nt_head(y, es, n, 32);                                                  \
         dt##_normalize_run(x, h, k, y);                                                        \
         dt##_normalize_run((const char *)x + h * es, n - h, k, (char *)y + h * es);            \
-        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
                                      void *gi)                                                 \
@@ -320,20 +319,17 @@ SBN_DEFINE_MAP_AVX2_FLT(bf16)
         dt##_backward_run(dy, x, h, k, gi);                                                    \
         dt##_backward_run((const char *)dy + h * es, (const char *)x + h * es, n - h, k,       \
                           (char *)gi + h * es);                                                \
-        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
                                           const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
         dt##_row_normalize_run(x, xs, rows, cn, k, ldk, y, ys);                                \
-        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
                                          int64_t xs, size_t rows, size_t cn, const void *k,    \
                                          size_t ldk, void *gi, int64_t gs)                     \
     {                                                                                          \
         dt##_row_backward_run(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                       \
-        sbn_nt_fence();                                                                        \
     }
 
 SBN_DEFINE_MAP_AVX2_ENTRIES(f64, sizeof(double))

@@ -22,8 +22,8 @@
  * SBN_MAP_NT = 1 (entry points ..._ukernel__avx512_nt): there every full-vector store
  * that covers an aligned 64-byte line (32 bytes for the fp16/bf16 halves, which fill
  * a line in pairs) is non-temporal, around the caches, a run's first elements are
- * taken apart until its output reaches such a line, and each call ends with an
- * sfence. Same values, same bits; only the path to memory differs.
+ * taken apart until its output reaches such a line (the caller fences after its
+ * calls, nt_store.h). Same values, same bits; only the path to memory differs.
  */
 #include "kernels/x86/io_avx512.h"
 #include "kernels/x86/nt_store.h"
@@ -686,7 +686,6 @@ void SBN_MAP_ENTRY(f64, normalize)(const void *x, size_t n, const void *k, void 
     size_t h = sbn_nt_head(y, sizeof(double), n, 64);
     normalize_f64(x, h, k, y);
     normalize_f64((const double *)x + h, n - h, k, (double *)y + h);
-    sbn_nt_fence();
 }
 
 void SBN_MAP_ENTRY(f64, backward)(const void *dy, const void *x, size_t n, const void *k,
@@ -695,14 +694,12 @@ void SBN_MAP_ENTRY(f64, backward)(const void *dy, const void *x, size_t n, const
     size_t h = sbn_nt_head(gi, sizeof(double), n, 64);
     backward_f64(dy, x, h, k, gi);
     backward_f64((const double *)dy + h, (const double *)x + h, n - h, k, (double *)gi + h);
-    sbn_nt_fence();
 }
 
 void SBN_MAP_ENTRY(f64, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,
                                        const void *k, size_t ldk, void *y, int64_t ys)
 {
     row_normalize_f64(x, xs, rows, cn, k, ldk, y, ys);
-    sbn_nt_fence();
 }
 
 void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x, int64_t xs,
@@ -710,7 +707,6 @@ void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x
                                       void *gi, int64_t gs)
 {
     row_backward_f64(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
-    sbn_nt_fence();
 }
 
 #define SBN_DEFINE_MAP_AVX512_FLT(dt, kd)                                                       \
@@ -719,7 +715,6 @@ void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x
         size_t h = sbn_nt_head(y, sbn512_esize(kd), n, 64);                                    \
         fnormalize(kd, x, h, k, y);                                                            \
         fnormalize(kd, sbn512_at(kd, x, h), n - h, k, sbn512_at_w(kd, y, h));                  \
-        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
                                      void *gi)                                                 \
@@ -728,20 +723,17 @@ void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x
         fbackward(kd, dy, x, h, k, gi);                                                        \
         fbackward(kd, sbn512_at(kd, dy, h), sbn512_at(kd, x, h), n - h, k,                     \
                   sbn512_at_w(kd, gi, h));                                                     \
-        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
                                           const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
         frow_normalize(kd, x, xs, rows, cn, k, ldk, y, ys);                                    \
-        sbn_nt_fence();                                                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
                                          int64_t xs, size_t rows, size_t cn, const void *k,    \
                                          size_t ldk, void *gi, int64_t gs)                     \
     {                                                                                          \
         frow_backward(kd, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                           \
-        sbn_nt_fence();                                                                        \
     }
 
 SBN_DEFINE_MAP_AVX512_FLT(f32, SBN_KD_F32)
