@@ -189,6 +189,17 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         }
 }
 
+/* Non-temporal stores are weakly ordered and the streaming kernels do not fence
+ * (nt_store.h): an sfence orders them (what both vendors' manuals name for it) before
+ * the pool reports the task done; the full fence orders the rest. */
+static void order_streaming_stores(void)
+{
+#if defined(__SSE__)
+    __builtin_ia32_sfence();
+#endif
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 static void map_tasks(void *ctx, int64_t begin, int64_t end)
 {
     const map_job *job = ctx;
@@ -200,9 +211,7 @@ static void map_tasks(void *ctx, int64_t begin, int64_t end)
         sbn__walk_runs(&job->walk, mt.c0, mt.r0, r1 - mt.r0, job->rows ? row_run : plane_run,
                        &mt);
     }
-    /* Non-temporal stores are weakly ordered and the streaming kernels do not fence
-     * (nt_store.h): order them before the pool reports the task done. */
-    if (job->streaming) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (job->streaming) order_streaming_stores();
 }
 
 /*
