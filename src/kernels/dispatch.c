@@ -18,8 +18,10 @@
     {sbn_f64_##kernel##_ukernel__##isa, sbn_f32_##kernel##_ukernel__##isa,                    \
      sbn_f16_##kernel##_ukernel__##isa, sbn_bf16_##kernel##_ukernel__##isa}
 
-#define SBN_KERNEL_TABLE(isa)                                                                 \
-    {#isa,                                                                                    \
+/* A table named `name`: conversions and plane reductions of `isa`, row reductions of
+ * `rows`, maps of `maps` (one ISA for all three in the tables of kernels.inc). */
+#define SBN_KERNEL_TABLE_OF(name, isa, rows, maps)                                            \
+    {#name,                                                                                   \
      sbn_f32_load_ukernel__##isa,                                                             \
      sbn_f16_load_ukernel__##isa,                                                             \
      sbn_bf16_load_ukernel__##isa,                                                            \
@@ -28,12 +30,13 @@
      sbn_bf16_store_ukernel__##isa,                                                           \
      SBN_FAMILY(accum, isa),                                                                  \
      SBN_FAMILY(bwd_accum, isa),                                                              \
-     SBN_FAMILY(row_accum, isa),                                                              \
-     SBN_FAMILY(row_bwd_accum, isa),                                                          \
-     SBN_FAMILY(normalize, isa),                                                              \
-     SBN_FAMILY(backward, isa),                                                               \
-     SBN_FAMILY(row_normalize, isa),                                                          \
-     SBN_FAMILY(row_backward, isa)},
+     SBN_FAMILY(row_accum, rows),                                                             \
+     SBN_FAMILY(row_bwd_accum, rows),                                                         \
+     SBN_FAMILY(normalize, maps),                                                             \
+     SBN_FAMILY(backward, maps),                                                              \
+     SBN_FAMILY(row_normalize, maps),                                                         \
+     SBN_FAMILY(row_backward, maps)}
+#define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa),
 
 static const sbn_kernels g_tables[] = {
 #define SBN_KERNEL_ISA(isa, supported) SBN_KERNEL_TABLE(isa)
@@ -64,30 +67,22 @@ static int supported(const char *isa)
 
 #define SBN_TABLES (sizeof g_tables / sizeof g_tables[0])
 
-/* The kernels for tensors beyond the cache, for the ISAs that have them: maps with
- * non-temporal stores, row reductions with prefetch (AVX2 keeps its own). */
-typedef struct streaming_maps {
-    const char *isa, *name;
-    sbn_row_accum_fn row_accum[SBN_KD_COUNT];
-    sbn_row_bwd_accum_fn row_bwd_accum[SBN_KD_COUNT];
-    sbn_normalize_fn normalize[SBN_KD_COUNT];
-    sbn_backward_fn backward[SBN_KD_COUNT];
-    sbn_row_normalize_fn row_normalize[SBN_KD_COUNT];
-    sbn_row_backward_fn row_backward[SBN_KD_COUNT];
-} streaming_maps;
+/* The tables for tensors beyond the cache, for the ISAs that have them: maps with
+ * non-temporal stores, and for AVX-512 row reductions with prefetch; `isa` names the
+ * table of kernels.inc each one stands in for. */
+typedef struct streaming_table {
+    const char *isa;
+    sbn_kernels table;
+} streaming_table;
 
-static const streaming_maps g_streaming_maps[] = {
+static const streaming_table g_streaming_tables[] = {
 #ifdef SBN_HAVE_AVX2
-    {"avx2", "avx2_nt", SBN_FAMILY(row_accum, avx2), SBN_FAMILY(row_bwd_accum, avx2),
-     SBN_FAMILY(normalize, avx2_nt), SBN_FAMILY(backward, avx2_nt),
-     SBN_FAMILY(row_normalize, avx2_nt), SBN_FAMILY(row_backward, avx2_nt)},
+    {"avx2", SBN_KERNEL_TABLE_OF(avx2_nt, avx2, avx2, avx2_nt)},
 #endif
 #ifdef SBN_HAVE_AVX512
-    {"avx512", "avx512_nt", SBN_FAMILY(row_accum, avx512_pf), SBN_FAMILY(row_bwd_accum, avx512_pf),
-     SBN_FAMILY(normalize, avx512_nt), SBN_FAMILY(backward, avx512_nt),
-     SBN_FAMILY(row_normalize, avx512_nt), SBN_FAMILY(row_backward, avx512_nt)},
+    {"avx512", SBN_KERNEL_TABLE_OF(avx512_nt, avx512, avx512_pf, avx512_nt)},
 #endif
-    {NULL, NULL, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}}};
+    {NULL, {NULL}}};
 
 static sbn_kernels g_streaming[SBN_TABLES]; /* g_tables[i] with its kernels beyond the cache */
 static size_t g_chosen;
@@ -98,17 +93,9 @@ static void build_streaming(void)
     size_t i, j;
     for (i = 0; i < SBN_TABLES; i++) {
         g_streaming[i] = g_tables[i];
-        for (j = 0; g_streaming_maps[j].isa != NULL; j++) {
-            const streaming_maps *m = &g_streaming_maps[j];
-            if (strcmp(m->isa, g_tables[i].isa) != 0) continue;
-            g_streaming[i].isa = m->name;
-            memcpy(g_streaming[i].row_accum, m->row_accum, sizeof m->row_accum);
-            memcpy(g_streaming[i].row_bwd_accum, m->row_bwd_accum, sizeof m->row_bwd_accum);
-            memcpy(g_streaming[i].normalize, m->normalize, sizeof m->normalize);
-            memcpy(g_streaming[i].backward, m->backward, sizeof m->backward);
-            memcpy(g_streaming[i].row_normalize, m->row_normalize, sizeof m->row_normalize);
-            memcpy(g_streaming[i].row_backward, m->row_backward, sizeof m->row_backward);
-        }
+        for (j = 0; g_streaming_tables[j].isa != NULL; j++)
+            if (strcmp(g_streaming_tables[j].isa, g_tables[i].isa) == 0)
+                g_streaming[i] = g_streaming_tables[j].table;
     }
 }
 

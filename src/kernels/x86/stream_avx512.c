@@ -15,9 +15,9 @@
  * and stored once per block, so each lane still takes its rows in order. The _pf
  * entry points (for tensors beyond the last-level cache, kernels.h) also prefetch
  * the next block's rows into L2 when a row's slice is short (row_prefetch below).
- * Only a[l * ld + j], b[l * ld + j] with j < cn are read or written. Per element, in double, no fused multiply-add
- * (-ffp-contract=off and no FMA intrinsics: a product is rounded before it is
- * added); which NaN survives where two meet is not fixed (kernels.h, numerics.md):
+ * Only a[l * ld + j], b[l * ld + j] with j < cn are read or written. Per element,
+ * in double, no fused multiply-add (-ffp-contract=off and no FMA intrinsics: a
+ * product is rounded before it is added); which NaN survives where two meet is not fixed (kernels.h, numerics.md):
  *   accum:      d = x - shift;  a += d;   b += d * d
  *   bwd_accum:  a += dy;        b += dy * (x - center)
  */
@@ -337,7 +337,7 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
     }
 }
 
-/* ---- the 16 entry points: one per family and element type ---- */
+/* ---- the 24 entry points: one per family and element type, the row reductions twice ---- */
 
 #define SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, isa, prefetch)                                  \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
