@@ -82,7 +82,7 @@ static const streaming_table g_streaming_tables[] = {
 #ifdef SBN_HAVE_AVX512
     {"avx512", SBN_KERNEL_TABLE_OF(avx512_nt, avx512, avx512_pf, avx512_nt)},
 #endif
-    {NULL, {NULL}}};
+    {.isa = NULL}}; /* the end */
 
 static sbn_kernels g_streaming[SBN_TABLES]; /* g_tables[i] with its kernels beyond the cache */
 static size_t g_chosen;
