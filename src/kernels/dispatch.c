@@ -18,8 +18,8 @@
     {sbn_f64_##kernel##_ukernel__##isa, sbn_f32_##kernel##_ukernel__##isa,                    \
      sbn_f16_##kernel##_ukernel__##isa, sbn_bf16_##kernel##_ukernel__##isa}
 
-/* A table named `name`: conversions and plane reductions of `isa`, row reductions of
- * `rows`, maps of `maps` (one ISA for all three in the tables of kernels.inc). */
+/* A table named `name`: conversions, plane and runs reductions of `isa`, row reductions
+ * of `rows`, maps of `maps` (one ISA for all three in the tables of kernels.inc). */
 #define SBN_KERNEL_TABLE_OF(name, isa, rows, maps)                                            \
     {#name,                                                                                   \
      sbn_f32_load_ukernel__##isa,                                                             \
@@ -35,7 +35,11 @@
      SBN_FAMILY(normalize, maps),                                                             \
      SBN_FAMILY(backward, maps),                                                              \
      SBN_FAMILY(row_normalize, maps),                                                         \
-     SBN_FAMILY(row_backward, maps)}
+     SBN_FAMILY(row_backward, maps),                                                          \
+     SBN_FAMILY(runs_accum, isa),                                                             \
+     SBN_FAMILY(runs_bwd_accum, isa),                                                         \
+     SBN_FAMILY(runs_normalize, maps),                                                        \
+     SBN_FAMILY(runs_backward, maps)}
 #define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa),
 
 static const sbn_kernels g_tables[] = {

@@ -60,6 +60,18 @@ typedef void (*sbn_row_bwd_accum_fn)(const void *dy, int64_t dys, const void *x,
                                      size_t rows, size_t cn, unsigned lane,
                                      const double *center, double *a, double *b, size_t ld);
 /*
+ * The same over `runs` runs of one channel of len contiguous elements each, run i at
+ * x + i * xs elements (channels-first tensors with short planes: one kernel call
+ * for a channel's planes instead of one per plane). The runs follow each other in
+ * the channel's order: element e of run i is the call's element i * len + e and
+ * goes to lane (lane + i * len + e) % 16, exactly as one accum call per run would.
+ */
+typedef void (*sbn_runs_accum_fn)(const void *x, int64_t xs, size_t runs, size_t len,
+                                  unsigned lane, double shift, double *acc);
+typedef void (*sbn_runs_bwd_accum_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                      size_t runs, size_t len, unsigned lane, double center,
+                                      double *acc);
+/*
  * Elementwise maps over a run of one channel (contiguous). The fp64 kernels take
  * double coefficients k and compute each element in double in this order:
  *   normalize:  y[i]  = (x[i] - k[0]) * k[1] + k[2]
@@ -87,6 +99,14 @@ typedef void (*sbn_row_normalize_fn)(const void *x, int64_t xs, size_t rows, siz
 typedef void (*sbn_row_backward_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
                                     size_t rows, size_t cn, const void *k, size_t ldk,
                                     void *gi, int64_t gs);
+
+/* The same over `runs` runs of one channel, len contiguous elements each, run i of
+ * each tensor at its stride (elements) times i; one set of coefficients. */
+typedef void (*sbn_runs_normalize_fn)(const void *x, int64_t xs, size_t runs, size_t len,
+                                      const void *k, void *y, int64_t ys);
+typedef void (*sbn_runs_backward_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                     size_t runs, size_t len, const void *k, void *gi,
+                                     int64_t gs);
 
 /*
  * The float coefficients of one channel from its double ones (the fp64 form above),
@@ -140,6 +160,10 @@ typedef struct sbn_kernels {
     sbn_backward_fn backward[SBN_KD_COUNT];
     sbn_row_normalize_fn row_normalize[SBN_KD_COUNT];
     sbn_row_backward_fn row_backward[SBN_KD_COUNT];
+    sbn_runs_accum_fn runs_accum[SBN_KD_COUNT];
+    sbn_runs_bwd_accum_fn runs_bwd_accum[SBN_KD_COUNT];
+    sbn_runs_normalize_fn runs_normalize[SBN_KD_COUNT];
+    sbn_runs_backward_fn runs_backward[SBN_KD_COUNT];
 } sbn_kernels;
 
 /*
@@ -196,6 +220,15 @@ SBN_DECLARE_KERNELS(avx512)
                                                 const void *k, size_t ldk, void *gi,           \
                                                 int64_t gs);
 
+/* The two runs maps of one element type. */
+#define SBN_DECLARE_RUNS_MAP_KERNELS_DT(dt, isa)                                                \
+    void sbn_##dt##_runs_normalize_ukernel__##isa(const void *x, int64_t xs, size_t runs,       \
+                                                  size_t len, const void *k, void *y,          \
+                                                  int64_t ys);                                 \
+    void sbn_##dt##_runs_backward_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
+                                                 int64_t xs, size_t runs, size_t len,          \
+                                                 const void *k, void *gi, int64_t gs);
+
 /* The two row reductions of one element type. */
 #define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
@@ -212,8 +245,15 @@ SBN_DECLARE_KERNELS(avx512)
                                          double *acc);                                         \
     void sbn_##dt##_bwd_accum_ukernel__##isa(const void *dy, const void *x, size_t n,           \
                                              unsigned lane, double center, double *acc);       \
+    void sbn_##dt##_runs_accum_ukernel__##isa(const void *x, int64_t xs, size_t runs,           \
+                                              size_t len, unsigned lane, double shift,         \
+                                              double *acc);                                    \
+    void sbn_##dt##_runs_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,   \
+                                                  int64_t xs, size_t runs, size_t len,         \
+                                                  unsigned lane, double center, double *acc);  \
     SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                                  \
-    SBN_DECLARE_MAP_KERNELS_DT(dt, isa)
+    SBN_DECLARE_MAP_KERNELS_DT(dt, isa)                                                         \
+    SBN_DECLARE_RUNS_MAP_KERNELS_DT(dt, isa)
 #define SBN_DECLARE_STREAM_KERNELS(isa)        \
     SBN_DECLARE_STREAM_KERNELS_DT(f64, isa)    \
     SBN_DECLARE_STREAM_KERNELS_DT(f32, isa)    \
@@ -225,14 +265,17 @@ SBN_DECLARE_STREAM_KERNELS(avx2)
 SBN_DECLARE_STREAM_KERNELS(avx512)
 
 /* The maps with non-temporal stores (stream_map_nt_avx2.c, stream_map_nt_avx512.c). */
-SBN_DECLARE_MAP_KERNELS_DT(f64, avx2_nt)
-SBN_DECLARE_MAP_KERNELS_DT(f32, avx2_nt)
-SBN_DECLARE_MAP_KERNELS_DT(f16, avx2_nt)
-SBN_DECLARE_MAP_KERNELS_DT(bf16, avx2_nt)
-SBN_DECLARE_MAP_KERNELS_DT(f64, avx512_nt)
-SBN_DECLARE_MAP_KERNELS_DT(f32, avx512_nt)
-SBN_DECLARE_MAP_KERNELS_DT(f16, avx512_nt)
-SBN_DECLARE_MAP_KERNELS_DT(bf16, avx512_nt)
+#define SBN_DECLARE_NT_MAP_KERNELS(isa)         \
+    SBN_DECLARE_MAP_KERNELS_DT(f64, isa)        \
+    SBN_DECLARE_MAP_KERNELS_DT(f32, isa)        \
+    SBN_DECLARE_MAP_KERNELS_DT(f16, isa)        \
+    SBN_DECLARE_MAP_KERNELS_DT(bf16, isa)       \
+    SBN_DECLARE_RUNS_MAP_KERNELS_DT(f64, isa)   \
+    SBN_DECLARE_RUNS_MAP_KERNELS_DT(f32, isa)   \
+    SBN_DECLARE_RUNS_MAP_KERNELS_DT(f16, isa)   \
+    SBN_DECLARE_RUNS_MAP_KERNELS_DT(bf16, isa)
+SBN_DECLARE_NT_MAP_KERNELS(avx2_nt)
+SBN_DECLARE_NT_MAP_KERNELS(avx512_nt)
 /* The AVX-512 row reductions that prefetch the next block of short rows (stream_avx512.c). */
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f64, avx512_pf)
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f32, avx512_pf)

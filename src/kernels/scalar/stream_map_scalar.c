@@ -14,6 +14,7 @@
  */
 #include <math.h>
 
+#include "kernels/runs_by_run.h"
 #include "kernels/scalar/kernel_io_scalar.h"
 
 /* fp64: double coefficients, double arithmetic, no fused product. */
@@ -84,3 +85,8 @@ SBN_DEFINE_MAP_SCALAR(f64, double, sbn__ld_f64, sbn__st_f64, f64)
 SBN_DEFINE_MAP_SCALAR(f32, float, sbn__ldf_f32, sbn__stf_f32, flt)
 SBN_DEFINE_MAP_SCALAR(f16, float, sbn__ldf_f16, sbn__stf_f16, flt)
 SBN_DEFINE_MAP_SCALAR(bf16, float, sbn__ldf_bf16, sbn__stf_bf16, flt)
+
+SBN_DEFINE_RUNS_MAP_BY_RUN(f64, scalar, 8)
+SBN_DEFINE_RUNS_MAP_BY_RUN(f32, scalar, 4)
+SBN_DEFINE_RUNS_MAP_BY_RUN(f16, scalar, 2)
+SBN_DEFINE_RUNS_MAP_BY_RUN(bf16, scalar, 2)

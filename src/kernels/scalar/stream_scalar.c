@@ -7,6 +7,7 @@
  *   accum:      d = x - shift;  a += d;   b += d * d
  *   bwd_accum:  a += dy;        b += dy * (x - center)
  */
+#include "kernels/runs_by_run.h"
 #include "kernels/scalar/kernel_io_scalar.h"
 
 #define SBN_DEFINE_STREAM_SCALAR(dt)                                                            \
@@ -69,3 +70,8 @@ SBN_DEFINE_STREAM_SCALAR(f64)
 SBN_DEFINE_STREAM_SCALAR(f32)
 SBN_DEFINE_STREAM_SCALAR(f16)
 SBN_DEFINE_STREAM_SCALAR(bf16)
+
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(f64, scalar, 8)
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(f32, scalar, 4)
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(f16, scalar, 2)
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(bf16, scalar, 2)

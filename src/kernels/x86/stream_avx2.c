@@ -21,6 +21,7 @@
  *   accum:      d = x - shift;  a += d;   b += d * d
  *   bwd_accum:  a += dy;        b += dy * (x - center)
  */
+#include "kernels/runs_by_run.h"
 #include "kernels/x86/io_avx2.h"
 
 /* Sixteen elements from element i of p as four ymm of doubles v0..v3. */
@@ -261,3 +262,8 @@ SBN_DEFINE_STREAM_AVX2(f64)
 SBN_DEFINE_STREAM_AVX2(f32)
 SBN_DEFINE_STREAM_AVX2(f16)
 SBN_DEFINE_STREAM_AVX2(bf16)
+
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(f64, avx2, 8)
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(f32, avx2, 4)
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(f16, avx2, 2)
+SBN_DEFINE_RUNS_REDUCE_BY_RUN(bf16, avx2, 2)

@@ -337,7 +337,186 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
     }
 }
 
-/* ---- the 24 entry points: one per family and element type, the row reductions twice ---- */
+/* ---- several runs of one channel: each group of eight lanes filled across runs ---- */
+
+/* Eight elements of dt in the low bits of a zmm, as stored: the z form loads those in
+ * m (zero elsewhere), the merge form replaces those in m of r; masked-out elements are
+ * not read. widen8 turns them into eight doubles, exactly. */
+SBN512_INLINE __m512i raw8z(sbn_kdtype dt, __mmask8 m, const void *p)
+{
+    switch (dt) {
+    case SBN_KD_F64: return _mm512_maskz_loadu_epi64(m, p);
+    case SBN_KD_F32: return _mm512_castsi256_si512(_mm256_maskz_loadu_epi32(m, p));
+    default: return _mm512_castsi128_si512(_mm_maskz_loadu_epi16(m, p));
+    }
+}
+
+SBN512_INLINE __m512i raw8_merge(sbn_kdtype dt, __m512i r, __mmask8 m, const void *p)
+{
+    switch (dt) {
+    case SBN_KD_F64: return _mm512_mask_loadu_epi64(r, m, p);
+    case SBN_KD_F32:
+        return _mm512_castsi256_si512(_mm256_mask_loadu_epi32(_mm512_castsi512_si256(r), m, p));
+    default: return _mm512_castsi128_si512(_mm_mask_loadu_epi16(_mm512_castsi512_si128(r), m, p));
+    }
+}
+
+SBN512_INLINE __m512d widen8(sbn_kdtype dt, __m512i r)
+{
+    switch (dt) {
+    case SBN_KD_F64: return _mm512_castsi512_pd(r);
+    case SBN_KD_F32: return _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_castsi512_si256(r)));
+    case SBN_KD_F16: return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm512_castsi512_si128(r)));
+    default: return _mm512_cvtps_pd(bf16x8_to_float(_mm512_castsi512_si128(r)));
+    }
+}
+
+/* p moved back by q elements, formed as an integer (it may point before the array;
+ * the elements there are masked out and never read). */
+SBN512_INLINE const char *back(sbn_kdtype dt, const char *p, size_t q)
+{
+    return (const char *)((uintptr_t)p - q * sbn512_esize(dt));
+}
+
+/*
+ * The lanes go in groups of eight (lanes 0-7 in a0/b0, 8-15 in a1/b1, `half` says which
+ * is next); q elements of the current group are filled. A run first completes the group
+ * in progress (a merging masked load, the elements before q kept), then takes whole
+ * groups straight from memory, and leaves its last < 8 elements as a new group in
+ * progress. Every lane still adds its elements in order, once per group it is in, and
+ * a group's masked-out lanes are left alone: the bits of one call per run, with the
+ * per-run heads and tails of short runs (7x7: 49 elements) merged into whole groups.
+ * Runs of fewer than 8 elements take the same path.
+ */
+SBN512_INLINE void runs_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t runs, size_t len,
+                              unsigned lane, double shift, double *acc)
+{
+    const size_t es = sbn512_esize(dt);
+    const __m512d s = _mm512_set1_pd(shift);
+    __m512d a0 = _mm512_loadu_pd(acc), a1 = _mm512_loadu_pd(acc + 8);
+    __m512d b0 = _mm512_loadu_pd(acc + SBN_LANES), b1 = _mm512_loadu_pd(acc + SBN_LANES + 8);
+    __m512i raw = _mm512_setzero_si512();
+    __mmask8 fill = 0;
+    size_t i, q = (lane % SBN_LANES) & 7u;
+    unsigned half = (lane % SBN_LANES) >> 3;
+    for (i = 0; i < runs; i++) {
+        const char *p = (const char *)x + (int64_t)i * xs * (int64_t)es;
+        size_t left = len;
+        if (q != 0) { /* complete the group in progress */
+            size_t take = left < 8 - q ? left : 8 - q;
+            __mmask8 m = (__mmask8)(tail_mask(take) << q);
+            raw = raw8_merge(dt, raw, m, back(dt, p, q));
+            fill |= m;
+            p += take * es;
+            left -= take;
+            q += take;
+            if (q < 8) continue;
+            if (half) accum8m(&a1, &b1, fill, widen8(dt, raw), s);
+            else accum8m(&a0, &b0, fill, widen8(dt, raw), s);
+            half ^= 1u;
+            q = 0;
+        }
+        if (half && left >= 8) {
+            accum8(&a1, &b1, sbn512_load8(dt, p), s);
+            half = 0;
+            p += 8 * es;
+            left -= 8;
+        }
+        for (; left >= 16; left -= 16, p += 16 * es) {
+            accum8(&a0, &b0, sbn512_load8(dt, p), s);
+            accum8(&a1, &b1, sbn512_load8(dt, p + 8 * es), s);
+        }
+        if (left >= 8) {
+            accum8(&a0, &b0, sbn512_load8(dt, p), s);
+            half = 1;
+            p += 8 * es;
+            left -= 8;
+        }
+        if (left != 0) { /* a new group in progress */
+            fill = tail_mask(left);
+            raw = raw8z(dt, fill, p);
+            q = left;
+        }
+    }
+    if (q != 0) {
+        if (half) accum8m(&a1, &b1, fill, widen8(dt, raw), s);
+        else accum8m(&a0, &b0, fill, widen8(dt, raw), s);
+    }
+    _mm512_storeu_pd(acc, a0);
+    _mm512_storeu_pd(acc + 8, a1);
+    _mm512_storeu_pd(acc + SBN_LANES, b0);
+    _mm512_storeu_pd(acc + SBN_LANES + 8, b1);
+}
+
+/* The same for the backward sums, dy and x filled alike. */
+SBN512_INLINE void runs_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
+                                  int64_t xs, size_t runs, size_t len, unsigned lane,
+                                  double center, double *acc)
+{
+    const size_t es = sbn512_esize(dt);
+    const __m512d c = _mm512_set1_pd(center);
+    __m512d a0 = _mm512_loadu_pd(acc), a1 = _mm512_loadu_pd(acc + 8);
+    __m512d b0 = _mm512_loadu_pd(acc + SBN_LANES), b1 = _mm512_loadu_pd(acc + SBN_LANES + 8);
+    __m512i rg = _mm512_setzero_si512(), rx = _mm512_setzero_si512();
+    __mmask8 fill = 0;
+    size_t i, q = (lane % SBN_LANES) & 7u;
+    unsigned half = (lane % SBN_LANES) >> 3;
+    for (i = 0; i < runs; i++) {
+        const char *g = (const char *)dy + (int64_t)i * dys * (int64_t)es;
+        const char *p = (const char *)x + (int64_t)i * xs * (int64_t)es;
+        size_t left = len;
+        if (q != 0) {
+            size_t take = left < 8 - q ? left : 8 - q;
+            __mmask8 m = (__mmask8)(tail_mask(take) << q);
+            rg = raw8_merge(dt, rg, m, back(dt, g, q));
+            rx = raw8_merge(dt, rx, m, back(dt, p, q));
+            fill |= m;
+            g += take * es;
+            p += take * es;
+            left -= take;
+            q += take;
+            if (q < 8) continue;
+            if (half) bwd8m(&a1, &b1, fill, widen8(dt, rg), widen8(dt, rx), c);
+            else bwd8m(&a0, &b0, fill, widen8(dt, rg), widen8(dt, rx), c);
+            half ^= 1u;
+            q = 0;
+        }
+        if (half && left >= 8) {
+            bwd8(&a1, &b1, sbn512_load8(dt, g), sbn512_load8(dt, p), c);
+            half = 0;
+            g += 8 * es;
+            p += 8 * es;
+            left -= 8;
+        }
+        for (; left >= 16; left -= 16, g += 16 * es, p += 16 * es) {
+            bwd8(&a0, &b0, sbn512_load8(dt, g), sbn512_load8(dt, p), c);
+            bwd8(&a1, &b1, sbn512_load8(dt, g + 8 * es), sbn512_load8(dt, p + 8 * es), c);
+        }
+        if (left >= 8) {
+            bwd8(&a0, &b0, sbn512_load8(dt, g), sbn512_load8(dt, p), c);
+            half = 1;
+            g += 8 * es;
+            p += 8 * es;
+            left -= 8;
+        }
+        if (left != 0) {
+            fill = tail_mask(left);
+            rg = raw8z(dt, fill, g);
+            rx = raw8z(dt, fill, p);
+            q = left;
+        }
+    }
+    if (q != 0) {
+        if (half) bwd8m(&a1, &b1, fill, widen8(dt, rg), widen8(dt, rx), c);
+        else bwd8m(&a0, &b0, fill, widen8(dt, rg), widen8(dt, rx), c);
+    }
+    _mm512_storeu_pd(acc, a0);
+    _mm512_storeu_pd(acc + 8, a1);
+    _mm512_storeu_pd(acc + SBN_LANES, b0);
+    _mm512_storeu_pd(acc + SBN_LANES + 8, b1);
+}
+
+/* ---- the entry points: one per family and element type, the row reductions twice ---- */
 
 #define SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, isa, prefetch)                                  \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
@@ -364,6 +543,18 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
                                               unsigned lane, double center, double *acc)       \
     {                                                                                          \
         bwd_accum(kd, dy, x, n, lane, center, acc);                                            \
+    }                                                                                          \
+    void sbn_##dt##_runs_accum_ukernel__avx512(const void *x, int64_t xs, size_t runs,          \
+                                               size_t len, unsigned lane, double shift,        \
+                                               double *acc)                                    \
+    {                                                                                          \
+        runs_accum(kd, x, xs, runs, len, lane, shift, acc);                                    \
+    }                                                                                          \
+    void sbn_##dt##_runs_bwd_accum_ukernel__avx512(const void *dy, int64_t dys, const void *x,  \
+                                                   int64_t xs, size_t runs, size_t len,        \
+                                                   unsigned lane, double center, double *acc)  \
+    {                                                                                          \
+        runs_bwd_accum(kd, dy, dys, x, xs, runs, len, lane, center, acc);                      \
     }                                                                                          \
     SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512, 0)                                            \
     SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512_pf, 1)

@@ -24,6 +24,7 @@
  * non-temporal and a run's head up to a 32-byte boundary is mapped apart (the
  * caller fences after its calls, nt_store.h); the values are the same.
  */
+#include "kernels/runs_by_run.h"
 #include "kernels/x86/io_avx2.h"
 
 #if SBN_MAP_NT
@@ -336,3 +337,15 @@ SBN_DEFINE_MAP_AVX2_ENTRIES(f64, sizeof(double))
 SBN_DEFINE_MAP_AVX2_ENTRIES(f32, sizeof(float))
 SBN_DEFINE_MAP_AVX2_ENTRIES(f16, sizeof(uint16_t))
 SBN_DEFINE_MAP_AVX2_ENTRIES(bf16, sizeof(uint16_t))
+
+/* Several runs of a channel: a loop over the one-run maps above (runs_by_run.h). */
+#if SBN_MAP_NT
+#define SBN_MAP_ISA avx2_nt
+#else
+#define SBN_MAP_ISA avx2
+#endif
+#define SBN_RUNS_MAP_BY_RUN(dt, isa, size) SBN_DEFINE_RUNS_MAP_BY_RUN(dt, isa, size)
+SBN_RUNS_MAP_BY_RUN(f64, SBN_MAP_ISA, 8)
+SBN_RUNS_MAP_BY_RUN(f32, SBN_MAP_ISA, 4)
+SBN_RUNS_MAP_BY_RUN(f16, SBN_MAP_ISA, 2)
+SBN_RUNS_MAP_BY_RUN(bf16, SBN_MAP_ISA, 2)

@@ -679,22 +679,70 @@ SBN512_INLINE void frow_backward(sbn_kdtype dt, const void *dy, int64_t dys, con
         fbackward_rows(dt, AT(dy, go), gb, AT(x, xo), xb, 1, cn, k, ldk, AT_W(gi, oo), ob);
 }
 
-/* ---- the 16 entry points: one per family and element type ---- */
+/* ---- the entry points: per family and element type; a run's output up to its first
+ * aligned line goes apart (sbn_nt_head, non-temporal builds only) ---- */
 
-void SBN_MAP_ENTRY(f64, normalize)(const void *x, size_t n, const void *k, void *y)
+SBN512_INLINE void run_normalize(sbn_kdtype dt, const void *x, size_t n, const void *k, void *y)
 {
-    size_t h = sbn_nt_head(y, sizeof(double), n, 64);
-    normalize_f64(x, h, k, y);
-    normalize_f64((const double *)x + h, n - h, k, (double *)y + h);
+    size_t h = sbn_nt_head(y, sbn512_esize(dt), n, 64);
+    if (dt == SBN_KD_F64) {
+        normalize_f64(x, h, k, y);
+        normalize_f64((const double *)x + h, n - h, k, (double *)y + h);
+        return;
+    }
+    fnormalize(dt, x, h, k, y);
+    fnormalize(dt, sbn512_at(dt, x, h), n - h, k, sbn512_at_w(dt, y, h));
 }
 
-void SBN_MAP_ENTRY(f64, backward)(const void *dy, const void *x, size_t n, const void *k,
-                                  void *gi)
+SBN512_INLINE void run_backward(sbn_kdtype dt, const void *dy, const void *x, size_t n,
+                                const void *k, void *gi)
 {
-    size_t h = sbn_nt_head(gi, sizeof(double), n, 64);
-    backward_f64(dy, x, h, k, gi);
-    backward_f64((const double *)dy + h, (const double *)x + h, n - h, k, (double *)gi + h);
+    size_t h = sbn_nt_head(gi, sbn512_esize(dt), n, 64);
+    if (dt == SBN_KD_F64) {
+        backward_f64(dy, x, h, k, gi);
+        backward_f64((const double *)dy + h, (const double *)x + h, n - h, k, (double *)gi + h);
+        return;
+    }
+    fbackward(dt, dy, x, h, k, gi);
+    fbackward(dt, sbn512_at(dt, dy, h), sbn512_at(dt, x, h), n - h, k, sbn512_at_w(dt, gi, h));
 }
+
+/* Several runs of one channel: the one-run maps in a loop, inlined, so the coefficients
+ * and tail masks stay in registers (bf16 7x7 planes: 0.53 -> 0.38 ms per 65536 runs). */
+#define RUN(dt, p, i, s) sbn512_at(dt, p, (size_t)((int64_t)(i) * (s)))
+#define RUN_W(dt, p, i, s) sbn512_at_w(dt, p, (size_t)((int64_t)(i) * (s)))
+
+#define SBN_DEFINE_MAP_AVX512(dt, kd)                                                           \
+    void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
+    {                                                                                          \
+        run_normalize(kd, x, n, k, y);                                                         \
+    }                                                                                          \
+    void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
+                                     void *gi)                                                 \
+    {                                                                                          \
+        run_backward(kd, dy, x, n, k, gi);                                                     \
+    }                                                                                          \
+    void SBN_MAP_ENTRY(dt, runs_normalize)(const void *x, int64_t xs, size_t runs, size_t len,  \
+                                           const void *k, void *y, int64_t ys)                 \
+    {                                                                                          \
+        size_t i;                                                                              \
+        for (i = 0; i < runs; i++)                                                             \
+            run_normalize(kd, RUN(kd, x, i, xs), len, k, RUN_W(kd, y, i, ys));                 \
+    }                                                                                          \
+    void SBN_MAP_ENTRY(dt, runs_backward)(const void *dy, int64_t dys, const void *x,           \
+                                          int64_t xs, size_t runs, size_t len, const void *k,  \
+                                          void *gi, int64_t gs)                                \
+    {                                                                                          \
+        size_t i;                                                                              \
+        for (i = 0; i < runs; i++)                                                             \
+            run_backward(kd, RUN(kd, dy, i, dys), RUN(kd, x, i, xs), len, k,                   \
+                         RUN_W(kd, gi, i, gs));                                                \
+    }
+
+SBN_DEFINE_MAP_AVX512(f64, SBN_KD_F64)
+SBN_DEFINE_MAP_AVX512(f32, SBN_KD_F32)
+SBN_DEFINE_MAP_AVX512(f16, SBN_KD_F16)
+SBN_DEFINE_MAP_AVX512(bf16, SBN_KD_BF16)
 
 void SBN_MAP_ENTRY(f64, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,
                                        const void *k, size_t ldk, void *y, int64_t ys)
@@ -709,21 +757,7 @@ void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x
     row_backward_f64(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);
 }
 
-#define SBN_DEFINE_MAP_AVX512_FLT(dt, kd)                                                       \
-    void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
-    {                                                                                          \
-        size_t h = sbn_nt_head(y, sbn512_esize(kd), n, 64);                                    \
-        fnormalize(kd, x, h, k, y);                                                            \
-        fnormalize(kd, sbn512_at(kd, x, h), n - h, k, sbn512_at_w(kd, y, h));                  \
-    }                                                                                          \
-    void SBN_MAP_ENTRY(dt, backward)(const void *dy, const void *x, size_t n, const void *k,    \
-                                     void *gi)                                                 \
-    {                                                                                          \
-        size_t h = sbn_nt_head(gi, sbn512_esize(kd), n, 64);                                   \
-        fbackward(kd, dy, x, h, k, gi);                                                        \
-        fbackward(kd, sbn512_at(kd, dy, h), sbn512_at(kd, x, h), n - h, k,                     \
-                  sbn512_at_w(kd, gi, h));                                                     \
-    }                                                                                          \
+#define SBN_DEFINE_ROW_MAP_AVX512_FLT(dt, kd)                                                   \
     void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
                                           const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
@@ -736,6 +770,6 @@ void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x
         frow_backward(kd, dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                           \
     }
 
-SBN_DEFINE_MAP_AVX512_FLT(f32, SBN_KD_F32)
-SBN_DEFINE_MAP_AVX512_FLT(f16, SBN_KD_F16)
-SBN_DEFINE_MAP_AVX512_FLT(bf16, SBN_KD_BF16)
+SBN_DEFINE_ROW_MAP_AVX512_FLT(f32, SBN_KD_F32)
+SBN_DEFINE_ROW_MAP_AVX512_FLT(f16, SBN_KD_F16)
+SBN_DEFINE_ROW_MAP_AVX512_FLT(bf16, SBN_KD_BF16)
