@@ -1,18 +1,19 @@
 /*
- * test_kernels_runs.c - the runs kernels of kernels.h (runs_accum, runs_bwd_accum,
- * runs_normalize, runs_backward: several equal runs of one channel per call). Their
- * definition is one call of the one-run kernel per run, run i starting at lane
- * (lane + i * len) % 16 with the same coefficients; test_kernels_stream.c checks the
- * one-run kernels themselves. Every table this machine has (and the streaming tables
- * beyond the cache) is compared BITWISE with scalar's one-run kernels called that
- * way, for f64, f32, f16 and bf16: run lengths 1..33 and the plane sizes of ResNet
- * (49, 196) and more, 1..40 runs, every lane 0..15, run strides equal to the length
- * (adjacent runs), longer (gaps, which must stay untouched) and negative, misaligned
- * pointers, maps also in place. Values are finite (normal, around 1e4, wide
- * magnitudes, subnormal), so no NaN payload choice enters the compare; accumulators
- * start nonzero and every byte of them and of each output buffer is compared. Two
- * planted faults (a lane restarted per run, a map that skips the last run) must be
- * caught.
+ * test_kernels_runs.c - the runs kernels of kernels.h (runs_accum, runs_bwd_accum:
+ * several equal runs of one channel per call, the lanes running on from run to run;
+ * runs_normalize, runs_backward: several runs, each with its own coefficients). Their
+ * definition is one call of the one-run kernel per run: run i of a reduction starts at
+ * lane (lane + i * len) % 16, run i of a map takes coefficients k[m * ldk + i];
+ * test_kernels_stream.c checks the one-run kernels themselves. Every table this
+ * machine has (and the streaming tables beyond the cache) is compared BITWISE with
+ * scalar's one-run kernels called that way, for f64, f32, f16 and bf16: run lengths
+ * 1..33, the plane sizes of ResNet (49, 196) and more, 1..40 runs, every lane 0..15,
+ * run strides equal to the length (adjacent runs), longer (gaps, which must stay
+ * untouched) and negative, misaligned pointers, maps also in place, ldk past the
+ * runs. Values are finite (normal, around 1e4, wide magnitudes, subnormal), so no NaN
+ * payload choice enters the compare; accumulators start nonzero and every byte of
+ * them and of each output buffer is compared. Two planted faults (a lane restarted
+ * per run, a map that takes run 0's coefficients for every run) must be caught.
  */
 #define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -106,13 +107,20 @@ static void accum_by_run(const sbn_kernels *s, const call *c, int bwd, const voi
     }
 }
 
+/* Run i's coefficients from the structure-of-arrays k (ld LDK), one-run calls. */
+#define LDK (MAXRUNS + 3)
 static void map_by_run(const sbn_kernels *s, const call *c, int bwd, const void *dy,
-                       const void *x, const void *k, void *y)
+                       const void *x, const double *kd, const float *kf, void *y)
 {
     size_t i, es = (size_t)k_fmt[c->dt].es;
+    int m;
     for (i = 0; i < c->runs; i++) {
         const char *xi = (const char *)x + (int64_t)i * c->xs * (int64_t)es;
         char *yi = (char *)y + (int64_t)i * c->ys * (int64_t)es;
+        double kc[4];
+        float fc[4];
+        const void *k = c->dt == SBN_KD_F64 ? (const void *)kc : (const void *)fc;
+        for (m = 0; m < 4; m++) kc[m] = kd[m * LDK + (int)i], fc[m] = kf[m * LDK + (int)i];
         if (bwd)
             s->backward[c->dt]((const char *)dy + (int64_t)i * c->dys * (int64_t)es, xi, c->len,
                                k, yi);
@@ -121,15 +129,21 @@ static void map_by_run(const sbn_kernels *s, const call *c, int bwd, const void 
     }
 }
 
-/* The coefficients: double for fp64, sbn__map_coefs_float's floats otherwise. */
-static void coefs(const call *c, int bwd, double *k, float *f)
+/* Each run's coefficients ([4][LDK]): double for fp64, sbn__map_coefs_float's floats
+ * otherwise; the entries past the runs hold garbage the kernels must not use. */
+static void coefs(const call *c, int bwd, double *kd, float *kf)
 {
-    double m = c->profile == 1 ? 1e4 : normal();
-    k[0] = bwd ? normal() : m;
-    k[1] = bwd ? m : 0.5 + uniform();
-    k[2] = bwd ? 0.1 * normal() : normal();
-    k[3] = 0.5 + uniform();
-    (void)sbn__map_coefs_float(bwd, k, f);
+    int i, m;
+    for (i = 0; i < LDK; i++) {
+        double k[4], mean = c->profile == 1 ? 1e4 : normal();
+        float f[4];
+        k[0] = bwd ? normal() : mean;
+        k[1] = bwd ? mean : 0.5 + uniform();
+        k[2] = bwd ? 0.1 * normal() : normal();
+        k[3] = 0.5 + uniform();
+        (void)sbn__map_coefs_float(bwd, k, f);
+        for (m = 0; m < 4; m++) kd[m * LDK + i] = k[m], kf[m * LDK + i] = f[m];
+    }
 }
 
 static int g_report = 1; /* 0 while faults are planted: a mismatch is then expected */
@@ -146,8 +160,8 @@ static int fail(const sbn_kernels *k, const call *c, const char *what, int inpla
 /* One call of each runs kernel of k against the definition; 1 when all match. */
 static int check_call(const sbn_kernels *s, const sbn_kernels *k, const call *c)
 {
-    double acc0[2 * SBN_LANES], acc1[2 * SBN_LANES], kd[4];
-    float kf[4];
+    double acc0[2 * SBN_LANES], acc1[2 * SBN_LANES], kd[4 * LDK];
+    float kf[4 * LDK];
     const void *kc;
     unsigned char *x = base(g_x, c, c->xs), *dy = base(g_dy, c, c->dys);
     int bwd, l, inplace;
@@ -174,13 +188,13 @@ static int check_call(const sbn_kernels *s, const sbn_kernels *k, const call *c)
             y0 = base(g_y0, &cc, cc.ys);
             y1 = base(g_y1, &cc, cc.ys);
             /* in place: x is the output buffer itself, which starts as a copy of g_x */
-            map_by_run(s, &cc, bwd, dy, inplace ? (const void *)y0 : x, kc, y0);
+            map_by_run(s, &cc, bwd, dy, inplace ? (const void *)y0 : x, kd, kf, y0);
             if (bwd)
                 k->runs_backward[c->dt](dy, cc.dys, inplace ? (const void *)y1 : x, cc.xs, cc.runs,
-                                        cc.len, kc, y1, cc.ys);
+                                        cc.len, kc, LDK, y1, cc.ys);
             else
                 k->runs_normalize[c->dt](inplace ? (const void *)y1 : x, cc.xs, cc.runs, cc.len,
-                                         kc, y1, cc.ys);
+                                         kc, LDK, y1, cc.ys);
             if (memcmp(g_y0 + lo * es, g_y1 + lo * es, (size_t)((hi - lo) * es)) != 0)
                 return fail(k, &cc, bwd ? "runs_backward" : "runs_normalize", inplace);
         }
@@ -255,11 +269,12 @@ static void bad_runs_accum_lane(const void *x, int64_t xs, size_t runs, size_t l
                                                       shift, acc);
 }
 
-static void bad_runs_normalize_last(const void *x, int64_t xs, size_t runs, size_t len,
-                                    const void *k, void *y, int64_t ys)
+static void bad_runs_normalize_first(const void *x, int64_t xs, size_t runs, size_t len,
+                                     const void *k, size_t ldk, void *y, int64_t ys)
 {
     size_t i;
-    for (i = 0; i + 1 < runs; i++)
+    (void)ldk;
+    for (i = 0; i < runs; i++) /* run 0's coefficients for every run */
         sbn__kernels_for("scalar")->normalize[SBN_KD_BF16]((const uint16_t *)x + (int64_t)i * xs,
                                                            len, k,
                                                            (uint16_t *)y + (int64_t)i * ys);
@@ -280,9 +295,9 @@ static void test_checker_catches_faults(void)
     caught = !check_tables(s, ks, 1, SBN_KD_F32);
     printf("    planted fault runs_accum f32: lane restarted per run   %s\n", caught ? "caught" : "MISSED");
     bad = *s;
-    bad.runs_normalize[SBN_KD_BF16] = bad_runs_normalize_last;
+    bad.runs_normalize[SBN_KD_BF16] = bad_runs_normalize_first;
     caught &= !check_tables(s, ks, 1, SBN_KD_BF16);
-    printf("    planted fault runs_normalize bf16: skips the last run  %s\n", caught ? "caught" : "MISSED");
+    printf("    planted fault runs_normalize bf16: run 0's coefficients %s\n", caught ? "caught" : "MISSED");
     g_report = 1;
     CHECK_MSG(caught, "a planted fault was not caught");
 }

@@ -231,6 +231,29 @@ static inline int64_t sbn__chunk_piece_end(int64_t rr, int64_t run_end)
     int64_t end = (rr / SBN_CHUNK + 1) * SBN_CHUNK;
     return end < run_end ? end : run_end;
 }
+/*
+ * Short runs, taken a channel at a time: a walk of two dims (runs along the outer
+ * one; every tensor with unit inner strides) whose runs span at most
+ * SBN_SHORT_RUN_BYTES of each tensor - NCHW with small planes, 7x7 and 14x14. The
+ * engines then hand a channel's consecutive runs to one runs kernel (kernels.h)
+ * instead of one call per run. sbn__walk_run_groups calls fn once per stretch of
+ * [r0, r0 + n) of channel c: `runs` whole runs of `len` (the inner size), or one piece
+ * of a run (runs = 1, len shorter); tensor i's run j of the stretch starts at ptr[i] +
+ * j * run_stride[i] elements; `at` is the stretch's position within [r0, r0 + n).
+ */
+#define SBN_SHORT_RUN_BYTES 512
+int sbn__walk_short_runs(const sbn__walk *w);
+/* Runs per window when cn channels take their short runs a window at a time: the
+ * window of the cn channels spans about SBN_RUNS_WINDOW_BYTES (all tensors), so it stays
+ * in cache while the channels take their runs out of it, one channel at a time. */
+#define SBN_RUNS_WINDOW_BYTES ((int64_t)256 << 10)
+int64_t sbn__runs_window(const sbn__walk *w, int64_t cn);
+/* Tests: 0 turns the short-run path off, 1 back on (the default). */
+void sbn__short_runs_set(int on);
+typedef void (*sbn__runs_fn)(void *ctx, char *const *ptr, const int64_t *run_stride, int64_t at,
+                             int64_t runs, int64_t len);
+void sbn__walk_run_groups(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__runs_fn fn,
+                          void *ctx);
 /* The kernel element type (sbn_kdtype) shared by every tensor of the walk, or -1. */
 int sbn__walk_kdtype(const sbn__walk *w);
 /* 1 when every tensor steps by one element along the innermost walk dim. */

@@ -142,3 +142,49 @@ int sbn__walk_unit_inner(const sbn__walk *w)
         if (w->stride[i][w->ndims - 1] != 1) return 0;
     return 1;
 }
+
+static int g_short_runs = 1; /* sbn__short_runs_set (tests) */
+
+void sbn__short_runs_set(int on)
+{
+    g_short_runs = on != 0;
+}
+
+int sbn__walk_short_runs(const sbn__walk *w)
+{
+    int i;
+    if (!g_short_runs || w->ndims != 2 || w->size[0] < 2 || !sbn__walk_unit_inner(w)) return 0;
+    for (i = 0; i < w->ntensors; i++)
+        if (w->size[1] * (int64_t)sbn_dtype_size(w->dtype[i]) > SBN_SHORT_RUN_BYTES) return 0;
+    return 1;
+}
+
+int64_t sbn__runs_window(const sbn__walk *w, int64_t cn)
+{
+    int64_t bytes = 0, window;
+    int i;
+    for (i = 0; i < w->ntensors; i++) bytes += w->size[1] * (int64_t)sbn_dtype_size(w->dtype[i]);
+    window = SBN_RUNS_WINDOW_BYTES / (bytes * (cn > 0 ? cn : 1));
+    return window > 0 ? window : 1;
+}
+
+void sbn__walk_run_groups(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, sbn__runs_fn fn,
+                          void *ctx)
+{
+    int64_t len = w->size[1], done = 0, run_stride[SBN_WALK_MAX_TENSORS];
+    char *ptr[SBN_WALK_MAX_TENSORS];
+    int i;
+    for (i = 0; i < w->ntensors; i++) run_stride[i] = w->stride[i][0];
+    while (done < n) {
+        int64_t r = r0 + done, outer = r / len, e = r % len, runs = 1, m;
+        for (i = 0; i < w->ntensors; i++)
+            ptr[i] = w->data[i] + (c * w->channel_stride[i] + outer * w->stride[i][0] + e) *
+                                      (int64_t)sbn_dtype_size(w->dtype[i]);
+        if (e != 0 || n - done < len) /* a piece of a run */
+            m = len - e < n - done ? len - e : n - done;
+        else
+            runs = (n - done) / len, m = len;
+        fn(ctx, ptr, run_stride, done, runs, m);
+        done += runs * m;
+    }
+}

@@ -100,13 +100,15 @@ typedef void (*sbn_row_backward_fn)(const void *dy, int64_t dys, const void *x, 
                                     size_t rows, size_t cn, const void *k, size_t ldk,
                                     void *gi, int64_t gs);
 
-/* The same over `runs` runs of one channel, len contiguous elements each, run i of
- * each tensor at its stride (elements) times i; one set of coefficients. */
+/* The same over `runs` runs of len contiguous elements, run i of each tensor at its
+ * stride (elements) times i, with run i's coefficients in structure-of-arrays form as
+ * for rows: k[i], k[ldk + i], k[2 * ldk + i], k[3 * ldk + i]. Channels-first tensors
+ * with short planes: the planes of consecutive channels, in memory order. */
 typedef void (*sbn_runs_normalize_fn)(const void *x, int64_t xs, size_t runs, size_t len,
-                                      const void *k, void *y, int64_t ys);
+                                      const void *k, size_t ldk, void *y, int64_t ys);
 typedef void (*sbn_runs_backward_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
-                                     size_t runs, size_t len, const void *k, void *gi,
-                                     int64_t gs);
+                                     size_t runs, size_t len, const void *k, size_t ldk,
+                                     void *gi, int64_t gs);
 
 /*
  * The float coefficients of one channel from its double ones (the fp64 form above),
@@ -223,11 +225,12 @@ SBN_DECLARE_KERNELS(avx512)
 /* The two runs maps of one element type. */
 #define SBN_DECLARE_RUNS_MAP_KERNELS_DT(dt, isa)                                                \
     void sbn_##dt##_runs_normalize_ukernel__##isa(const void *x, int64_t xs, size_t runs,       \
-                                                  size_t len, const void *k, void *y,          \
-                                                  int64_t ys);                                 \
+                                                  size_t len, const void *k, size_t ldk,       \
+                                                  void *y, int64_t ys);                        \
     void sbn_##dt##_runs_backward_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t runs, size_t len,          \
-                                                 const void *k, void *gi, int64_t gs);
+                                                 const void *k, size_t ldk, void *gi,          \
+                                                 int64_t gs);
 
 /* The two row reductions of one element type. */
 #define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \

@@ -39,26 +39,41 @@
                                                 center, acc);                                   \
     }
 
-/* The maps, for an entry-point suffix `isa` (the _nt tables have their own). */
-#define SBN_DEFINE_RUNS_MAP_BY_RUN(dt, isa, size)                                                 \
+/* Run i's four coefficients, of type T, gathered from structure-of-arrays form. */
+#define SBN_RUN_COEFS(T, k, ldk, i, c)                                                           \
+    do {                                                                                        \
+        int m_;                                                                                 \
+        for (m_ = 0; m_ < 4; m_++) (c)[m_] = ((const T *)(k))[(size_t)m_ * (ldk) + (i)];        \
+    } while (0)
+
+/* The maps, for an entry-point suffix `isa` (the _nt tables have their own); T is the
+ * coefficient type (double for f64, float otherwise). */
+#define SBN_DEFINE_RUNS_MAP_BY_RUN(dt, isa, size, T)                                              \
     void sbn_##dt##_runs_normalize_ukernel__##isa(const void *x, int64_t xs, size_t runs,        \
-                                                  size_t len, const void *k, void *y,           \
-                                                  int64_t ys)                                   \
+                                                  size_t len, const void *k, size_t ldk,        \
+                                                  void *y, int64_t ys)                          \
     {                                                                                           \
         size_t i;                                                                               \
-        for (i = 0; i < runs; i++)                                                              \
-            sbn_##dt##_normalize_ukernel__##isa(SBN_RUN_AT(x, (int64_t)i * xs, size), len, k,   \
+        T c[4];                                                                                 \
+        for (i = 0; i < runs; i++) {                                                            \
+            SBN_RUN_COEFS(T, k, ldk, i, c);                                                     \
+            sbn_##dt##_normalize_ukernel__##isa(SBN_RUN_AT(x, (int64_t)i * xs, size), len, c,   \
                                                 SBN_RUN_AT_W(y, (int64_t)i * ys, size));        \
+        }                                                                                       \
     }                                                                                           \
     void sbn_##dt##_runs_backward_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
                                                  int64_t xs, size_t runs, size_t len,           \
-                                                 const void *k, void *gi, int64_t gs)           \
+                                                 const void *k, size_t ldk, void *gi,           \
+                                                 int64_t gs)                                    \
     {                                                                                           \
         size_t i;                                                                               \
-        for (i = 0; i < runs; i++)                                                              \
+        T c[4];                                                                                 \
+        for (i = 0; i < runs; i++) {                                                            \
+            SBN_RUN_COEFS(T, k, ldk, i, c);                                                     \
             sbn_##dt##_backward_ukernel__##isa(SBN_RUN_AT(dy, (int64_t)i * dys, size),          \
-                                               SBN_RUN_AT(x, (int64_t)i * xs, size), len, k,    \
+                                               SBN_RUN_AT(x, (int64_t)i * xs, size), len, c,    \
                                                SBN_RUN_AT_W(gi, (int64_t)i * gs, size));        \
+        }                                                                                       \
     }
 
 #endif /* SBN_RUNS_BY_RUN_H */

@@ -121,22 +121,18 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     int64_t j;
     int i;
     (void)at;
-    if (job->kd >= 0 && job->unit) { /* the common case, kept lean: short planes (7x7) are many */
-        const sbn_kernels *kern = job->kern;
-        int64_t es0 = (int64_t)es(w, 0), eso = (int64_t)es(w, w->ntensors - 1);
-        int64_t s0 = w->channel_stride[0] * es0, so = w->channel_stride[w->ntensors - 1] * eso;
-        for (j = 0; j < mt->cn; j++) {
-            int64_t c = mt->c0 + j;
-            double k[4];
-            float f[4];
-            const void *kc = channel_coefs(job, c, k, f);
-            if (job->kind == SBN_MAP_NORMALIZE)
-                kern->normalize[job->kd](ptr[0] + j * s0, (size_t)len, kc, ptr[1] + j * so);
-            else
-                kern->backward[job->kd](ptr[0] + j * s0,
-                                        ptr[1] + j * w->channel_stride[1] * (int64_t)es(w, 1),
-                                        (size_t)len, kc, ptr[2] + j * so);
-        }
+    if (job->kd >= 0 && job->unit) { /* the common case: this run of every channel of the block,
+                                      * one runs kernel call (short planes, 7x7, are many) */
+        const void *k = job->fcoef ? (const void *)(job->fcoef + mt->c0)
+                                   : (const void *)(job->coef + mt->c0);
+        size_t ldk = (size_t)w->channels;
+        if (job->kind == SBN_MAP_NORMALIZE)
+            job->kern->runs_normalize[job->kd](ptr[0], w->channel_stride[0], (size_t)mt->cn,
+                                               (size_t)len, k, ldk, ptr[1], w->channel_stride[1]);
+        else
+            job->kern->runs_backward[job->kd](ptr[0], w->channel_stride[0], ptr[1],
+                                              w->channel_stride[1], (size_t)mt->cn, (size_t)len,
+                                              k, ldk, ptr[2], w->channel_stride[2]);
         return;
     }
     for (j = 0; j < mt->cn; j++) {

@@ -142,6 +142,67 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     }
 }
 
+/*
+ * Short runs (sbn__walk_short_runs): a channel's runs of a window go to one runs kernel,
+ * which merges the lanes of one run's tail and the next one's head. The task's rows are
+ * taken in windows of whole runs (sbn__runs_window), every channel of the block in turn
+ * within a window. Same chunks, lanes and order as the plane path, so the same bits.
+ */
+
+typedef struct channel_runs {
+    plane_task *pt;
+    int64_t j, r;  /* the channel within the task, the stretch's first row */
+    int new_chunk; /* the stretch starts a chunk: its first element is the shift */
+} channel_runs;
+
+static void runs_stretch(void *arg, char *const *ptr, const int64_t *run_stride, int64_t at,
+                         int64_t runs, int64_t len)
+{
+    channel_runs *cr = arg;
+    plane_task *pt = cr->pt;
+    const sbn__reduce_job *job = pt->job;
+    unsigned lane = (unsigned)((cr->r + at) % SBN_LANES);
+    int64_t j = cr->j;
+    if (cr->new_chunk) {
+        double v;
+        sbn__load_run(ptr[0], job->walk.dtype[0], 1, 1, &v);
+        pt->shift[j] = sbn__chunk_shift(v);
+        cr->new_chunk = 0;
+    }
+    if (job->kind == SBN_REDUCE_BACKWARD)
+        pt->kern->runs_bwd_accum[job->kd](ptr[0], run_stride[0], ptr[1], run_stride[1],
+                                          (size_t)runs, (size_t)len, lane, pt->shift[j],
+                                          pt->acc[j]);
+    else
+        pt->kern->runs_accum[job->kd](ptr[0], run_stride[0], (size_t)runs, (size_t)len, lane,
+                                      pt->shift[j], pt->acc[j]);
+}
+
+static void reduce_runs(plane_task *pt, int64_t r1)
+{
+    const sbn__reduce_job *job = pt->job;
+    const sbn__walk *w = &job->walk;
+    int64_t len = w->size[1], window = sbn__runs_window(w, pt->cn), wa, wb, j, rr, end;
+    for (wa = pt->r0; wa < r1; wa = wb) {
+        wb = (wa / len + window) * len;
+        if (wb > r1) wb = r1;
+        for (j = 0; j < pt->cn; j++)
+            for (rr = wa; rr < wb; rr = end) {
+                channel_runs cr;
+                int64_t k = rr / SBN_CHUNK;
+                end = sbn__chunk_piece_end(rr, wb);
+                cr.pt = pt, cr.j = j, cr.r = rr;
+                cr.new_chunk = rr % SBN_CHUNK == 0 && job->kind == SBN_REDUCE_MOMENTS;
+                if (rr % SBN_CHUNK == 0) memset(pt->acc[j], 0, sizeof pt->acc[j]);
+                sbn__walk_run_groups(w, pt->c0 + j, rr, end - rr, runs_stretch, &cr);
+                if (end % SBN_CHUNK == 0 || end == w->reduction)
+                    sbn__chunk_finish(job->kind, sbn__walk_chunk_len(w, k), pt->shift[j],
+                                      pt->acc[j], pt->acc[j] + SBN_LANES,
+                                      job->partial + 2 * ((pt->c0 + j) * w->chunks + k));
+            }
+    }
+}
+
 static void reduce_tasks(void *ctx, int64_t begin, int64_t end)
 {
     const sbn__reduce_job *job = ctx;
@@ -164,7 +225,10 @@ static void reduce_tasks(void *ctx, int64_t begin, int64_t end)
             for (j = 0; j < pt.cn; j++)
                 pt.shift[j] = job->kind == SBN_REDUCE_BACKWARD ? sbn__load1(job->center, pt.c0 + j)
                                                                : 0.0;
-            sbn__walk_runs(&job->walk, pt.c0, pt.r0, r1 - pt.r0, plane_run, &pt);
+            if (pt.direct && sbn__walk_short_runs(&job->walk))
+                reduce_runs(&pt, r1);
+            else
+                sbn__walk_runs(&job->walk, pt.c0, pt.r0, r1 - pt.r0, plane_run, &pt);
         }
     }
 }
