@@ -1,8 +1,8 @@
 /*
- * test_short_runs.c - the short-run path of the channel reductions and maps
+ * test_short_runs.c - the short-run path of the channel reductions
  * (sbn__walk_short_runs: NCHW with small planes, a channel's runs handed to one runs
  * kernel in windows of the task's rows) gives the same bits as the plane path, one
- * kernel call per run. Each case runs a training step (forward, backward, eval;
+ * kernel call per run (the maps' runs kernels are checked in test_kernels_runs.c). Each case runs a training step (forward, backward, eval;
  * support/train_pair.h) with the path off, then on with no pool and pools of 2 and 3
  * threads, and compares every output byte. Shapes: planes of 7x7, 5x5, 3x3 (shorter
  * than a group of lanes) and 14x14, R below and above the chunk size (chunks that

@@ -11,7 +11,8 @@
  * fused multiply-adds (kernels.h; the error bound is in docs/numerics.md). With an
  * fp64 tensor, or a coefficient out of float's normal range, it computes in double
  * as the fp64 kernels do. Tasks follow memory (task_plan.c): the plane path maps
- * each run along the innermost walk dim for every channel of a block in turn, the
+ * each run along the innermost walk dim for every channel of a block in turn (one
+ * runs kernel call, each channel's run with its coefficients), the
  * row path (channels-last, (N, C)) maps runs of whole rows. When every tensor has
  * one element type (and, on the plane path, unit inner strides) the map kernels
  * work in place on the tensors; otherwise pieces are widened to double, narrowed

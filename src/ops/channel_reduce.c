@@ -15,7 +15,9 @@
  * The arithmetic depends on the shape alone, not on the layout, the thread count
  * or the kernel ISA. Memory is read once, in order: the plane path (here) takes
  * each run along the innermost walk dim for every channel of a block in turn,
- * carrying each channel's chunk in progress across runs; the row path
+ * carrying each channel's chunk in progress across runs, or, for short runs (small
+ * planes, sbn__walk_short_runs), a window of runs of one channel at a time through the
+ * runs kernels, then the next channel (same lanes, same order); the row path
  * (row_reduce.c, channels-last) takes whole rows, its lanes in the workspace.
  */
 #include <math.h>

@@ -15,6 +15,10 @@
  * and stored once per block, so each lane still takes its rows in order. The _pf
  * entry points (for tensors beyond the last-level cache, kernels.h) also prefetch
  * the next block's rows into L2 when a row's slice is short (row_prefetch below).
+ * Several runs of one channel (runs_accum, runs_bwd_accum) fill each group of eight
+ * lanes across runs: the end of one run and the start of the next share a group (a
+ * merging masked load), so short runs (7x7 planes) cost whole groups, not a head and
+ * a tail each.
  * Only a[l * ld + j], b[l * ld + j] with j < cn are read or written. Per element,
  * in double, no fused multiply-add (-ffp-contract=off and no FMA intrinsics: a
  * product is rounded before it is added); which NaN survives where two meet is not fixed (kernels.h, numerics.md):
