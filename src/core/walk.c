@@ -152,11 +152,11 @@ void sbn__short_runs_set(int on)
 
 int sbn__walk_short_runs(const sbn__walk *w)
 {
+    int64_t bytes = 0;
     int i;
     if (!g_short_runs || w->ndims != 2 || w->size[0] < 2 || !sbn__walk_unit_inner(w)) return 0;
-    for (i = 0; i < w->ntensors; i++)
-        if (w->size[1] * (int64_t)sbn_dtype_size(w->dtype[i]) > SBN_SHORT_RUN_BYTES) return 0;
-    return 1;
+    for (i = 0; i < w->ntensors; i++) bytes += w->size[1] * (int64_t)sbn_dtype_size(w->dtype[i]);
+    return bytes <= SBN_SHORT_RUN_BYTES;
 }
 
 int64_t sbn__runs_window(const sbn__walk *w, int64_t cn)
