@@ -235,7 +235,7 @@ static int check_tables(const sbn_kernels *s, const sbn_kernels *const *ks, int 
                     c.profile = (int)below(4);
                     c.xs = stride_for(c.len, v);
                     c.dys = stride_for(c.len, (int)below(4));
-                    c.ys = stride_for(c.len, (v + 1 + (int)below(3)) % 4);
+                    c.ys = stride_for(c.len, below(2) ? v : (int)below(4));
                     c.off = (int)below(4);
                     fill(g_x, &c);
                     fill(g_dy, &c);
