@@ -84,6 +84,15 @@ static void train_channel(const train_job *job, int64_t c, const double *stat, d
     k[3 * ks] = 0.0;
 }
 
+/* Channels [begin, end) of a two-pass training forward, on the pool (each writes its
+ * own elements: ~60 ns a channel, 0.12 ms of 2048 channels in serial at 2 threads). */
+static void train_channels(void *ctx, int64_t begin, int64_t end)
+{
+    const train_job *job = ctx;
+    int64_t c, channels = job->x->shape[1];
+    for (c = begin; c < end; c++) train_channel(job, c, job->stats + 2 * c, job->coef + c, channels);
+}
+
 /* One block of the one-pass schedule: reduce channels [c0, c0 + cn), then map them. */
 static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
 {
@@ -100,7 +109,7 @@ static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
 /* Training: one pass per cache-sized block of channels where that pays, else two passes. */
 static void train(train_job *job, sbn_pool_t *pool)
 {
-    int64_t c, channels = job->x->shape[1];
+    int64_t channels = job->x->shape[1];
     job->block = sbn__one_pass_block(job->x, sbn_dtype_size(job->x->dtype), pool);
     if (job->block > 0) {
         sbn_tensor first = sbn__channel_slice(job->x, 0, job->block);
@@ -109,7 +118,7 @@ static void train(train_job *job, sbn_pool_t *pool)
         return;
     }
     sbn__channel_reduce(SBN_REDUCE_MOMENTS, job->x, NULL, NULL, job->stats, job->scratch, pool);
-    for (c = 0; c < channels; c++) train_channel(job, c, job->stats + 2 * c, job->coef + c, channels);
+    sbn__parallel_for(pool, channels, train_channels, job);
     sbn__channel_map(SBN_MAP_NORMALIZE, job->x, NULL, job->coef, job->y, pool);
 }
 

@@ -82,6 +82,34 @@ static void train_coef(const backward_job *job, int64_t c, const double *sum, do
     k[3 * ks] = invstd * w;
 }
 
+/* Channels [begin, end) of a two-pass backward, on the pool: grad_weight, grad_bias and
+ * the map's coefficients, in place of (mean, invstd) at coef (each channel its own). */
+typedef struct channels_job {
+    const backward_job *job;
+    int training, grad_input;
+} channels_job;
+
+static void finish_channels(void *ctx, int64_t begin, int64_t end)
+{
+    const channels_job *cj = ctx;
+    const backward_job *job = cj->job;
+    double *coef = job->coef;
+    int64_t c, channels = job->channels;
+    for (c = begin; c < end; c++) {
+        double mean = coef[c], invstd = coef[1 * channels + c];
+        store_param_grads(job, c, job->sums + 2 * c, invstd);
+        if (!cj->grad_input) continue;
+        if (cj->training) {
+            train_coef(job, c, job->sums + 2 * c, mean, invstd, coef + c, channels);
+        } else {
+            coef[c] = 0.0;
+            coef[1 * channels + c] = invstd * (job->weight ? sbn__load1(job->weight, c) : 1.0);
+            coef[2 * channels + c] = 0.0;
+            coef[3 * channels + c] = 0.0;
+        }
+    }
+}
+
 /* One block of the one-pass schedule: the sums of channels [c0, c0 + cn), then grad_input. */
 static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
 {
@@ -114,6 +142,7 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
                                            sbn_pool_t *pool)
 {
     backward_job job;
+    channels_job cj;
     sbn_status s;
     double *coef;
     int64_t c, channels;
@@ -157,19 +186,11 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
         sbn_tensor centers = sbn_tensor_1d(coef, SBN_F64, channels);
         sbn__channel_reduce(SBN_REDUCE_BACKWARD, dy, x, &centers, job.sums, job.scratch, pool);
     }
-    for (c = 0; c < channels; c++) store_param_grads(&job, c, job.sums + 2 * c, coef[channels + c]);
-    if (grad_input == NULL || job.r == 0) return SBN_OK;
-    for (c = 0; c < channels; c++) {
-        double mean = coef[c], invstd = coef[1 * channels + c];
-        if (training) {
-            train_coef(&job, c, job.sums + 2 * c, mean, invstd, coef + c, channels);
-        } else {
-            coef[c] = 0.0;
-            coef[1 * channels + c] = invstd * (weight ? sbn__load1(weight, c) : 1.0);
-            coef[2 * channels + c] = 0.0;
-            coef[3 * channels + c] = 0.0;
-        }
-    }
+    cj.job = &job;
+    cj.training = training;
+    cj.grad_input = grad_input != NULL && job.r > 0;
+    sbn__parallel_for(pool, channels, finish_channels, &cj);
+    if (!cj.grad_input) return SBN_OK;
     if (training)
         sbn__channel_map(SBN_MAP_BACKWARD, dy, x, coef, grad_input, pool);
     else
