@@ -244,19 +244,29 @@ static int float_types(const sbn__walk *w)
     return 1;
 }
 
-/* The float coefficients of every channel into f ([4][C]); 0 if one is out of range. */
-static int float_coefs(sbn__map_kind kind, const double *coef, int64_t C, float *f)
+/* The float coefficients of channels [begin, end) into f ([4][C]); out_of_range is set
+ * when one is out of float's range (on the pool: ~15 ns a channel). */
+typedef struct float_coefs_job {
+    sbn__map_kind kind;
+    const double *coef;
+    int64_t channels;
+    float *f;
+    int out_of_range;
+} float_coefs_job;
+
+static void float_coefs(void *ctx, int64_t begin, int64_t end)
 {
-    int64_t c;
+    float_coefs_job *fj = ctx;
+    int64_t c, C = fj->channels;
     int j, ok = 1;
-    for (c = 0; c < C; c++) {
+    for (c = begin; c < end; c++) {
         double k[4];
         float fc[4];
-        for (j = 0; j < 4; j++) k[j] = coef[j * C + c];
-        ok &= sbn__map_coefs_float(kind == SBN_MAP_BACKWARD, k, fc);
-        for (j = 0; j < 4; j++) f[j * C + c] = fc[j];
+        for (j = 0; j < 4; j++) k[j] = fj->coef[j * C + c];
+        ok &= sbn__map_coefs_float(fj->kind == SBN_MAP_BACKWARD, k, fc);
+        for (j = 0; j < 4; j++) fj->f[j * C + c] = fc[j];
     }
-    return ok;
+    if (!ok) __atomic_store_n(&fj->out_of_range, 1, __ATOMIC_RELAXED);
 }
 
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
@@ -278,9 +288,11 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
-        float *f = (float *)(coef + 4 * job.walk.channels);
-        if (float_coefs(kind, coef, job.walk.channels, f))
-            job.fcoef = f;
+        float_coefs_job fj = {kind, coef, job.walk.channels, (float *)(coef + 4 * job.walk.channels),
+                              0};
+        sbn__parallel_for(pool, job.walk.channels, float_coefs, &fj);
+        if (!fj.out_of_range)
+            job.fcoef = fj.f;
         else
             job.kd = -1; /* out of float's range: the double form, through pieces */
     }
