@@ -73,7 +73,7 @@ static void beyond_cache_by_share(void)
     if (getenv("SBN_STREAM_STORES") != NULL) {
         printf("    note: SBN_STREAM_STORES is set; only the override is checked\n");
     } else {
-        CHECK(!sbn__beyond_cache(one, 1, 1.0, 1));    /* half the L3 */
+        CHECK(!sbn__beyond_cache(one, 1, 0.9, 1));    /* half the L3 */
         CHECK(sbn__beyond_cache(two, 2, 2.0 / 3.0, 1)); /* the whole L3, asked with 2/3 */
         CHECK(!sbn__beyond_cache(two, 2, 1.0, 1));    /* not more than it */
         CHECK(!sbn__beyond_cache(two, 2, 0.25, 0));   /* short runs */

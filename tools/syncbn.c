@@ -540,7 +540,7 @@ static void print_caches(void)
     else
         printf("beyond the cache: maps over %.4g MiB stream their stores, reductions over "
                "%.4g MiB prefetch short rows (SBN_STREAM_STORES unset: by size)\n",
-               l3 / mib, l3 / mib);
+               0.9 * l3 / mib, l3 / mib);
 }
 
 static int info(void)

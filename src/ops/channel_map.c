@@ -284,7 +284,7 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
-    job.streaming = sbn__beyond_cache(tensors, n, 1.0, long_runs(&job.walk, job.rows));
+    job.streaming = sbn__beyond_cache(tensors, n, 0.9, long_runs(&job.walk, job.rows));
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
