@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Driver of the side-by-side batch-norm benchmark (standard library only).
 
-Runs, one after the other (never concurrently), for each shape in turn (so that a
-noisy stretch of the machine falls on ours and on PyTorch alike, not on one of them):
-  1. build/release/bench_ops --shape S
+Runs, one after the other (never concurrently), for each shape, dtype and thread count
+in turn (so that a noisy stretch of the machine falls on ours and on PyTorch alike, not
+on one of them; each turn is the 6 rows of 2 layouts x 3 modes):
+  1. build/release/bench_ops --shape S --dtypes D --threads T
        this project, the plain reference kernels and oneDNN on the same buffers
-  2. /usr/bin/python3 bench/peers/torch_bn.py --shape S   (PyTorch CPU), with
+  2. /usr/bin/python3 bench/peers/torch_bn.py --shape S --dtypes D --threads T   (PyTorch CPU), with
        GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:
        glibc.malloc.trim_threshold=4294967296
 then bench_ops --syncbn-only: the SyncBN layer over 2 in-process ranks, and
@@ -282,9 +283,13 @@ def main():
     counts = {}
     for s, c in shapes:
         counts[s] = counts.get(s, 0) + c
-    matrix = ["--dtypes", a.dtypes, "--threads", a.threads, "--layouts", a.layouts,
-              "--modes", a.modes, "--min-reps", a.min_reps, "--min-time", a.min_time,
-              "--max-time", a.max_time]
+    timing = ["--layouts", a.layouts, "--modes", a.modes, "--min-reps", a.min_reps,
+              "--min-time", a.min_time, "--max-time", a.max_time]
+    matrix = ["--dtypes", a.dtypes, "--threads", a.threads] + timing
+    # bench_ops and torch take turns on each (shape, dtype, threads): a noisy stretch of a
+    # shared machine (medians 1.3-2.8x the minimums on 2-thread rows of a VM) then falls on
+    # both sides of a few rows rather than on one side of a whole shape
+    pieces = [(d, t) for d in a.dtypes.split(",") for t in a.threads.split(",")]
 
     log("# run_bench.py %s; load average before: %s; %d shapes from %s" % (
         time.strftime("%Y-%m-%d %H:%M:%S"), load_avg(), len(shapes),
@@ -318,26 +323,27 @@ def main():
         missing["torch"] = "%s not found" % a.torch_python
     else:
         torch_env = dict(base_env, GLIBC_TUNABLES=TUNABLES)
-        log("# torch runs with GLIBC_TUNABLES=%s, after bench_ops on each shape" % TUNABLES)
+        log("# torch runs with GLIBC_TUNABLES=%s, after bench_ops on each (shape, dtype, threads)" % TUNABLES)
     ours_rows, torch_rows = [], []
-    for shape in unique_shapes(shapes):
-        rc, out, _ = run([exe, "--shape", shape] + matrix, env=base_env, timeout=a.timeout,
-                         label="bench_ops --shape %s" % shape)
+    for shape, (dtype, threads) in [(s, p) for s in unique_shapes(shapes) for p in pieces]:
+        piece = ["--shape", shape, "--dtypes", dtype, "--threads", threads] + timing
+        what = "%s %s T=%s" % (shape, dtype, threads)
+        rc, out, _ = run([exe] + piece, env=base_env, timeout=a.timeout,
+                         label="bench_ops " + what)
         r, n = parse_rows(out)
         ours_rows += r
-        notes += [x for x in n if x not in notes]
+        notes += [x for x in n if x not in notes and not x.startswith("# matrix took")]
         if rc != 0:
-            notes.append("# bench_ops --shape %s exit status %s (rows so far kept)" % (shape, rc))
+            notes.append("# bench_ops %s exit status %s (rows so far kept)" % (what, rc))
         if torch_env is None:
             continue
-        cmd = [a.torch_python, os.path.join(ROOT, "bench", "peers", "torch_bn.py"),
-               "--shape", shape] + matrix
-        rc, out, _ = run(cmd, env=torch_env, timeout=a.timeout, label="torch_bn.py " + shape)
+        cmd = [a.torch_python, os.path.join(ROOT, "bench", "peers", "torch_bn.py")] + piece
+        rc, out, _ = run(cmd, env=torch_env, timeout=a.timeout, label="torch_bn.py " + what)
         r, n = parse_rows(out)
         torch_rows += r
         notes += [x for x in n if x not in notes]
         if rc != 0:
-            notes.append("# torch_bn.py --shape %s exit status %s" % (shape, rc))
+            notes.append("# torch_bn.py %s exit status %s" % (what, rc))
     rows += ours_rows + torch_rows
     if not any(x["impl"] == "onednn" and x["status"] != "missing" for x in ours_rows):
         missing["onednn"] = next((x["note"] for x in ours_rows if x["impl"] == "onednn"),
@@ -539,7 +545,7 @@ def summarize(merged, counts):
             parts.append("%s %s (n=%d)" % (label, text, len(vals)))
         below = sum(1 for m in sel if fnum(m["x_torch"]) and fnum(m["x_torch"]) < 1)
         parts.append("rows below torch %d" % below)
-        # torch runs in its own process after the C matrix, so a noisy machine can
+        # torch runs in its own process after each piece of the C matrix, so a noisy machine can
         # load one and not the other: the ratio of the minimums is less exposed
         mins = [fnum(m["torch_min_ms"]) / fnum(m["ours_min_ms"]) for m in sel
                 if fnum(m.get("torch_min_ms")) and fnum(m.get("ours_min_ms"))]
