@@ -150,21 +150,24 @@ void sbn__short_runs_set(int on)
     g_short_runs = on != 0;
 }
 
-int sbn__walk_short_runs(const sbn__walk *w)
+/* Bytes of one run (the inner dim of a two-dim walk) over all the walk's tensors. */
+static int64_t run_bytes(const sbn__walk *w)
 {
     int64_t bytes = 0;
     int i;
-    if (!g_short_runs || w->ndims != 2 || w->size[0] < 2 || !sbn__walk_unit_inner(w)) return 0;
     for (i = 0; i < w->ntensors; i++) bytes += w->size[1] * (int64_t)sbn_dtype_size(w->dtype[i]);
-    return bytes <= SBN_SHORT_RUN_BYTES;
+    return bytes;
+}
+
+int sbn__walk_short_runs(const sbn__walk *w)
+{
+    if (!g_short_runs || w->ndims != 2 || w->size[0] < 2 || !sbn__walk_unit_inner(w)) return 0;
+    return run_bytes(w) <= SBN_SHORT_RUN_BYTES;
 }
 
 int64_t sbn__runs_window(const sbn__walk *w, int64_t cn)
 {
-    int64_t bytes = 0, window;
-    int i;
-    for (i = 0; i < w->ntensors; i++) bytes += w->size[1] * (int64_t)sbn_dtype_size(w->dtype[i]);
-    window = SBN_RUNS_WINDOW_BYTES / (bytes * (cn > 0 ? cn : 1));
+    int64_t window = SBN_RUNS_WINDOW_BYTES / (run_bytes(w) * (cn > 0 ? cn : 1));
     return window > 0 ? window : 1;
 }
 

@@ -97,6 +97,30 @@ static void accumulate(plane_task *pt, int64_t j, const char *const *p, const in
     }
 }
 
+/* Channel j's chunk starts with the element at `first` (tensor 0): fresh lanes, and
+ * for MOMENTS that element's shift. */
+static void chunk_start(plane_task *pt, int64_t j, const char *first)
+{
+    memset(pt->acc[j], 0, sizeof pt->acc[j]);
+    if (pt->job->kind == SBN_REDUCE_MOMENTS) {
+        double v;
+        sbn__load_run(first, pt->job->walk.dtype[0], 1, 1, &v);
+        pt->shift[j] = sbn__chunk_shift(v);
+    }
+}
+
+/* Channel j has taken rows [rr, end) of rr's chunk: when that ends the chunk, its lanes
+ * are folded into the chunk's partials. */
+static void chunk_close(plane_task *pt, int64_t j, int64_t rr, int64_t end)
+{
+    const sbn__walk *w = &pt->job->walk;
+    int64_t k = rr / SBN_CHUNK;
+    if (end % SBN_CHUNK == 0 || end == w->reduction)
+        sbn__chunk_finish(pt->job->kind, sbn__walk_chunk_len(w, k), pt->shift[j], pt->acc[j],
+                          pt->acc[j] + SBN_LANES,
+                          pt->job->partial + 2 * ((pt->c0 + j) * w->chunks + k));
+}
+
 /* One run of rows [r, r + len) along the innermost dim, for every channel of the task. */
 static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
@@ -122,23 +146,12 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
         int64_t done = 0;
         for (i = 0; i < w->ntensors; i++) p[i] = ptr[i] + j * pt->cs[i];
         while (done < len) {
-            int64_t rr = r + done, k = rr / SBN_CHUNK, end = sbn__chunk_piece_end(rr, r + len);
-            int64_t n = end - rr;
+            int64_t rr = r + done, end = sbn__chunk_piece_end(rr, r + len), n = end - rr;
             const char *q[SBN_WALK_MAX_TENSORS];
             sbn__walk_advance(w, p, stride, done, q);
-            if (rr % SBN_CHUNK == 0) { /* a chunk starts: fresh lanes, its shift */
-                memset(pt->acc[j], 0, sizeof pt->acc[j]);
-                if (job->kind == SBN_REDUCE_MOMENTS) {
-                    double v;
-                    sbn__load_run(q[0], w->dtype[0], 1, 1, &v);
-                    pt->shift[j] = sbn__chunk_shift(v);
-                }
-            }
+            if (rr % SBN_CHUNK == 0) chunk_start(pt, j, q[0]);
             accumulate(pt, j, q, stride, n, (unsigned)(rr % SBN_LANES));
-            if (end % SBN_CHUNK == 0 || end == w->reduction)
-                sbn__chunk_finish(job->kind, sbn__walk_chunk_len(w, k), pt->shift[j], pt->acc[j],
-                                  pt->acc[j] + SBN_LANES,
-                                  job->partial + 2 * ((pt->c0 + j) * w->chunks + k));
+            chunk_close(pt, j, rr, end);
             done += n;
         }
     }
@@ -154,7 +167,7 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
 typedef struct channel_runs {
     plane_task *pt;
     int64_t j, r;  /* the channel within the task, the stretch's first row */
-    int new_chunk; /* the stretch starts a chunk: its first element is the shift */
+    int new_chunk; /* the stretch starts a chunk (chunk_start on its first element) */
 } channel_runs;
 
 static void runs_stretch(void *arg, char *const *ptr, const int64_t *run_stride, int64_t at,
@@ -166,9 +179,7 @@ static void runs_stretch(void *arg, char *const *ptr, const int64_t *run_stride,
     unsigned lane = (unsigned)((cr->r + at) % SBN_LANES);
     int64_t j = cr->j;
     if (cr->new_chunk) {
-        double v;
-        sbn__load_run(ptr[0], job->walk.dtype[0], 1, 1, &v);
-        pt->shift[j] = sbn__chunk_shift(v);
+        chunk_start(pt, j, ptr[0]);
         cr->new_chunk = 0;
     }
     if (job->kind == SBN_REDUCE_BACKWARD)
@@ -191,16 +202,10 @@ static void reduce_runs(plane_task *pt, int64_t r1)
         for (j = 0; j < pt->cn; j++)
             for (rr = wa; rr < wb; rr = end) {
                 channel_runs cr;
-                int64_t k = rr / SBN_CHUNK;
                 end = sbn__chunk_piece_end(rr, wb);
-                cr.pt = pt, cr.j = j, cr.r = rr;
-                cr.new_chunk = rr % SBN_CHUNK == 0 && job->kind == SBN_REDUCE_MOMENTS;
-                if (rr % SBN_CHUNK == 0) memset(pt->acc[j], 0, sizeof pt->acc[j]);
+                cr.pt = pt, cr.j = j, cr.r = rr, cr.new_chunk = rr % SBN_CHUNK == 0;
                 sbn__walk_run_groups(w, pt->c0 + j, rr, end - rr, runs_stretch, &cr);
-                if (end % SBN_CHUNK == 0 || end == w->reduction)
-                    sbn__chunk_finish(job->kind, sbn__walk_chunk_len(w, k), pt->shift[j],
-                                      pt->acc[j], pt->acc[j] + SBN_LANES,
-                                      job->partial + 2 * ((pt->c0 + j) * w->chunks + k));
+                chunk_close(pt, j, rr, end);
             }
     }
 }
