@@ -47,9 +47,10 @@ static long sys_size(int level)
 static void sizes_are_the_kernels(void)
 {
     int level;
-    CHECK(sbn__cache_bytes(2) > 0);
+    CHECK(sbn__cache_bytes(1) > 0);
+    CHECK(sbn__cache_bytes(2) >= sbn__cache_bytes(1));
     CHECK(sbn__cache_bytes(3) >= sbn__cache_bytes(2));
-    for (level = 2; level <= 3; level++) {
+    for (level = 1; level <= 3; level++) {
         long want = sys_size(level);
         if (want < 0) {
             printf("    note: no L%d in /sys here; the sizes come from sysconf or defaults\n", level);

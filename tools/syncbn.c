@@ -527,13 +527,20 @@ static int cpus_in_affinity_mask(void)
     return online > 0 ? (int)online : 1;
 }
 
-/* Prints one "name: value" line per setting; returns 1 if a variable is refused, else 0. */
 /* The cache sizes the size-based schedules use (cache_size.c) and what they decide. */
 static void print_caches(void)
 {
-    const char *mode = getenv("SBN_STREAM_STORES");
-    double l2 = (double)sbn__cache_bytes(2), l3 = (double)sbn__cache_bytes(3), mib = 1048576.0;
-    printf("caches: L2 %.4g MiB, L3 %.4g MiB (one instance each)\n", l2 / mib, l3 / mib);
+    const char *mode = getenv("SBN_STREAM_STORES"), *tiles = getenv("SBN_ROW_TILES");
+    double l1 = (double)sbn__cache_bytes(1), l2 = (double)sbn__cache_bytes(2);
+    double l3 = (double)sbn__cache_bytes(3), mib = 1048576.0;
+    printf("caches: L1d %.4g KiB, L2 %.4g MiB, L3 %.4g MiB (one instance each)\n", l1 / 1024.0,
+           l2 / mib, l3 / mib);
+    if (tiles != NULL && (strcmp(tiles, "0") == 0 || strcmp(tiles, "1") == 0))
+        printf("row tiles: %s (SBN_ROW_TILES=%s)\n", tiles[0] == '1' ? "always" : "never", tiles);
+    else
+        printf("row tiles: channels-last maps whose rows and coefficients exceed %.4g KiB, "
+               "kept in cache (SBN_ROW_TILES unset: by size)\n",
+               l1 / 1024.0);
     if (mode != NULL && (strcmp(mode, "0") == 0 || strcmp(mode, "1") == 0))
         printf("beyond the cache: %s (SBN_STREAM_STORES=%s)\n",
                mode[0] == '1' ? "always" : "never", mode);

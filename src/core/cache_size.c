@@ -1,12 +1,13 @@
 /*
  * cache_size.c - the data cache sizes of this machine, for the schedules that
- * choose by bytes (one_pass.c: a thread's share of L2; channel_map.c and
+ * choose by bytes (one_pass.c: a thread's share of L2; channel_map.c: whether a
+ * channels-last row and its coefficients fit the L1; channel_map.c and
  * channel_reduce.c: whether tensors are far larger than the last-level cache,
  * sbn__beyond_cache). From the kernel's
  * /sys/devices/system/cpu/cpu0/cache/index<i> (the entry whose "level" is the one
  * asked and whose "type" is not Instruction: one instance's size), else from
- * sysconf (_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE), else the sizes of the
- * machines the schedules were tuned on (1 MiB L2, 32 MiB L3). The kernel comes
+ * sysconf (_SC_LEVEL1_DCACHE_SIZE, ..._LEVEL3_...), else the sizes of the machines
+ * the schedules were tuned on (32 KiB L1d, 1 MiB L2, 32 MiB L3). The kernel comes
  * first because the C library can be far off: on the AMD EPYC Zen 4 VM the
  * project measures on, glibc's sysconf gives an L3 of 320 MiB where /sys and lscpu
  * give 32 MiB, which kept every tensor "inside the cache". Read once per level:
@@ -22,8 +23,11 @@
 static long sysconf_bytes(int level)
 {
     long v = -1;
-#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
-    v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+    v = sysconf(level == 1   ? _SC_LEVEL1_DCACHE_SIZE
+                : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                             : _SC_LEVEL3_CACHE_SIZE);
 #else
     (void)level;
 #endif
@@ -62,17 +66,21 @@ static long sys_bytes(int level)
     return -1;
 }
 
+#define CACHE_DEFAULT_L1 ((int64_t)32 << 10)
 #define CACHE_DEFAULT_L2 ((int64_t)1 << 20)
 #define CACHE_DEFAULT_L3 ((int64_t)32 << 20)
 
 int64_t sbn__cache_bytes(int level)
 {
-    static int64_t cached[2] = {-1, -1}; /* benign race: every thread finds the same value */
-    int64_t *c = &cached[level == 2 ? 0 : 1];
+    static int64_t cached[3] = {-1, -1, -1}; /* benign race: every thread finds the same value */
+    int64_t *c = &cached[level <= 1 ? 0 : level == 2 ? 1 : 2];
     if (*c < 0) {
-        long v = sys_bytes(level);
+        long v = sys_bytes(level <= 1 ? 1 : level);
         if (v <= 0) v = sysconf_bytes(level);
-        *c = v > 0 ? (int64_t)v : level == 2 ? CACHE_DEFAULT_L2 : CACHE_DEFAULT_L3;
+        *c = v > 0            ? (int64_t)v
+             : level <= 1     ? CACHE_DEFAULT_L1
+             : level == 2     ? CACHE_DEFAULT_L2
+                              : CACHE_DEFAULT_L3;
     }
     return *c;
 }

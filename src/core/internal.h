@@ -366,10 +366,14 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
 typedef enum sbn__map_kind { SBN_MAP_NORMALIZE, SBN_MAP_BACKWARD } sbn__map_kind;
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
                       double *coef, sbn_tensor *out, sbn_pool_t *pool);
+/* The row path's tiles of channels x rows (rows wider than the L1 with their
+ * coefficients): -1 by size (the default), 0 never, 1 always (tests; the environment's
+ * SBN_ROW_TILES=0|1 does the same). Speed only, never bits. */
+void sbn__row_tiles_set(int mode);
 
 /* ---- cache sizes (src/core/cache_size.c) ---- */
-/* Bytes of this machine's level-2 or level-3 data cache (per instance); 1 MiB and 32 MiB
- * when the machine does not say. Read once. */
+/* Bytes of this machine's level-1, 2 or 3 data cache (per instance); 32 KiB, 1 MiB and
+ * 32 MiB when the machine does not say. Read once. */
 int64_t sbn__cache_bytes(int level);
 /* Whether the n tensors of a map or a reduction together exceed `share` of the L3
  * (maps 0.9, reductions 1), so that it takes the kernels for data beyond the cache

@@ -42,11 +42,11 @@ void tsup_step_run(const tsup_step_case *k, const tsup_step_inputs *in, tsup_ste
     const int64_t *shape = k->shape;
     tsup_layout layout = k->layout;
     int64_t c = shape[1];
-    double ones[512], zeros[512];
+    double *ones = malloc((size_t)c * sizeof(double)), *zeros = malloc((size_t)c * sizeof(double));
     size_t bytes, bytes2;
     void *ws;
-    int i;
-    for (i = 0; i < 512; i++) ones[i] = 1.0, zeros[i] = 0.0;
+    int64_t i;
+    for (i = 0; i < c; i++) ones[i] = 1.0, zeros[i] = 0.0;
     o->y = tsup_make(dtype, rank, shape, layout, NULL);
     o->ye = tsup_make(dtype, rank, shape, layout, NULL);
     o->gi = tsup_make(dtype, rank, shape, layout, NULL);
@@ -54,6 +54,8 @@ void tsup_step_run(const tsup_step_case *k, const tsup_step_inputs *in, tsup_ste
     o->si = tsup_make_1d(SBN_F32, c, NULL);
     o->rm = tsup_make_1d(SBN_F32, c, zeros);
     o->rv = tsup_make_1d(SBN_F32, c, ones);
+    free(ones);
+    free(zeros);
     o->gw = tsup_make_1d(SBN_F64, c, NULL);
     o->gb = tsup_make_1d(SBN_F32, c, NULL);
     sbn_batch_norm_workspace_size(&x->view, &bytes);

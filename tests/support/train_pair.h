@@ -10,7 +10,7 @@
 
 #include "support/support.h"
 
-/* A case: the dtype, rank, shape (C <= 512) and layout of x, dy and the outputs. */
+/* A case: the dtype, rank, shape and layout of x, dy and the outputs. */
 typedef struct tsup_step_case {
     sbn_dtype dtype;
     int rank;
