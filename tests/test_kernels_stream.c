@@ -5,7 +5,8 @@
  * of kernels.h, with its own conversions from the IEEE definitions (support/ieee_formats.h,
  * checked on their own in test_kernels_stream_formats.c), so the scalar definitions are tested
  * themselves: the reductions and the fp64 maps as the same double operations in the same
- * order; the fp32/fp16/bf16 maps, which take float coefficients, as float arithmetic with
+ * order (the reductions' squares and products fused into their adds with C's fma); the
+ * fp32/fp16/bf16 maps, which take float coefficients, as float arithmetic with
  * an explicit fused multiply-add, each step rounded once from its exact value
  * (support/map_oracle.h, no fmaf), the float result narrowed once. Every other ISA that
  * sbn__kernels_for() offers is checked BITWISE against scalar. Runs: n = 0..70, 100, 255,
@@ -51,7 +52,9 @@
 #define MAXLD 261
 #define SNAN_BITS 0x7FF4A5A5A5A5A5A5ull /* untouchable accumulator entries */
 
-/* ---- the oracle kernels (runs are rows = n, cn = 1, strides 1, ld = ldk = 1) ---- */
+/* ---- the oracle kernels (runs are rows = n, cn = 1, strides 1, ld = ldk = 1) ----
+ * The reductions' fused multiply-add is C's fma, correctly rounded by the standard
+ * (IEEE 754 fusedMultiplyAdd); the planted faults below include the unfused form. */
 
 static void oracle_accum(int dt, int bwd, const void *dy, int64_t dys, const void *x, int64_t xs,
                          size_t rows, size_t cn, unsigned lane, const double *c, double *a,
@@ -65,11 +68,11 @@ static void oracle_accum(int dt, int bwd, const void *dy, int64_t dys, const voi
             if (bwd) {
                 double g = get(dt, dy, (int64_t)r * dys + (int64_t)j);
                 a[l * ld + j] += g;
-                b[l * ld + j] += g * (v - c[j]);
+                b[l * ld + j] = fma(g, v - c[j], b[l * ld + j]);
             } else {
                 double d = v - c[j];
                 a[l * ld + j] += d;
-                b[l * ld + j] += d * d;
+                b[l * ld + j] = fma(d, d, b[l * ld + j]);
             }
         }
 }
@@ -653,6 +656,32 @@ static void bad_accum_order(const void *x, size_t n, unsigned lane, double shift
     sbn_f64_accum_ukernel__scalar((const double *)x + 2 * h, n - 2 * h, lane, shift, acc);
 }
 
+/* The reductions' previous contract: the square (the product) rounded before it is added. */
+static void bad_accum_unfused(const void *x, size_t n, unsigned lane, double shift, double *acc)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        unsigned l = (unsigned)((lane + i) % SBN_LANES);
+        double d = ((const double *)x)[i] - shift;
+        volatile double p = d * d;
+        acc[l] += d;
+        acc[SBN_LANES + l] += p;
+    }
+}
+
+static void bad_bwd_accum_unfused(const void *dy, const void *x, size_t n, unsigned lane,
+                                  double center, double *acc)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        unsigned l = (unsigned)((lane + i) % SBN_LANES);
+        double g = ((const float *)dy)[i];
+        volatile double p = g * ((double)((const float *)x)[i] - center);
+        acc[l] += g;
+        acc[SBN_LANES + l] += p;
+    }
+}
+
 static void bad_normalize_extra(const void *x, size_t n, const void *k, void *y)
 {
     sbn_f32_normalize_ukernel__scalar(x, n, k, y);
@@ -723,9 +752,11 @@ static void test_checker_catches_faults(void)
         "normalize bf16: double arithmetic, round to odd",
         "normalize f32: product rounded (no FMA)",
         "backward f32: product rounded (no FMA)",
+        "accum f64: square rounded before the add",
+        "bwd_accum f32: product rounded before the add",
         "row_accum f32: touches b[lane][cn]",
         "row_normalize f64: writes a row gap"};
-    const int nfault = (int)(sizeof k_what / sizeof k_what[0]), nruns = 7;
+    const int nfault = (int)(sizeof k_what / sizeof k_what[0]), nruns = 9;
     const sbn_kernels *s = sbn__kernels_for("scalar");
     sbn_kernels bad;
     impls im;
@@ -743,7 +774,9 @@ static void test_checker_catches_faults(void)
         case 4: bad.normalize[dt = SBN_KD_BF16] = bad_normalize_double; break;
         case 5: bad.normalize[dt = SBN_KD_F32] = bad_normalize_unfused; break;
         case 6: bad.backward[dt = SBN_KD_F32] = bad_backward_unfused; break;
-        case 7: bad.row_accum[dt = SBN_KD_F32] = bad_row_accum_ld; break;
+        case 7: bad.accum[dt = SBN_KD_F64] = bad_accum_unfused; break;
+        case 8: bad.bwd_accum[dt = SBN_KD_F32] = bad_bwd_accum_unfused; break;
+        case 9: bad.row_accum[dt = SBN_KD_F32] = bad_row_accum_ld; break;
         default: bad.row_normalize[dt = SBN_KD_F64] = bad_row_normalize_gap; break;
         }
         caught = f < nruns ? !check_runs(&im, dt) : !check_rows(&im, dt);

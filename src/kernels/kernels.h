@@ -8,7 +8,9 @@
  * increasing index order starting from +0.0, whatever runs or rows they arrive
  * in; the lanes are then folded by halving,
  *   for h in 8, 4, 2, 1:  s[k] = s[k] + s[k+h]  for k < h,
- * and s[0] is the sum. No fused multiply-add in a reduction (files are compiled
+ * and s[0] is the sum. Each operation is rounded once: a sum of squares or
+ * products takes each term in one fused multiply-add (C's fma; the vector FMA
+ * instructions round the same way), nothing else is contracted (files are compiled
  * with -ffp-contract=off): every variant gives the same bits as the scalar one.
  * Elementwise kernels compute each element with the same operations in the same
  * order as the scalar code (fp64 in double; fp32/fp16/bf16 in float with the
@@ -39,8 +41,8 @@ typedef enum sbn_kdtype { SBN_KD_F64, SBN_KD_F32, SBN_KD_F16, SBN_KD_BF16, SBN_K
  * Streaming reductions over a run of one channel (x[0..n), contiguous). acc holds
  * 2 x 16 lane accumulators, a = acc[0..15] and b = acc[16..31]; element i goes to
  * lane l = (lane + i) % 16, lanes taking their elements in index order:
- *   accum:      d = x[i] - shift;   a[l] += d;      b[l] += d * d
- *   bwd_accum:  a[l] += dy[i];      b[l] += dy[i] * (x[i] - center)
+ *   accum:      d = x[i] - shift;   a[l] += d;      b[l] = fma(d, d, b[l])
+ *   bwd_accum:  a[l] += dy[i];      b[l] = fma(dy[i], x[i] - center, b[l])
  * A chunk's lanes may be fed by several runs; lanes are folded only at the end.
  */
 typedef void (*sbn_accum_fn)(const void *x, size_t n, unsigned lane, double shift, double *acc);
@@ -50,8 +52,9 @@ typedef void (*sbn_bwd_accum_fn)(const void *dy, const void *x, size_t n, unsign
  * The same over rows (channels-last): x holds `rows` rows of cn contiguous channels,
  * row r starting at x + r * xs elements; row r adds to lane l = (lane + r) % 16 of
  * every channel j < cn. Accumulators are lane-major, a[l * ld + j] and b[l * ld + j]:
- *   row_accum:      d = x[r][j] - shift[j];  a[l][j] += d;   b[l][j] += d * d
- *   row_bwd_accum:  a[l][j] += dy[r][j];     b[l][j] += dy[r][j] * (x[r][j] - center[j])
+ *   row_accum:      d = x[r][j] - shift[j];  a[l][j] += d;   b[l][j] = fma(d, d, b[l][j])
+ *   row_bwd_accum:  a[l][j] += dy[r][j];
+ *                   b[l][j] = fma(dy[r][j], x[r][j] - center[j], b[l][j])
  */
 typedef void (*sbn_row_accum_fn)(const void *x, int64_t xs, size_t rows, size_t cn,
                                  unsigned lane, const double *shift, double *a, double *b,

@@ -3,10 +3,15 @@
  * the canonical order the SIMD variants reproduce bit for bit. Runs of one
  * channel: element i adds to lane (lane + i) % 16. Rows of a block of channels
  * (channels-last): row r adds to lane (lane + r) % 16 of every channel, the lanes
- * stored lane-major a[l * ld + j]. Per element, in double, no fused multiply-add:
- *   accum:      d = x - shift;  a += d;   b += d * d
- *   bwd_accum:  a += dy;        b += dy * (x - center)
+ * stored lane-major a[l * ld + j]. Per element, in double, each operation rounded
+ * once: b takes its product and add in one fused multiply-add (C's fma, correctly
+ * rounded; the SIMD variants use their FMA instructions, which round the same way),
+ * a product and a sum in one rounding instead of two, and one operation less:
+ *   accum:      d = x - shift;  a += d;   b = fma(d, d, b)
+ *   bwd_accum:  a += dy;        b = fma(dy, x - center, b)
  */
+#include <math.h>
+
 #include "kernels/runs_by_run.h"
 #include "kernels/scalar/kernel_io_scalar.h"
 
@@ -19,7 +24,7 @@
             unsigned l = (unsigned)((lane + i) % SBN_LANES);                                   \
             double d = sbn__ld_##dt(x, (int64_t)i) - shift;                                    \
             acc[l] += d;                                                                       \
-            acc[SBN_LANES + l] += d * d;                                                       \
+            acc[SBN_LANES + l] = fma(d, d, acc[SBN_LANES + l]);                                \
         }                                                                                      \
     }                                                                                          \
                                                                                                \
@@ -30,8 +35,9 @@
         for (i = 0; i < n; i++) {                                                              \
             unsigned l = (unsigned)((lane + i) % SBN_LANES);                                   \
             double g = sbn__ld_##dt(dy, (int64_t)i);                                           \
+            double xc = sbn__ld_##dt(x, (int64_t)i) - center;                                  \
             acc[l] += g;                                                                       \
-            acc[SBN_LANES + l] += g * (sbn__ld_##dt(x, (int64_t)i) - center);                  \
+            acc[SBN_LANES + l] = fma(g, xc, acc[SBN_LANES + l]);                               \
         }                                                                                      \
     }                                                                                          \
                                                                                                \
@@ -45,7 +51,7 @@
             for (j = 0; j < cn; j++) {                                                         \
                 double d = sbn__ld_##dt(x, (int64_t)r * xs + (int64_t)j) - shift[j];           \
                 a[l * ld + j] += d;                                                            \
-                b[l * ld + j] += d * d;                                                        \
+                b[l * ld + j] = fma(d, d, b[l * ld + j]);                                      \
             }                                                                                  \
         }                                                                                      \
     }                                                                                          \
@@ -60,8 +66,9 @@
             size_t l = (lane + r) % SBN_LANES;                                                 \
             for (j = 0; j < cn; j++) {                                                         \
                 double g = sbn__ld_##dt(dy, (int64_t)r * dys + (int64_t)j);                    \
+                double xc = sbn__ld_##dt(x, (int64_t)r * xs + (int64_t)j) - center[j];         \
                 a[l * ld + j] += g;                                                            \
-                b[l * ld + j] += g * (sbn__ld_##dt(x, (int64_t)r * xs + (int64_t)j) - center[j]); \
+                b[l * ld + j] = fma(g, xc, b[l * ld + j]);                                     \
             }                                                                                  \
         }                                                                                      \
     }

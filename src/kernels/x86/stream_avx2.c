@@ -16,11 +16,13 @@
  * above (their shifts / centers loaded once per call); each a[l * ld + j] and
  * b[l * ld + j], j < cn, is read, added to and stored once per row, as in the
  * scalar loop, and nothing past channel cn is accessed.
- * Elements are widened exactly (io_avx2.h). Per element, in double, no fused
- * multiply-add (the product is rounded, then added):
- *   accum:      d = x - shift;  a += d;   b += d * d
- *   bwd_accum:  a += dy;        b += dy * (x - center)
+ * Elements are widened exactly (io_avx2.h). Per element, in double, b's product and
+ * add in one fused multiply-add (rounded once, as C's fma):
+ *   accum:      d = x - shift;  a += d;   b = fma(d, d, b)
+ *   bwd_accum:  a += dy;        b = fma(dy, x - center, b)
  */
+#include <math.h>
+
 #include "kernels/runs_by_run.h"
 #include "kernels/x86/io_avx2.h"
 
@@ -36,28 +38,28 @@
     do {                                             \
         v = _mm256_sub_pd(v, vs);                    \
         va = _mm256_add_pd(va, v);                   \
-        vb = _mm256_add_pd(vb, _mm256_mul_pd(v, v)); \
+        vb = _mm256_fmadd_pd(v, v, vb);               \
     } while (0)
 
 /* bwd_accum: one ymm of dy (g) and x (v) into registers va, vb. */
 #define SBN_BWD_STEP(va, vb, g, v, vc)                                  \
     do {                                                                \
         va = _mm256_add_pd(va, g);                                      \
-        vb = _mm256_add_pd(vb, _mm256_mul_pd(g, _mm256_sub_pd(v, vc))); \
+        vb = _mm256_fmadd_pd(g, _mm256_sub_pd(v, vc), vb);               \
     } while (0)
 
 /* Four deviations d into the lanes pa[0..3], pb[0..3] in memory. */
 static inline void acc4_mem(double *pa, double *pb, __m256d d)
 {
     _mm256_storeu_pd(pa, _mm256_add_pd(_mm256_loadu_pd(pa), d));
-    _mm256_storeu_pd(pb, _mm256_add_pd(_mm256_loadu_pd(pb), _mm256_mul_pd(d, d)));
+    _mm256_storeu_pd(pb, _mm256_fmadd_pd(d, d, _mm256_loadu_pd(pb)));
 }
 
 /* Four dy (g) and x - center (xc) into the lanes pa[0..3], pb[0..3] in memory. */
 static inline void bwd4_mem(double *pa, double *pb, __m256d g, __m256d xc)
 {
     _mm256_storeu_pd(pa, _mm256_add_pd(_mm256_loadu_pd(pa), g));
-    _mm256_storeu_pd(pb, _mm256_add_pd(_mm256_loadu_pd(pb), _mm256_mul_pd(g, xc)));
+    _mm256_storeu_pd(pb, _mm256_fmadd_pd(g, xc, _mm256_loadu_pd(pb)));
 }
 
 /* The same for the first t (1..3) lanes only, in scalar code on the vector's lanes. */
@@ -69,7 +71,7 @@ static inline void acc3_mem(double *pa, double *pb, __m256d d, size_t t)
     for (k = 0; k < 3; k++) {
         if (k == t) break;
         pa[k] += v[k];
-        pb[k] += v[k] * v[k];
+        pb[k] = fma(v[k], v[k], pb[k]);
     }
 }
 
@@ -82,7 +84,7 @@ static inline void bwd3_mem(double *pa, double *pb, __m256d g, __m256d xc, size_
     for (k = 0; k < 3; k++) {
         if (k == t) break;
         pa[k] += gv[k];
-        pb[k] += gv[k] * cv[k];
+        pb[k] = fma(gv[k], cv[k], pb[k]);
     }
 }
 

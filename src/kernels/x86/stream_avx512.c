@@ -20,10 +20,11 @@
  * merging masked load), so short runs (7x7 planes) cost whole groups, not a head and
  * a tail each.
  * Only a[l * ld + j], b[l * ld + j] with j < cn are read or written. Per element,
- * in double, no fused multiply-add (-ffp-contract=off and no FMA intrinsics: a
- * product is rounded before it is added); which NaN survives where two meet is not fixed (kernels.h, numerics.md):
- *   accum:      d = x - shift;  a += d;   b += d * d
- *   bwd_accum:  a += dy;        b += dy * (x - center)
+ * in double, each operation rounded once (-ffp-contract=off; b's product and add are
+ * one fused multiply-add, as C's fma in the scalar kernels); which NaN survives where
+ * two meet is not fixed (kernels.h, numerics.md):
+ *   accum:      d = x - shift;  a += d;   b = fma(d, d, b)
+ *   bwd_accum:  a += dy;        b = fma(dy, x - center, b)
  */
 #include <stdint.h>
 
@@ -31,32 +32,34 @@
 
 /* ---- one zmm of eight lanes in registers (runs) ---- */
 
-/* The subtraction and a's add run on the FMA ports (io_avx512.h: same bits). */
+/* b takes the square or the product in one fused multiply-add (rounded once, as C's
+ * fma); the subtraction runs on the FMA ports and a's add on the add ports, two and
+ * two (io_avx512.h: same bits). */
 SBN512_INLINE void accum8(__m512d *a, __m512d *b, __m512d v, __m512d shift)
 {
     __m512d d = sbn512_sub_on_fma(v, shift);
-    *a = sbn512_add_on_fma(d, *a);
-    *b = _mm512_add_pd(*b, _mm512_mul_pd(d, d));
+    *a = _mm512_add_pd(*a, d);
+    *b = _mm512_fmadd_pd(d, d, *b);
 }
 
 SBN512_INLINE void accum8m(__m512d *a, __m512d *b, __mmask8 m, __m512d v, __m512d shift)
 {
     __m512d d = _mm512_sub_pd(v, shift);
     *a = _mm512_mask_add_pd(*a, m, *a, d);
-    *b = _mm512_mask_add_pd(*b, m, *b, _mm512_mul_pd(d, d));
+    *b = _mm512_mask3_fmadd_pd(d, d, *b, m);
 }
 
 SBN512_INLINE void bwd8(__m512d *a, __m512d *b, __m512d g, __m512d v, __m512d center)
 {
-    *a = sbn512_add_on_fma(g, *a);
-    *b = _mm512_add_pd(*b, _mm512_mul_pd(g, sbn512_sub_on_fma(v, center)));
+    *a = _mm512_add_pd(*a, g);
+    *b = _mm512_fmadd_pd(g, sbn512_sub_on_fma(v, center), *b);
 }
 
 SBN512_INLINE void bwd8m(__m512d *a, __m512d *b, __mmask8 m, __m512d g, __m512d v,
                          __m512d center)
 {
     *a = _mm512_mask_add_pd(*a, m, *a, g);
-    *b = _mm512_mask_add_pd(*b, m, *b, _mm512_mul_pd(g, _mm512_sub_pd(v, center)));
+    *b = _mm512_mask3_fmadd_pd(g, _mm512_sub_pd(v, center), *b, m);
 }
 
 /* The head block of a run starting at lane != 0: its first `lane` elements would lie
