@@ -44,10 +44,16 @@ static inline __mmask16 tail_mask16(size_t r)
     return (__mmask16)((1u << r) - 1u);
 }
 
-/* Eight bf16 to float: the 16 bits become the high half. Exact. */
+/* Eight bf16 to float: the 16 bits become the high half (word 2i + 1 takes bf16 i, the
+ * even words are zeroed by the mask). Exact. One word permute (AVX512BW) instead of a
+ * zero-extend and a shift: the reductions' bf16 loads are one instruction a vector
+ * cheaper (AMD EPYC Zen 4 VM, ABBA, 1 thread, min ms: 2x512x32x32 bf16 bwd 0.355 ->
+ * 0.330, fwd-train 0.266 -> 0.252; 8x256x28x28 bf16 bwd 0.538 -> 0.502). */
 static inline __m256 bf16x8_to_float(__m128i h)
 {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    const __m256i idx = _mm256_setr_epi16(0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7);
+    return _mm256_castsi256_ps(
+        _mm256_maskz_permutexvar_epi16((__mmask16)0xAAAA, idx, _mm256_castsi128_si256(h)));
 }
 
 /* Eight doubles to float bits, rounded to odd: truncate, then set the last bit where
