@@ -73,14 +73,16 @@ static long sys_bytes(int level)
 int64_t sbn__cache_bytes(int level)
 {
     static int64_t cached[3] = {-1, -1, -1}; /* benign race: every thread finds the same value */
-    int64_t *c = &cached[level <= 1 ? 0 : level == 2 ? 1 : 2];
+    int64_t *c;
+    level = level < 1 ? 1 : level > 3 ? 3 : level;
+    c = &cached[level - 1];
     if (*c < 0) {
-        long v = sys_bytes(level <= 1 ? 1 : level);
+        long v = sys_bytes(level);
         if (v <= 0) v = sysconf_bytes(level);
-        *c = v > 0            ? (int64_t)v
-             : level <= 1     ? CACHE_DEFAULT_L1
-             : level == 2     ? CACHE_DEFAULT_L2
-                              : CACHE_DEFAULT_L3;
+        *c = v > 0        ? (int64_t)v
+             : level == 1 ? CACHE_DEFAULT_L1
+             : level == 2 ? CACHE_DEFAULT_L2
+                          : CACHE_DEFAULT_L3;
     }
     return *c;
 }
