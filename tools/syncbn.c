@@ -35,7 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"    /* sbn__cache_bytes(): the sizes the schedules use */
+#include "core/internal.h"    /* sbn__cache_bytes(), sbn__env_switch(): what the schedules use */
 #include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
 #include "syncbn_check.h"
 #include "syncbn_repro.h"
@@ -530,20 +530,20 @@ static int cpus_in_affinity_mask(void)
 /* The cache sizes the size-based schedules use (cache_size.c) and what they decide. */
 static void print_caches(void)
 {
-    const char *mode = getenv("SBN_STREAM_STORES"), *tiles = getenv("SBN_ROW_TILES");
+    int streams = sbn__env_switch("SBN_STREAM_STORES"), tiles = sbn__env_switch("SBN_ROW_TILES");
     double l1 = (double)sbn__cache_bytes(1), l2 = (double)sbn__cache_bytes(2);
     double l3 = (double)sbn__cache_bytes(3), mib = 1048576.0;
     printf("caches: L1d %.4g KiB, L2 %.4g MiB, L3 %.4g MiB (one instance each)\n", l1 / 1024.0,
            l2 / mib, l3 / mib);
-    if (tiles != NULL && (strcmp(tiles, "0") == 0 || strcmp(tiles, "1") == 0))
-        printf("row tiles: %s (SBN_ROW_TILES=%s)\n", tiles[0] == '1' ? "always" : "never", tiles);
+    if (tiles >= 0)
+        printf("row tiles: %s (SBN_ROW_TILES=%d)\n", tiles ? "always" : "never", tiles);
     else
         printf("row tiles: channels-last maps whose rows and coefficients exceed %.4g KiB, "
                "kept in cache (SBN_ROW_TILES unset: by size)\n",
                l1 / 1024.0);
-    if (mode != NULL && (strcmp(mode, "0") == 0 || strcmp(mode, "1") == 0))
-        printf("beyond the cache: %s (SBN_STREAM_STORES=%s)\n",
-               mode[0] == '1' ? "always" : "never", mode);
+    if (streams >= 0)
+        printf("beyond the cache: %s (SBN_STREAM_STORES=%d)\n", streams ? "always" : "never",
+               streams);
     else
         printf("beyond the cache: maps over %.4g MiB (one thread's channels-last rows: %.4g "
                "MiB) stream their stores, reductions over %.4g MiB prefetch short rows "

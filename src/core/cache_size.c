@@ -106,6 +106,12 @@ int64_t sbn__cache_bytes(int level)
  */
 static int g_beyond_override = -1;
 
+int sbn__env_switch(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
+}
+
 void sbn__stream_stores_set(int mode)
 {
     g_beyond_override = mode < 0 ? -1 : mode != 0;
@@ -117,10 +123,7 @@ int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits
     double bytes = 0.0;
     int i;
     if (g_beyond_override >= 0) return g_beyond_override;
-    if (env_mode == -2) {
-        const char *e = getenv("SBN_STREAM_STORES");
-        env_mode = e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
-    }
+    if (env_mode == -2) env_mode = sbn__env_switch("SBN_STREAM_STORES");
     if (env_mode >= 0) return env_mode;
     if (!suits) return 0;
     for (i = 0; i < n; i++)

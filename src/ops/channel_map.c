@@ -199,16 +199,12 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
     int64_t r, o = job->kind == SBN_MAP_NORMALIZE ? 1 : 2, c, m;
     double a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
     (void)at;
-    if (job->kd >= 0 && job->tile == 0) {
-        map_rows(job, mt, ptr, stride, 0, len, 0, mt->cn);
-        return;
-    }
-    if (job->kd >= 0) { /* tiles: SBN_ROW_TILE_ROWS rows, a tile of channels at a time */
-        for (r = 0; r < len; r += SBN_ROW_TILE_ROWS)
-            for (c = 0; c < mt->cn; c += job->tile)
-                map_rows(job, mt, ptr, stride, r,
-                         len - r < SBN_ROW_TILE_ROWS ? len - r : SBN_ROW_TILE_ROWS, c,
-                         mt->cn - c < job->tile ? mt->cn - c : job->tile);
+    if (job->kd >= 0) { /* whole rows in one call, or tiles of SBN_ROW_TILE_ROWS rows */
+        int64_t rows = job->tile ? SBN_ROW_TILE_ROWS : len, tile = job->tile ? job->tile : mt->cn;
+        for (r = 0; r < len; r += rows)
+            for (c = 0; c < mt->cn; c += tile)
+                map_rows(job, mt, ptr, stride, r, len - r < rows ? len - r : rows, c,
+                         mt->cn - c < tile ? mt->cn - c : tile);
         return;
     }
     for (r = 0; r < len; r++) /* mixed dtypes: through doubles, a piece of a row at a time */
@@ -347,10 +343,7 @@ static int64_t row_tile(const map_job *job)
     int64_t per_channel = (job->kind == SBN_MAP_NORMALIZE ? 3 : 4) * (job->fcoef ? 4 : 8);
     int i, mode = g_row_tiles;
     if (!job->rows || job->kd < 0) return 0;
-    if (env_mode == -2) {
-        const char *e = getenv("SBN_ROW_TILES");
-        env_mode = e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
-    }
+    if (env_mode == -2) env_mode = sbn__env_switch("SBN_ROW_TILES");
     if (mode < 0) mode = env_mode;
     if (mode >= 0) return mode ? SBN_ROW_TILE : 0;
     if (job->streaming) return 0;
