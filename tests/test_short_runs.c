@@ -19,7 +19,7 @@
 static void run_case(const tsup_step_case *k)
 {
     tsup_step_inputs in;
-    tsup_step_outputs base, cut;
+    tsup_step_outputs base;
     const sbn_tensor *t[1];
     sbn__walk w;
     int p;
@@ -32,14 +32,11 @@ static void run_case(const tsup_step_case *k)
     sbn__short_runs_set(0);
     tsup_step_run(k, &in, &base, NULL);
     sbn__short_runs_set(1);
-    for (p = 0; p < 3; p++) {
-        tsup_step_run(k, &in, &cut, in.pools[p]);
-        if (!tsup_step_same(&base, &cut))
+    for (p = 0; p < 3; p++)
+        if (!tsup_step_matches(k, &in, &base, in.pools[p]))
             sbn_test_fail(__FILE__, __LINE__, "%s (%lld, %lld, %lld, %lld), pool %d: differs",
                           sbn_dtype_name(k->dtype), (long long)k->shape[0], (long long)k->shape[1],
                           (long long)k->shape[2], (long long)k->shape[3], p);
-        tsup_step_free(&cut);
-    }
     tsup_step_free(&base);
     tsup_step_inputs_free(&in);
 }

@@ -105,3 +105,14 @@ void tsup_step_free(tsup_step_outputs *o)
     tsup_free(&o->gw);
     tsup_free(&o->gb);
 }
+
+int tsup_step_matches(const tsup_step_case *k, const tsup_step_inputs *in,
+                      const tsup_step_outputs *base, sbn_pool_t *pool)
+{
+    tsup_step_outputs got;
+    int same;
+    tsup_step_run(k, in, &got, pool);
+    same = tsup_step_same(base, &got);
+    tsup_step_free(&got);
+    return same;
+}

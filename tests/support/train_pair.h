@@ -1,7 +1,8 @@
 /*
  * train_pair.h - one batch norm step on a tensor, run twice under two settings of
  * the library and compared byte for byte: the schedule tests (test_one_pass.c,
- * test_stream_stores.c) change how the ops run, never what they give. A step is
+ * test_stream_stores.c, test_short_runs.c, test_row_tiles.c) change how the ops run,
+ * never what they give. A step is
  * training forward (y, save_mean, save_invstd, running_mean, running_var), training
  * backward (grad_input, grad_weight, grad_bias) and eval forward (y_eval).
  */
@@ -37,5 +38,9 @@ void tsup_step_run(const tsup_step_case *k, const tsup_step_inputs *in, tsup_ste
  * differs (by name) and returns 0. */
 int tsup_step_same(const tsup_step_outputs *a, const tsup_step_outputs *b);
 void tsup_step_free(tsup_step_outputs *o);
+/* Runs the step on in's x and dy with pool and compares every output with base
+ * (tsup_step_same); frees what it ran. 1 if all match. */
+int tsup_step_matches(const tsup_step_case *k, const tsup_step_inputs *in,
+                      const tsup_step_outputs *base, sbn_pool_t *pool);
 
 #endif /* SBN_TEST_TRAIN_PAIR_H */
