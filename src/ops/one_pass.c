@@ -4,9 +4,12 @@
  * once to reduce, once to map. When the slice of one block of channels fits in a
  * thread's share of its L2 cache, the block can be reduced and then mapped while
  * it is still there, so memory sees each byte of the inputs once. The channels are
- * cut into blocks of `block` channels; the pool's T threads each take the blocks
- * lane, lane + T, ... (one lane per thread, each with its own slice of the op's
- * scratch), and each block runs the same serial reduction and map as the two-pass
+ * cut into blocks of `block` channels; the pool's T threads each run one lane (each
+ * with its own slice of the op's scratch) that takes blocks from a shared counter
+ * until none is left, so a worker that joins late (still waking) takes fewer blocks
+ * instead of holding up a fixed share (8x256x28x28 fp32 at 2 threads, median of 1000
+ * calls: backward 0.528 -> 0.504 ms, forward 0.285 -> 0.269, with lanes of fixed
+ * blocks lane, lane + T, ... before), and each block runs the same serial reduction and map as the two-pass
  * engine restricted to its channels: every channel's chunks, lanes and merge order
  * are those of the whole-tensor pass, so the bits do not change (test_one_pass).
  *
@@ -31,6 +34,7 @@
  * channels-last tensors only when a block's row spans 512 bytes or more (narrower slices
  * waste most of each line).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,16 +118,21 @@ sbn_tensor sbn__channel_slice(const sbn_tensor *t, int64_t c0, int64_t cn)
 typedef struct lanes_job {
     sbn__block_fn fn;
     void *ctx;
-    int64_t channels, block, lanes;
+    int64_t channels, block;
+    atomic_llong next; /* the next block to hand out */
 } lanes_job;
 
+/* Lane `lane` takes blocks from the shared counter until none is left: a thread that
+ * joins the loop late (a worker still waking) takes fewer blocks, not a fixed half. */
 static void run_lanes(void *ctx, int64_t begin, int64_t end)
 {
-    const lanes_job *job = ctx;
-    int64_t lane, c0;
+    lanes_job *job = ctx;
+    int64_t lane;
     for (lane = begin; lane < end; lane++)
-        for (c0 = lane * job->block; c0 < job->channels; c0 += job->lanes * job->block) {
-            int64_t cn = job->channels - c0 < job->block ? job->channels - c0 : job->block;
+        for (;;) {
+            int64_t c0 = (int64_t)atomic_fetch_add(&job->next, 1) * job->block, cn;
+            if (c0 >= job->channels) break;
+            cn = job->channels - c0 < job->block ? job->channels - c0 : job->block;
             job->fn(job->ctx, lane, c0, cn);
         }
 }
@@ -136,6 +145,6 @@ void sbn__one_pass_run(int64_t channels, int64_t block, sbn__block_fn fn, void *
     job.ctx = ctx;
     job.channels = channels;
     job.block = block;
-    job.lanes = pool ? sbn_pool_threads(pool) : 1;
-    sbn__parallel_for(pool, job.lanes, run_lanes, &job);
+    atomic_init(&job.next, 0);
+    sbn__parallel_for(pool, pool ? sbn_pool_threads(pool) : 1, run_lanes, &job);
 }
