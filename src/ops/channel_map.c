@@ -276,25 +276,20 @@ static int long_runs(const sbn__walk *w, int rows)
 }
 
 /*
- * Maps stream their stores when their tensors exceed half the L3 (and their runs are
- * long, long_runs). A cached store reads its line and later writes it back, and at
- * this size the map waits on the traffic to the L3; the non-temporal stores also leave
- * the L1 to x and the coefficients. Minimums and medians disagree here: with the same
- * tensors called back to back, cached stores often give the fastest single call (the
- * output is still in the L3 for the next call) while streaming gives the faster
- * typical one. fp32, AMD EPYC Zen 4 VM (32 MiB L3), 300 calls back to back per run,
- * ABBA x2, cached -> streaming, median of the runs' medians (min of the minimums) ms:
- * 2 threads, x + y = 0.77 of the L3: 32x2048x7x7 NHWC fwd-train 1.31 (0.92) -> 0.89
- * (0.74), eval 0.86 (0.38) -> 0.54 (0.49); 32x128x28x28 NHWC fwd-train 1.11 (0.67) ->
- * 0.63 (0.54); 16x256x28x28 NCHW fwd-train 1.39 (0.65) -> 0.88 (0.67), eval 0.74
- * (0.35) -> 0.50 (0.32); at 0.57: 24x2048x7x7 NHWC fwd-train 0.69 -> 0.67, eval 0.44 ->
- * 0.41, 16x2048x7x7 backward (dy + x + dx) 0.64 -> 0.58; at 0.38 cached wins:
- * 16x2048x7x7 NHWC fwd-train 0.39 -> 0.47, eval 0.16 -> 0.28. 1 thread: 12x256x28x28
- * NCHW (0.57) fwd-train 0.97 -> 0.79, eval 0.51 -> 0.38; 16x256x28x28 (0.77) fwd-train
- * 1.47 -> 1.06. Until 2026-12-03 evening the share was 0.9 (one thread's channels-last
- * rows: 0.5), chosen by minimums. Same bits either way.
+ * One thread's row maps stream from half the L3 (the rule above: 0.9 of it). A
+ * cached store reads its line and later writes it back, and a single core's traffic
+ * to the L3 is what a map at this size waits on; the non-temporal stores also leave
+ * the L1 to x and the coefficients. fp32 channels-last, AMD EPYC Zen 4 VM (32 MiB
+ * L3), 1 thread, min/median ms cached -> streaming (ABBA): 32x2048x7x7 (x + y = 0.8
+ * of the L3) eval 0.86/1.27 -> 0.52/0.78, fwd-train 1.35/1.87 -> 0.94/1.46;
+ * 24x2048x7x7 (0.6) eval 0.50/1.00 -> 0.38/0.55, fwd-train 0.84/1.58 -> 0.70/0.94;
+ * 32x128x28x28 (0.8) fwd-train 1.01/1.65 -> 0.85/0.95, eval 0.42/0.72 -> 0.46/0.52;
+ * at 0.4 of the L3 (16x2048x7x7) cached stores still won by minimums (eval
+ * 0.236 -> 0.267). Two threads keep 0.9: at 0.6-0.8 of the L3 cached stores won by
+ * minimums (32x512x14x14 eval 0.18 -> 0.26 ms, 24x2048x7x7 0.19 -> 0.25) and tied
+ * by medians. Same bits either way.
  */
-#define SBN_MAP_STREAM_SHARE 0.5
+#define SBN_ROWS_ONE_THREAD_SHARE 0.5
 
 /* Every tensor fp32, fp16 or bf16: the float form applies. */
 static int float_types(const sbn__walk *w)
@@ -373,8 +368,9 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
-    job.streaming = sbn__beyond_cache(tensors, n, SBN_MAP_STREAM_SHARE,
-                                      long_runs(&job.walk, job.rows));
+    job.streaming = sbn__beyond_cache(tensors, n, 0.9, long_runs(&job.walk, job.rows)) ||
+                    (job.rows && (pool == NULL || sbn_pool_threads(pool) == 1) &&
+                     sbn__beyond_cache(tensors, n, SBN_ROWS_ONE_THREAD_SHARE, 1));
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
