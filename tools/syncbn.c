@@ -545,8 +545,9 @@ static void print_caches(void)
         printf("beyond the cache: %s (SBN_STREAM_STORES=%d)\n", streams ? "always" : "never",
                streams);
     else
-        printf("beyond the cache: maps over %.4g MiB (one thread's channels-last rows: %.4g "
-               "MiB) stream their stores, reductions over %.4g MiB prefetch short rows "
+        printf("beyond the cache: maps over %.4g MiB (channels-last rows: %.4g MiB, with 2+ "
+               "threads rows of 512 bytes or more) stream their stores, reductions over %.4g "
+               "MiB prefetch short rows "
                "(SBN_STREAM_STORES unset: by size)\n",
                0.9 * l3 / mib, 0.5 * l3 / mib, l3 / mib);
 }

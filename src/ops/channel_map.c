@@ -276,20 +276,39 @@ static int long_runs(const sbn__walk *w, int rows)
 }
 
 /*
- * One thread's row maps stream from half the L3 (the rule above: 0.9 of it). A
- * cached store reads its line and later writes it back, and a single core's traffic
- * to the L3 is what a map at this size waits on; the non-temporal stores also leave
- * the L1 to x and the coefficients. fp32 channels-last, AMD EPYC Zen 4 VM (32 MiB
- * L3), 1 thread, min/median ms cached -> streaming (ABBA): 32x2048x7x7 (x + y = 0.8
- * of the L3) eval 0.86/1.27 -> 0.52/0.78, fwd-train 1.35/1.87 -> 0.94/1.46;
- * 24x2048x7x7 (0.6) eval 0.50/1.00 -> 0.38/0.55, fwd-train 0.84/1.58 -> 0.70/0.94;
- * 32x128x28x28 (0.8) fwd-train 1.01/1.65 -> 0.85/0.95, eval 0.42/0.72 -> 0.46/0.52;
- * at 0.4 of the L3 (16x2048x7x7) cached stores still won by minimums (eval
- * 0.236 -> 0.267). Two threads keep 0.9: at 0.6-0.8 of the L3 cached stores won by
- * minimums (32x512x14x14 eval 0.18 -> 0.26 ms, 24x2048x7x7 0.19 -> 0.25) and tied
- * by medians. Same bits either way.
+ * Channels-last row maps stream from half the L3 (the rule above: 0.9 of it); with 2 or
+ * more threads only rows that write 512 bytes or more. A cached store reads its line
+ * and later writes it back, and the traffic to the L3 is what a row map at this size
+ * waits on; the non-temporal stores also leave the L1 to x and the coefficients.
+ * fp32 channels-last, AMD EPYC Zen 4 VM (32 MiB L3), 1 thread, min/median ms cached ->
+ * streaming (ABBA): 32x2048x7x7 (x + y = 0.8 of the L3) eval 0.86/1.27 -> 0.52/0.78,
+ * fwd-train 1.35/1.87 -> 0.94/1.46; 24x2048x7x7 (0.6) eval 0.50/1.00 -> 0.38/0.55,
+ * fwd-train 0.84/1.58 -> 0.70/0.94; 32x128x28x28 (0.8) fwd-train 1.01/1.65 -> 0.85/0.95,
+ * eval 0.42/0.72 -> 0.46/0.52; at 0.4 of the L3 (16x2048x7x7) cached stores still won by
+ * minimums (eval 0.236 -> 0.267). 2 threads, bench_ops binaries before/after, three ABBA
+ * rounds, min / median of medians (oneDNN's median, which streams): 32x2048x7x7 eval
+ * 0.376/0.776 -> 0.334/0.640 (0.524), fwd-train 0.772/1.166 -> 0.696/0.920 (0.827);
+ * 32x512x14x14 fwd-train 0.562/1.173 -> 0.525/0.823 (0.777), eval 0.185/0.592 ->
+ * 0.259/0.503 (0.529); 32x128x28x28 fwd-train 0.554/0.969 -> 0.514/0.770 (0.687), eval
+ * 0.166/0.543 -> 0.242/0.500 (0.519); bf16 32x1024x14x14 eval 0.345/0.745 -> 0.420/0.567.
+ * Cached stores keep the fastest single calls (the minimums) but the slower typical one.
+ * Rows of 128 bytes lost at 2 threads (bf16 32x64x56x56 eval 0.309/0.456 -> 0.393/0.574,
+ * fwd-train 1.163 -> 1.331 by medians): they keep cached stores there. Before
+ * 2026-12-03 evening two threads kept 0.9 for all rows. Same bits either way.
  */
-#define SBN_ROWS_ONE_THREAD_SHARE 0.5
+#define SBN_ROWS_STREAM_SHARE 0.5
+#define SBN_ROWS_STREAM_MIN_BYTES 512 /* per row, with 2 or more threads */
+
+/* Whether a channels-last row map streams its stores below the 0.9 rule: from half the
+ * L3, on one thread or when each row writes SBN_ROWS_STREAM_MIN_BYTES or more. */
+static int rows_stream(const sbn__walk *w, const sbn_tensor *const *t, int n, const sbn_tensor *out,
+                       const sbn_pool_t *pool)
+{
+    int one_thread = pool == NULL || sbn_pool_threads(pool) == 1;
+    int64_t row_bytes = w->channels * (int64_t)sbn_dtype_size(out->dtype);
+    return (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES) &&
+           sbn__beyond_cache(t, n, SBN_ROWS_STREAM_SHARE, 1);
+}
 
 /* Every tensor fp32, fp16 or bf16: the float form applies. */
 static int float_types(const sbn__walk *w)
@@ -369,8 +388,7 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
     job.streaming = sbn__beyond_cache(tensors, n, 0.9, long_runs(&job.walk, job.rows)) ||
-                    (job.rows && (pool == NULL || sbn_pool_threads(pool) == 1) &&
-                     sbn__beyond_cache(tensors, n, SBN_ROWS_ONE_THREAD_SHARE, 1));
+                    (job.rows && rows_stream(&job.walk, tensors, n, out, pool));
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
