@@ -539,7 +539,7 @@ static void print_caches(void)
         printf("row tiles: %s (SBN_ROW_TILES=%d)\n", tiles ? "always" : "never", tiles);
     else
         printf("row tiles: channels-last maps whose rows and coefficients exceed %.4g KiB, "
-               "kept in cache (SBN_ROW_TILES unset: by size)\n",
+               "while the tensors fit the L3 (SBN_ROW_TILES unset: by size)\n",
                l1 / 1024.0);
     if (streams >= 0)
         printf("beyond the cache: %s (SBN_STREAM_STORES=%d)\n", streams ? "always" : "never",

@@ -33,6 +33,7 @@
 typedef struct map_job {
     const sbn_kernels *kern; /* the maps of whole runs and rows (maybe streaming) */
     int streaming;           /* kern is the table beyond the cache: fence after each task */
+    int beyond_l3;           /* the tensors exceed the whole L3 (row_tile) */
     sbn__map_kind kind;
     sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
     sbn__plan plan;
@@ -352,8 +353,14 @@ void sbn__row_tiles_set(int mode)
 }
 
 /* The row path's tile width: SBN_ROW_TILE when a row's coefficients (3 or 4 a channel,
- * float or double) and its elements in every tensor exceed the L1 and the kernels
- * keep the output in cache; 0 (whole rows) otherwise. sbn__row_tiles_set or the
+ * float or double) and its elements in every tensor exceed the L1 and the tensors fit
+ * the L3 (with cached stores, or streaming ones from half the L3); 0 (whole rows)
+ * otherwise. Tiles with streaming stores lose from memory (fp32 normalize over 1024
+ * channels 0.31 -> 0.50 ns/element) but win from the L3: fp32 NHWC 32x2048x7x7 (x + y
+ * = 0.77 of the L3), SBN_ROW_TILES=1 against whole rows, 3 ABBA rounds, min/median of
+ * medians ms: 2 threads fwd-train 0.701/0.795 -> 0.571/0.766, eval 0.477/0.539 ->
+ * 0.476/0.513; 1 thread fwd-train 0.906/1.082 -> 0.905/1.001, eval 0.493/0.667 ->
+ * 0.501/0.621 (its backward, 1.2 of the L3, 2.280 -> 2.339, keeps whole rows). sbn__row_tiles_set or the
  * environment's SBN_ROW_TILES=0|1 force either (any row path with one element type). */
 static int64_t row_tile(const map_job *job)
 {
@@ -365,7 +372,7 @@ static int64_t row_tile(const map_job *job)
     if (env_mode == -2) env_mode = sbn__env_switch("SBN_ROW_TILES");
     if (mode < 0) mode = env_mode;
     if (mode >= 0) return mode ? SBN_ROW_TILE : 0;
-    if (job->streaming) return 0;
+    if (job->beyond_l3) return 0;
     for (i = 0; i < w->ntensors; i++) per_channel += (int64_t)es(w, i);
     return w->channels > SBN_ROW_TILE && w->channels * per_channel > sbn__cache_bytes(1)
                ? SBN_ROW_TILE
@@ -390,6 +397,7 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.streaming = sbn__beyond_cache(tensors, n, 0.9, long_runs(&job.walk, job.rows)) ||
                     (job.rows && rows_stream(&job.walk, tensors, n, out, pool));
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
+    job.beyond_l3 = job.streaming && sbn__beyond_cache(tensors, n, 1.0, 1);
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
         float_coefs_job fj = {kind, coef, job.walk.channels, (float *)(coef + 4 * job.walk.channels),
