@@ -297,18 +297,20 @@ static int long_runs(const sbn__walk *w, int rows)
  * fwd-train 1.163 -> 1.331 by medians): they keep cached stores there. Before
  * 2026-12-03 evening two threads kept 0.9 for all rows. Same bits either way.
  */
+#define SBN_MAP_STREAM_SHARE 0.9
 #define SBN_ROWS_STREAM_SHARE 0.5
 #define SBN_ROWS_STREAM_MIN_BYTES 512 /* per row, with 2 or more threads */
 
-/* Whether a channels-last row map streams its stores below the 0.9 rule: from half the
- * L3, on one thread or when each row writes SBN_ROWS_STREAM_MIN_BYTES or more. */
-static int rows_stream(const sbn__walk *w, const sbn_tensor *const *t, int n, const sbn_tensor *out,
-                       const sbn_pool_t *pool)
+/* The share of the L3 beyond which a map streams its stores: half of it for channels-last
+ * rows on one thread or of SBN_ROWS_STREAM_MIN_BYTES or more (`out` is the row's output),
+ * 0.9 otherwise. */
+static double stream_share(const map_job *job, const sbn_tensor *out, const sbn_pool_t *pool)
 {
     int one_thread = pool == NULL || sbn_pool_threads(pool) == 1;
-    int64_t row_bytes = w->channels * (int64_t)sbn_dtype_size(out->dtype);
-    return (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES) &&
-           sbn__beyond_cache(t, n, SBN_ROWS_STREAM_SHARE, 1);
+    int64_t row_bytes = job->walk.channels * (int64_t)sbn_dtype_size(out->dtype);
+    return job->rows && (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES)
+               ? SBN_ROWS_STREAM_SHARE
+               : SBN_MAP_STREAM_SHARE;
 }
 
 /* Every tensor fp32, fp16 or bf16: the float form applies. */
@@ -360,8 +362,9 @@ void sbn__row_tiles_set(int mode)
  * = 0.77 of the L3), SBN_ROW_TILES=1 against whole rows, 3 ABBA rounds, min/median of
  * medians ms: 2 threads fwd-train 0.701/0.795 -> 0.571/0.766, eval 0.477/0.539 ->
  * 0.476/0.513; 1 thread fwd-train 0.906/1.082 -> 0.905/1.001, eval 0.493/0.667 ->
- * 0.501/0.621 (its backward, 1.2 of the L3, 2.280 -> 2.339, keeps whole rows). sbn__row_tiles_set or the
- * environment's SBN_ROW_TILES=0|1 force either (any row path with one element type). */
+ * 0.501/0.621 (its backward, 1.2 of the L3, 2.280 -> 2.339, keeps whole rows).
+ * sbn__row_tiles_set or the environment's SBN_ROW_TILES=0|1 force either (any row
+ * path with one element type). */
 static int64_t row_tile(const map_job *job)
 {
     static int env_mode = -2; /* benign race: every thread computes the same value */
@@ -394,8 +397,8 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
-    job.streaming = sbn__beyond_cache(tensors, n, 0.9, long_runs(&job.walk, job.rows)) ||
-                    (job.rows && rows_stream(&job.walk, tensors, n, out, pool));
+    job.streaming = sbn__beyond_cache(tensors, n, stream_share(&job, out, pool),
+                                      long_runs(&job.walk, job.rows));
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
     job.beyond_l3 = job.streaming && sbn__beyond_cache(tensors, n, 1.0, 1);
     job.fcoef = NULL;

@@ -9,9 +9,10 @@
  * until none is left, so a worker that joins late (still waking) takes fewer blocks
  * instead of holding up a fixed share (8x256x28x28 fp32 at 2 threads, median of 1000
  * calls: backward 0.528 -> 0.504 ms, forward 0.285 -> 0.269, with lanes of fixed
- * blocks lane, lane + T, ... before), and each block runs the same serial reduction and map as the two-pass
- * engine restricted to its channels: every channel's chunks, lanes and merge order
- * are those of the whole-tensor pass, so the bits do not change (test_one_pass).
+ * blocks lane, lane + T, ... before), and each block runs the same serial reduction
+ * and map as the two-pass engine restricted to its channels: every channel's chunks,
+ * lanes and merge order are those of the whole-tensor pass, so the bits do not change
+ * (test_one_pass).
  *
  * The block: budget / (R x bytes per element read) channels, where budget is
  * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from cache_size.c, else 1
