@@ -44,6 +44,12 @@ ref_team *ref_team_create(int threads, int64_t max_channels);
 void ref_team_destroy(ref_team *team);
 /* Runs the reference of `mode` on p's buffers with the team's threads. */
 void ref_run(ref_team *team, const bench_problem *p, bench_mode mode);
+/* The reference's read-reduce kernels alone, for bench_kernels (float lanes, what the
+ * peers' statistics cost beside syncbn's double lanes): s0 += sum x and s1 += sum x*x
+ * over n contiguous elements (plane), or per channel k < c over `rows` rows of c
+ * (s0[k], s1[k]). x is bf16 when bf16 != 0, else fp32. */
+void ref_plane_sums(int bf16, const void *x, int64_t n, float *s0, float *s1);
+void ref_rows_sums(int bf16, const void *x, int64_t rows, int64_t c, float *s0, float *s1);
 
 /* ---- bench_onednn.c (or the stub in bench_ops.c when oneDNN is missing) ---- */
 typedef struct dnnl_case dnnl_case;

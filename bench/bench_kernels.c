@@ -10,6 +10,9 @@
  * first sweep warms the level. A map also writes y, so its floor (reads only) is a
  * lower bound: a map at 1.25x of it is at the floor of its traffic. The maps get the
  * float coefficients of the fp32/bf16 contract (sbn__map_coefs_float, kernels.h).
+ * Last, the isa "ref" rows time the benchmark reference's read-reduce kernels
+ * (bench_ref.c: sum x and sum x*x in float lanes, as the peers reduce) on the same
+ * sweep, as accum and row_accum64: the price of syncbn's double lanes, measured.
  *   usage: bench_kernels
  */
 #define _GNU_SOURCE
@@ -19,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "kernels/kernels.h"
 
 #define BIG ((size_t)64 << 20) /* bytes swept by the memory-bound case */
@@ -37,7 +41,7 @@ static double now(void)
 
 typedef struct job {
     const sbn_kernels *k;
-    int kd, family; /* 0 accum, 1 normalize, 2 row_accum, 3 row_normalize */
+    int kd, family; /* 0 accum, 1 normalize, 2 row_accum, 3 row_normalize; k NULL: ref */
     const void *x;
     void *y;
     size_t n;       /* elements per call (runs) or rows per call (rows, 64 channels) */
@@ -49,6 +53,7 @@ typedef struct job {
 static double g_coef[4 * 64];
 static float g_frun[4], g_frow[4 * 64];
 static double g_shift[64], g_a[16 * 64], g_b[16 * 64], g_acc[32];
+static float g_fs0[64], g_fs1[64]; /* the reference's float sums */
 
 static void derive_float_coefs(void)
 {
@@ -66,6 +71,13 @@ static void derive_float_coefs(void)
 static void call(const job *j, const char *x, char *y)
 {
     int f64 = j->kd == SBN_KD_F64;
+    if (!j->k) { /* the reference's float sums: plane (accum) or rows of 64 (row_accum) */
+        if (j->family == 0)
+            ref_plane_sums(j->kd == SBN_KD_BF16, x, (int64_t)j->n, g_fs0, g_fs1);
+        else
+            ref_rows_sums(j->kd == SBN_KD_BF16, x, (int64_t)j->n, 64, g_fs0, g_fs1);
+        return;
+    }
     switch (j->family) {
     case 0: j->k->accum[j->kd](x, j->n, 0, 0.25, g_acc); break;
     case 1: j->k->normalize[j->kd](x, j->n, f64 ? (const void *)g_coef : g_frun, y); break;
@@ -120,7 +132,7 @@ static double read_floor(const uint64_t *p, size_t words)
 
 int main(void)
 {
-    static const char *const isas[] = {"scalar", "avx2", "avx512"};
+    static const char *const isas[] = {"scalar", "avx2", "avx512", "ref"};
     static const char *const fams[] = {"accum", "normalize", "row_accum64", "row_normalize64"};
     static const int kds[] = {SBN_KD_F32, SBN_KD_BF16};
     char *x = aligned_alloc(4096, BIG), *y = aligned_alloc(4096, BIG);
@@ -131,7 +143,12 @@ int main(void)
     for (i = 0; i < 4 * 64; i++) /* generic coefficients, like a mean and invstd * weight */
         g_coef[i] = 0.4873 + 0.8498 * (double)((i * 37) % 64) / 64.0;
     derive_float_coefs();
-    for (i = 0; i < BIG / 4; i++) ((float *)x)[i] = (float)(i % 1000) * 0.001f; /* also valid bf16 pairs */
+    for (i = 0; i < BIG / 2; i++) { /* bf16 values in [0, 1); read as fp32, normal floats */
+        float v = (float)(i % 1000) * 0.001f;
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        ((uint16_t *)x)[i] = (uint16_t)(u >> 16);
+    }
     memset(y, 0, BIG);
     for (l = 0; l < LEVELS; l++) { /* ns per byte of a plain read of the level's working set */
         floor_ns[l] = read_floor((const uint64_t *)x, g_level_bytes[l] / 8) /
@@ -142,15 +159,16 @@ int main(void)
     }
     printf("isa,dtype,kernel,l1_ns_per_elem,l2_ns_per_elem,l3_ns_per_elem,dram_ns_per_elem,"
            "l1_x_floor,l2_x_floor,l3_x_floor,dram_x_floor\n");
-    for (a = 0; a < 3; a++) {
-        const sbn_kernels *k = sbn__kernels_for(isas[a]);
-        if (!k) continue;
+    for (a = 0; a < 4; a++) { /* a == 3: the reference's float sums */
+        const sbn_kernels *k = a < 3 ? sbn__kernels_for(isas[a]) : NULL;
+        if (!k && a < 3) continue;
         for (d = 0; d < 2; d++)
             for (f = 0; f < 4; f++) {
                 size_t es = kds[d] == SBN_KD_F32 ? 4 : 2, rows = f >= 2;
                 size_t per_call = rows ? 32 : 2048, call_elems = rows ? 32 * 64 : 2048;
                 double ns[LEVELS];
                 job j;
+                if (a == 3 && f % 2) continue; /* the reference's maps are not timed here */
                 j.k = k;
                 j.kd = kds[d];
                 j.family = f;

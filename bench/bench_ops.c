@@ -35,11 +35,6 @@ static const int floor_factor[] = {3, 5, 2};
 
 /* ---------- shared helpers ---------- */
 
-int64_t bench_numel(const bench_problem *p)
-{
-    return p->n * p->c * p->h * p->w;
-}
-
 double bench_now(void)
 {
     struct timespec ts;

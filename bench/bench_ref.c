@@ -137,6 +137,27 @@ static inline void st_bf16(uint16_t *p, int64_t i, float v) { p[i] = f2bf(v); }
 DEFINE_REF_KERNELS(f32, float, ld_f32, st_f32)
 DEFINE_REF_KERNELS(bf16, uint16_t, ld_bf16, st_bf16)
 
+void ref_plane_sums(int bf16, const void *x, int64_t n, float *s0, float *s1)
+{
+    if (bf16)
+        plane_sums_bf16((const uint16_t *)x, (const uint16_t *)x, n, s0, s1);
+    else
+        plane_sums_f32((const float *)x, (const float *)x, n, s0, s1);
+}
+
+void ref_rows_sums(int bf16, const void *x, int64_t rows, int64_t c, float *s0, float *s1)
+{
+    if (bf16)
+        rows_sums_bf16((const uint16_t *)x, (const uint16_t *)x, rows, c, s0, s1);
+    else
+        rows_sums_f32((const float *)x, (const float *)x, rows, c, s0, s1);
+}
+
+int64_t bench_numel(const bench_problem *p)
+{
+    return p->n * p->c * p->h * p->w;
+}
+
 /* Per-layout geometry: `units` planes of `len` elements (cf) or rows of C (cl). */
 typedef struct geom {
     int planes; /* 1: (n, c) planes of h*w; 0: rows of c */
