@@ -546,10 +546,11 @@ static void print_caches(void)
                streams);
     else
         printf("beyond the cache: maps over %.4g MiB (channels-last rows: %.4g MiB, with 2+ "
-               "threads rows of 512 bytes or more) stream their stores, reductions over %.4g "
+               "threads rows of %d bytes or more) stream their stores, reductions over %.4g "
                "MiB prefetch short rows "
                "(SBN_STREAM_STORES unset: by size)\n",
-               0.9 * l3 / mib, 0.5 * l3 / mib, l3 / mib);
+               SBN_MAP_STREAM_SHARE * l3 / mib, SBN_ROWS_STREAM_SHARE * l3 / mib,
+               SBN_ROWS_STREAM_MIN_BYTES, SBN_REDUCE_PREFETCH_SHARE * l3 / mib);
 }
 
 static int info(void)

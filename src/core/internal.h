@@ -375,8 +375,16 @@ void sbn__row_tiles_set(int mode);
 /* Bytes of this machine's level-1, 2 or 3 data cache (per instance); 32 KiB, 1 MiB and
  * 32 MiB when the machine does not say. Read once. */
 int64_t sbn__cache_bytes(int level);
+/* The shares of the L3 the ops pass to sbn__beyond_cache (the A/Bs behind them sit at
+ * their uses, channel_map.c and channel_reduce.c; `syncbn info` prints them): maps 0.9,
+ * channels-last row maps 0.5 on one thread or with rows of SBN_ROWS_STREAM_MIN_BYTES or
+ * more, reductions 0.5 (what else the op moves evicts their inputs). */
+#define SBN_MAP_STREAM_SHARE 0.9
+#define SBN_ROWS_STREAM_SHARE 0.5
+#define SBN_ROWS_STREAM_MIN_BYTES 512 /* per row, with 2 or more threads */
+#define SBN_REDUCE_PREFETCH_SHARE 0.5
 /* Whether the n tensors of a map or a reduction together exceed `share` of the L3
- * (maps 0.9, reductions 1), so that it takes the kernels for data beyond the cache
+ * (above), so that it takes the kernels for data beyond the cache
  * (sbn__kernels_streaming: non-temporal stores in maps, prefetch in AVX-512 row
  * reductions); never when `suits` is 0 (a map whose runs are too short), unless
  * forced (sbn__stream_stores_set, SBN_STREAM_STORES). */

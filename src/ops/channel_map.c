@@ -297,9 +297,7 @@ static int long_runs(const sbn__walk *w, int rows)
  * fwd-train 1.163 -> 1.331 by medians): they keep cached stores there. Before
  * 2026-12-03 evening two threads kept 0.9 for all rows. Same bits either way.
  */
-#define SBN_MAP_STREAM_SHARE 0.9
-#define SBN_ROWS_STREAM_SHARE 0.5
-#define SBN_ROWS_STREAM_MIN_BYTES 512 /* per row, with 2 or more threads */
+/* (SBN_MAP_STREAM_SHARE, SBN_ROWS_STREAM_SHARE, SBN_ROWS_STREAM_MIN_BYTES: internal.h) */
 
 /* The share of the L3 beyond which a map streams its stores: half of it for channels-last
  * rows on one thread or of SBN_ROWS_STREAM_MIN_BYTES or more (`out` is the row's output),
