@@ -190,13 +190,19 @@ const sbn_kernels *sbn__kernels_for(const char *isa);
 const sbn_kernels *sbn__kernels_streaming(void);
 const sbn_kernels *sbn__kernels_streaming_for(const char *isa);
 
-/* The lane fold, shared by every variant once its lanes are in memory. */
-static inline double sbn__fold16(double *s)
+/* The lane fold, shared by every variant once its lanes are in memory: for h in 8, 4,
+ * 2, 1, s[k] = s[k] + s[k + h] (k < h), s[0] the result. Written out stage by stage in
+ * temporaries (the same additions, so the same bits) rather than as the in-place loop
+ * it was, which compiled to a loop over h re-reading each stage's stores: 10.6% of an
+ * fp32 sbn_stats of 2x64x56x56 on one thread (perf, Zen 4). */
+static inline double sbn__fold16(const double *s)
 {
-    int h, k;
-    for (h = SBN_LANES / 2; h >= 1; h /= 2)
-        for (k = 0; k < h; k++) s[k] = s[k] + s[k + h];
-    return s[0];
+    double h8[8], h4[4], h2[2];
+    int k;
+    for (k = 0; k < 8; k++) h8[k] = s[k] + s[k + 8];
+    for (k = 0; k < 4; k++) h4[k] = h8[k] + h8[k + 4];
+    for (k = 0; k < 2; k++) h2[k] = h4[k] + h4[k + 2];
+    return h2[0] + h2[1];
 }
 
 #define SBN_DECLARE_KERNELS(isa)                                                              \
