@@ -10,7 +10,10 @@
  * first sweep warms the level. A map also writes y, so its floor (reads only) is a
  * lower bound: a map at 1.25x of it is at the floor of its traffic. The maps get the
  * float coefficients of the fp32/bf16 contract (sbn__map_coefs_float, kernels.h).
- * Last, the isa "ref" rows time the benchmark reference's read-reduce kernels
+ * The isa "avx512_nt" rows are the maps of the table the ops take for data beyond the
+ * cache (non-temporal stores; its row reductions prefetch the next block of 128 rows,
+ * which calls of 32 rows never reach, so they are not timed here). Last,
+ * the isa "ref" rows time the benchmark reference's read-reduce kernels
  * (bench_ref.c: sum x and sum x*x in float lanes, as the peers reduce) on the same
  * sweep, as accum and row_accum64: the price of syncbn's double lanes, measured.
  *   usage: bench_kernels
@@ -132,7 +135,7 @@ static double read_floor(const uint64_t *p, size_t words)
 
 int main(void)
 {
-    static const char *const isas[] = {"scalar", "avx2", "avx512", "ref"};
+    static const char *const isas[] = {"scalar", "avx2", "avx512", "avx512_nt", "ref"};
     static const char *const fams[] = {"accum", "normalize", "row_accum64", "row_normalize64"};
     static const int kds[] = {SBN_KD_F32, SBN_KD_BF16};
     char *x = aligned_alloc(4096, BIG), *y = aligned_alloc(4096, BIG);
@@ -159,16 +162,19 @@ int main(void)
     }
     printf("isa,dtype,kernel,l1_ns_per_elem,l2_ns_per_elem,l3_ns_per_elem,dram_ns_per_elem,"
            "l1_x_floor,l2_x_floor,l3_x_floor,dram_x_floor\n");
-    for (a = 0; a < 4; a++) { /* a == 3: the reference's float sums */
-        const sbn_kernels *k = a < 3 ? sbn__kernels_for(isas[a]) : NULL;
-        if (!k && a < 3) continue;
+    for (a = 0; a < 5; a++) { /* 3: the table beyond the cache; 4: the reference's sums */
+        const sbn_kernels *k = a < 3    ? sbn__kernels_for(isas[a])
+                               : a == 3 ? sbn__kernels_streaming_for("avx512")
+                                        : NULL;
+        if (!k && a < 4) continue;
         for (d = 0; d < 2; d++)
             for (f = 0; f < 4; f++) {
                 size_t es = kds[d] == SBN_KD_F32 ? 4 : 2, rows = f >= 2;
                 size_t per_call = rows ? 32 : 2048, call_elems = rows ? 32 * 64 : 2048;
                 double ns[LEVELS];
                 job j;
-                if (a == 3 && f % 2) continue; /* the reference's maps are not timed here */
+                if (a == 4 && f % 2) continue; /* the reference's maps are not timed here */
+                if (a == 3 && f % 2 == 0) continue; /* its prefetch needs calls over 128 rows */
                 j.k = k;
                 j.kd = kds[d];
                 j.family = f;
