@@ -543,13 +543,14 @@ static void batch_norm_mean_offset(void)
 }
 
 /* Every output's bytes (per-channel ones in f64) for pool NULL, 1, 2, 3 and 6 threads,
- * many chunks (6 threads: more segments than the row path's state slots, so the
- * channels are split instead). */
-static void batch_norm_threads_bitwise(void)
+ * at R = 12000 (6 chunks: even segments of rows for 2 and 3 threads; 6 threads: more
+ * segments than the row path's state slots) and R = 8400 (5 chunks, the last short:
+ * segments of whole chunks would be uneven, so the channels are split instead). */
+static void threads_bitwise_shape(const tsup_shape *shape, int si)
 {
-    static const tsup_shape sh = {3, {3, 5, 4000}};
     static const sbn_dtype xdts[2] = {SBN_F32, SBN_BF16};
     static const int k_threads[] = {0, 1, 2, 3, 6};
+    const tsup_shape sh = *shape;
     int di, xl, t, ti, k, training;
     for (di = 0; di < 2; di++) {
         for (xl = 0; xl < 2; xl++) {
@@ -563,7 +564,7 @@ static void batch_norm_threads_bitwise(void)
                 sp.dt.x = sp.dt.y = xdts[di];
                 sp.xl = (tsup_layout)xl;
                 sp.yl = (tsup_layout)(1 - xl);
-                data_make(&sp, (uint64_t)(800 + 4 * di + 2 * xl + training), &d);
+                data_make(&sp, (uint64_t)(800 + 8 * si + 4 * di + 2 * xl + training), &d);
                 c = d.c;
                 ws_f = tsup_workspace(sbn_batch_norm_workspace_size, &d.x.view, &wsf);
                 ws_b = tsup_workspace(sbn_batch_norm_backward_workspace_size, &d.x.view, &wsb);
@@ -599,8 +600,10 @@ static void batch_norm_threads_bitwise(void)
                     for (k = 0; k < 8; k++) {
                         int same = tsup_same_bytes("output", o[k].alloc, base[k].alloc,
                                                    o[k].alloc_bytes);
-                        CHECK_MSG(same, "x %s %s training=%d: output %d with %d threads differs",
-                                  sbn_dtype_name(sp.dt.x), tsup_layout_name(sp.xl), training, k, t);
+                        CHECK_MSG(same,
+                                  "R=%lld x %s %s training=%d: output %d with %d threads differs",
+                                  (long long)(sh.d[0] * sh.d[2]), sbn_dtype_name(sp.dt.x),
+                                  tsup_layout_name(sp.xl), training, k, t);
                         tsup_free(&o[k]);
                     }
                 }
@@ -610,6 +613,16 @@ static void batch_norm_threads_bitwise(void)
                 data_free(&d);
             }
         }
+    }
+}
+
+static void batch_norm_threads_bitwise(void)
+{
+    static const tsup_shape shapes[2] = {{3, {3, 5, 4000}}, {3, {3, 5, 2800}}};
+    int si;
+    for (si = 0; si < 2; si++) {
+        threads_bitwise_shape(&shapes[si], si);
+        RETURN_IF_FAILED();
     }
 }
 

@@ -279,6 +279,9 @@ void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_poo
 /* The block for passes with no per-channel state to carry (maps, row reductions):
  * every channel, or C / T when there are fewer chunks than threads. */
 int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool);
+/* The plane maps' block: the same, and C / T also when T segments of whole chunks
+ * would be uneven (the largest over 9/8 of an even share of the rows). */
+int64_t sbn__plan_block_map(const sbn__walk *w, sbn_pool_t *pool);
 /* Elements converted to double at a time where a kernel cannot read a tensor directly. */
 #define SBN_CONVERT_PIECE 256
 /* At most max_segments segments (longer ones). */

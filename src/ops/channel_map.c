@@ -414,6 +414,6 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     if (job.rows)
         sbn__plan_row_map(&job.plan, &job.walk, pool);
     else
-        sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_all(&job.walk, pool), pool);
+        sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_map(&job.walk, pool), pool);
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, map_tasks, &job);
 }

@@ -67,6 +67,29 @@ int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
     return w->chunks < threads ? (w->channels + threads - 1) / threads : w->channels;
 }
 
+/*
+ * The plane maps take sbn__plan_block_all's block, unless T segments of whole chunks
+ * would be uneven: when the largest (ceil(chunks / T) chunks) holds more than 9/8 of an
+ * even share of the rows, the channels go in T blocks (then one segment: each thread maps
+ * every row of its channels). 32x512x14x14 has 4 chunks of rows (6272): two threads
+ * mapped 4096 and 2176 rows. bench_ops binaries before/after, 2 threads NCHW, 2 ABBA
+ * rounds, min/median of medians ms: fp32 32x512x14x14 eval 0.265/0.585 -> 0.229/0.401,
+ * bwd 1.216/1.989 -> 1.098/1.733; bf16 eval 0.213/0.250 -> 0.167/0.216, fwd-train
+ * 0.507/0.686 -> 0.437/0.604; 8x256x28x28 fp32 eval 0.095/0.131 -> 0.075/0.095. The row
+ * reductions keep whole-chunk segments: split by channels, fp32 channels-last backward
+ * sums (dy and x, half rows of 1 KiB on each thread) ran 1.3-1.6x slower
+ * (32x512x14x14 backward_reduce 0.54-0.61 -> 0.78-1.2 ms), although statistics gained.
+ */
+int64_t sbn__plan_block_map(const sbn__walk *w, sbn_pool_t *pool)
+{
+    int64_t threads = pool ? sbn_pool_threads(pool) : 1, largest;
+    if (threads <= 1 || w->chunks < threads) return sbn__plan_block_all(w, pool);
+    largest = (w->chunks + threads - 1) / threads * SBN_CHUNK;
+    if (largest > w->reduction) largest = w->reduction;
+    if (largest * threads * 8 > w->reduction * 9) return (w->channels + threads - 1) / threads;
+    return w->channels;
+}
+
 void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_segments)
 {
     if (plan->segments <= max_segments) return;
