@@ -276,8 +276,8 @@ typedef struct sbn__plan {
  * contiguous range per thread, at any row (no chunk to keep whole). */
 void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool);
 void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool);
-/* The block for passes with no per-channel state to carry (maps, row reductions):
- * every channel, or C / T when there are fewer chunks than threads. */
+/* The block for passes with no per-channel state to carry (row reductions; the plane
+ * maps start from it): every channel, or C / T when there are fewer chunks than threads. */
 int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool);
 /* The plane maps' block: the same, and C / T also when T segments of whole chunks
  * would be uneven (the largest over 9/8 of an even share of the rows). */

@@ -1,11 +1,13 @@
 /*
- * task_plan.c - how the reduction and map engines cut one pass into tasks for the
- * pool. Rows are split into segments of whole chunks (SBN_CHUNK rows of every
- * channel), channels into blocks; task t is (segment t / blocks, block t % blocks).
- * Each thread gets about one segment (T / blocks segments, at least one), so it
- * sweeps one stretch of memory once in order: measured on 32x64x56x56 fp32 with
- * 2 threads, 4T segments ran at 53-76% of the reference kernel, T segments at 85-100%. Because a chunk
- * never straddles two segments, the split changes speed, never bits.
+ * task_plan.c - how the reduction and map engines cut one pass into tasks for the pool.
+ * Rows are split into segments of whole chunks (SBN_CHUNK rows of every channel),
+ * channels into blocks; task t is (segment t / blocks, block t % blocks). Each thread
+ * gets about one segment (T / blocks segments, at least one), so it sweeps one stretch
+ * of memory once in order: measured on 32x64x56x56 fp32 with 2 threads, 4T segments ran
+ * at 53-76% of the reference kernel, T segments at 85-100%. Because a chunk never
+ * straddles two segments, the split changes speed, never bits. When T segments of whole
+ * chunks would be uneven, the plane maps split the channels instead
+ * (sbn__plan_block_map).
  */
 #include "core/internal.h"
 
