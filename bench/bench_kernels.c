@@ -53,6 +53,22 @@ typedef struct job {
 /* Normalize coefficients in the fp64 form (mean, s, b): run maps use the first three, row
  * maps k_m[j] = g_coef[m * 64 + j]. The fp32/fp16/bf16 maps take the floats that
  * sbn__map_coefs_float derives from them (g_frun for runs, g_frow as g_coef for rows). */
+/* The rows of the output: a kernel table (the default one of an ISA, the one beyond the
+ * cache, or none: the reference's float sums, bench_ref.c) and the families it times (bit f
+ * for family f of job). The table beyond the cache times only its maps: its row
+ * reductions prefetch the next block of 128 rows, which calls of 32 rows never reach. */
+enum { DEFAULT, BEYOND, REF };
+typedef struct variant {
+    const char *name, *isa;
+    int table;
+    unsigned families;
+} variant;
+static const variant g_variants[] = {
+    {"scalar", "scalar", DEFAULT, 0xF}, {"avx2", "avx2", DEFAULT, 0xF},
+    {"avx512", "avx512", DEFAULT, 0xF}, {"avx512_nt", "avx512", BEYOND, 0xA},
+    {"ref", NULL, REF, 0x5},
+};
+
 static double g_coef[4 * 64];
 static float g_frun[4], g_frow[4 * 64];
 static double g_shift[64], g_a[16 * 64], g_b[16 * 64], g_acc[32];
@@ -135,7 +151,6 @@ static double read_floor(const uint64_t *p, size_t words)
 
 int main(void)
 {
-    static const char *const isas[] = {"scalar", "avx2", "avx512", "avx512_nt", "ref"};
     static const char *const fams[] = {"accum", "normalize", "row_accum64", "row_normalize64"};
     static const int kds[] = {SBN_KD_F32, SBN_KD_BF16};
     char *x = aligned_alloc(4096, BIG), *y = aligned_alloc(4096, BIG);
@@ -162,19 +177,19 @@ int main(void)
     }
     printf("isa,dtype,kernel,l1_ns_per_elem,l2_ns_per_elem,l3_ns_per_elem,dram_ns_per_elem,"
            "l1_x_floor,l2_x_floor,l3_x_floor,dram_x_floor\n");
-    for (a = 0; a < 5; a++) { /* 3: the table beyond the cache; 4: the reference's sums */
-        const sbn_kernels *k = a < 3    ? sbn__kernels_for(isas[a])
-                               : a == 3 ? sbn__kernels_streaming_for("avx512")
-                                        : NULL;
-        if (!k && a < 4) continue;
+    for (a = 0; a < (int)(sizeof g_variants / sizeof g_variants[0]); a++) {
+        const variant *v = &g_variants[a];
+        const sbn_kernels *k = v->table == REF      ? NULL
+                               : v->table == BEYOND ? sbn__kernels_streaming_for(v->isa)
+                                                    : sbn__kernels_for(v->isa);
+        if (!k && v->table != REF) continue; /* not built, or not on this CPU */
         for (d = 0; d < 2; d++)
             for (f = 0; f < 4; f++) {
                 size_t es = kds[d] == SBN_KD_F32 ? 4 : 2, rows = f >= 2;
                 size_t per_call = rows ? 32 : 2048, call_elems = rows ? 32 * 64 : 2048;
                 double ns[LEVELS];
                 job j;
-                if (a == 4 && f % 2) continue; /* the reference's maps are not timed here */
-                if (a == 3 && f % 2 == 0) continue; /* its prefetch needs calls over 128 rows */
+                if (!(v->families & (1u << f))) continue;
                 j.k = k;
                 j.kd = kds[d];
                 j.family = f;
@@ -186,7 +201,7 @@ int main(void)
                     if (total < call_elems) total = call_elems;
                     ns[l] = time_job(&j, call_elems, total, es);
                 }
-                printf("%s,%s,%s", isas[a], d ? "bf16" : "f32", fams[f]);
+                printf("%s,%s,%s", v->name, d ? "bf16" : "f32", fams[f]);
                 for (l = 0; l < LEVELS; l++) printf(",%.3f", ns[l]);
                 for (l = 0; l < LEVELS; l++) printf(",%.2f", ns[l] / (floor_ns[l] * (double)es));
                 printf("\n");
