@@ -1,6 +1,6 @@
 /*
  * bench_ops.c - side-by-side CPU batch-norm benchmark, one process:
- *   for each shape x dtype (f32, bf16) x layout (cf, cl) x threads (1, 2) x mode
+ *   for each shape x dtype (f32, bf16) x layout (cf, cl) x threads (--threads, any list: 1,2,4,16) x mode
  *   (fwd-train, bwd, eval) it times, on the same buffers and interleaved in blocks,
  *     syncbn  this project's sbn_batch_norm / sbn_batch_norm_backward, pool of T threads
  *     ref     the plain reference kernels of bench_ref.c (T pthreads)
@@ -364,7 +364,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_ops [--shapes FILE]... [--shape NxCxHxW|NxC]... [--dtypes f32,bf16]\n"
-            "                 [--threads 1,2] [--layouts cf,cl] [--modes fwd-train,bwd,eval]\n"
+            "                 [--threads 1,2,4,16] [--layouts cf,cl] [--modes fwd-train,bwd,eval]\n"
             "                 [--min-reps 20] [--min-time 0.3] [--max-time 1.0] [--no-onednn]\n"
             "                 [--syncbn] [--syncbn-only] [--syncbn-shape 32x64x56x56] [--world 2]\n"
             "       mpirun -np W bench_ops --syncbn-mpi [--syncbn-shape ...]\n"
@@ -398,7 +398,7 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
     timed list[6];
     dnnl_case *dk = NULL;
     aclnn_case *ak[3] = {NULL, NULL, NULL}; /* list[3..5]: bench_aclnn.c kinds 0..2 */
-    char why[160] = "", awhy[3][160], thr[8], note[256];
+    char why[160] = "", awhy[3][160], thr[16], note[256];
     const char *dt = sbn_dtype_name(p->dtype), *lay = p->channels_last ? "cl" : "cf";
     double floor_bytes = (double)floor_factor[mode] * (double)bench_numel(p) *
                          (double)sbn_dtype_size(p->dtype);
@@ -521,24 +521,48 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
     for (i = 0; i < 3; i++) aclnn_case_destroy(ak[i]);
 }
 
+#define MAX_THREAD_COUNTS 16
+
+/* The thread counts of a list like "1,2,4,16": each 1..1024, at most MAX_THREAD_COUNTS, in the
+ * order given; -1 (with a message) on anything else. */
+static int parse_thread_list(const char *list, int *counts)
+{
+    int n = 0;
+    const char *s = list;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > 1024 || (*end != ',' && *end != '\0') ||
+            n >= MAX_THREAD_COUNTS) {
+            fprintf(stderr, "bench_ops: bad --threads '%s' (a list of 1..1024, at most %d)\n",
+                    list, MAX_THREAD_COUNTS);
+            return -1;
+        }
+        counts[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    if (n == 0) fprintf(stderr, "bench_ops: --threads is empty\n");
+    return n > 0 ? n : -1;
+}
+
 static int run_matrix(const shape *shapes, int nshapes, const run_cfg *rc, const bench_opts *o)
 {
     static const sbn_dtype dtypes[] = {SBN_F32, SBN_BF16};
-    sbn_pool_t *pools[3] = {NULL, NULL, NULL};
-    ref_team *teams[3] = {NULL, NULL, NULL};
+    sbn_pool_t *pools[MAX_THREAD_COUNTS] = {NULL};
+    ref_team *teams[MAX_THREAD_COUNTS] = {NULL};
+    int counts[MAX_THREAD_COUNTS], ncounts;
     int64_t max_c = 1;
     void *ws = NULL;
     size_t ws_bytes = 0;
     int si, di, li, ti, mi;
 
+    if ((ncounts = parse_thread_list(rc->threads, counts)) < 0) return 2;
     for (si = 0; si < nshapes; si++)
         if (shapes[si].d[1] > max_c) max_c = shapes[si].d[1];
-    for (ti = 1; ti <= 2; ti++) {
-        char t[4];
-        snprintf(t, sizeof t, "%d", ti);
-        if (!has_item(rc->threads, t)) continue;
-        if (sbn_pool_create(ti, &pools[ti]) != SBN_OK || !(teams[ti] = ref_team_create(ti, max_c))) {
-            fprintf(stderr, "bench_ops: cannot create %d threads\n", ti);
+    for (ti = 0; ti < ncounts; ti++) {
+        if (sbn_pool_create(counts[ti], &pools[ti]) != SBN_OK ||
+            !(teams[ti] = ref_team_create(counts[ti], max_c))) {
+            fprintf(stderr, "bench_ops: cannot create %d threads\n", counts[ti]);
             return 1;
         }
     }
@@ -592,9 +616,8 @@ static int run_matrix(const shape *shapes, int nshapes, const run_cfg *rc, const
                 if (p.rank == 2 && li == 1) continue;
                 if (p.rank == 4 && !has_item(rc->layouts, li ? "cl" : "cf")) continue;
                 p.channels_last = li;
-                for (ti = 1; ti <= 2; ti++) {
-                    if (pools[ti] == NULL) continue;
-                    p.threads = ti;
+                for (ti = 0; ti < ncounts; ti++) {
+                    p.threads = counts[ti];
                     for (mi = 0; mi < 3; mi++) {
                         if (!has_item(rc->modes, mode_names[mi])) continue;
                         run_case(&p, (bench_mode)mi, s, pools[ti], teams[ti], rc, o, &ws, &ws_bytes);
@@ -609,7 +632,7 @@ static int run_matrix(const shape *shapes, int nshapes, const run_cfg *rc, const
         bench_free(p.weight, (size_t)p.c * 10 * sizeof(float));
     }
     bench_free(ws, ws_bytes);
-    for (ti = 1; ti <= 2; ti++) {
+    for (ti = 0; ti < ncounts; ti++) {
         sbn_pool_destroy(pools[ti]);
         ref_team_destroy(teams[ti]);
     }

@@ -1,17 +1,8 @@
 /*
- * cache_size.c - the data cache sizes of this machine, for the schedules that
- * choose by bytes (one_pass.c: a thread's share of L2; channel_map.c: whether a
- * channels-last row and its coefficients fit the L1; channel_map.c and
- * channel_reduce.c: whether tensors are far larger than the last-level cache,
- * sbn__beyond_cache). From the kernel's
- * /sys/devices/system/cpu/cpu0/cache/index<i> (the entry whose "level" is the one
- * asked and whose "type" is not Instruction: one instance's size), else from
- * sysconf (_SC_LEVEL1_DCACHE_SIZE, ..._LEVEL3_...), else the sizes of the machines
- * the schedules were tuned on (32 KiB L1d, 1 MiB L2, 32 MiB L3). The kernel comes
- * first because the C library can be far off: on the AMD EPYC Zen 4 VM the
- * project measures on, glibc's sysconf gives an L3 of 320 MiB where /sys and lscpu
- * give 32 MiB, which kept every tensor "inside the cache". Read once per level:
- * the callers ask on every op.
+ * cache_size.c - whether the tensors of a map or a reduction lie beyond the last-level
+ * cache (sbn__beyond_cache), from the L3 size of the machine description (machine.c),
+ * for the schedules that choose by bytes: channel_map.c streams its stores and
+ * channel_reduce.c prefetches short rows beyond it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,73 +10,6 @@
 #include <unistd.h>
 
 #include "core/internal.h"
-
-static long sysconf_bytes(int level)
-{
-    long v = -1;
-#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
-    defined(_SC_LEVEL3_CACHE_SIZE)
-    v = sysconf(level == 1   ? _SC_LEVEL1_DCACHE_SIZE
-                : level == 2 ? _SC_LEVEL2_CACHE_SIZE
-                             : _SC_LEVEL3_CACHE_SIZE);
-#else
-    (void)level;
-#endif
-    return v;
-}
-
-/* The first line of /sys/devices/system/cpu/cpu0/cache/index<i>/<name> into buf. */
-static int sys_cache_field(int i, const char *name, char *buf, int len)
-{
-    char path[96];
-    FILE *f;
-    int ok;
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", i, name);
-    if ((f = fopen(path, "r")) == NULL) return 0;
-    ok = fgets(buf, len, f) != NULL;
-    fclose(f);
-    return ok;
-}
-
-static long sys_bytes(int level)
-{
-    int i;
-    for (i = 0; i < 8; i++) {
-        char lv[16], type[32], size[32], unit = 0;
-        long v = -1;
-        if (!sys_cache_field(i, "level", lv, sizeof lv) || (int)strtol(lv, NULL, 10) != level)
-            continue;
-        if (!sys_cache_field(i, "type", type, sizeof type) || strncmp(type, "Instruction", 11) == 0)
-            continue;
-        if (!sys_cache_field(i, "size", size, sizeof size) || sscanf(size, "%ld%c", &v, &unit) < 1)
-            continue;
-        if (unit == 'K') v *= 1024;
-        else if (unit == 'M') v *= 1024 * 1024;
-        return v;
-    }
-    return -1;
-}
-
-#define CACHE_DEFAULT_L1 ((int64_t)32 << 10)
-#define CACHE_DEFAULT_L2 ((int64_t)1 << 20)
-#define CACHE_DEFAULT_L3 ((int64_t)32 << 20)
-
-int64_t sbn__cache_bytes(int level)
-{
-    static int64_t cached[3] = {-1, -1, -1}; /* benign race: every thread finds the same value */
-    int64_t *c;
-    level = level < 1 ? 1 : level > 3 ? 3 : level;
-    c = &cached[level - 1];
-    if (*c < 0) {
-        long v = sys_bytes(level);
-        if (v <= 0) v = sysconf_bytes(level);
-        *c = v > 0        ? (int64_t)v
-             : level == 1 ? CACHE_DEFAULT_L1
-             : level == 2 ? CACHE_DEFAULT_L2
-                          : CACHE_DEFAULT_L3;
-    }
-    return *c;
-}
 
 /*
  * Beyond the cache when the tensors' bytes exceed `share` of the L3; maps ask with 0.9,

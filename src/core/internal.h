@@ -298,6 +298,31 @@ typedef void (*sbn__range_fn)(void *ctx, int64_t begin, int64_t end);
  * on its index, never on which thread ran it.
  */
 void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *ctx);
+/*
+ * A pool handle: the shared core (workers, gate) and how many of its threads a loop
+ * may use. The pool's own handle is as wide as the pool; a team is a narrower handle
+ * on the caller's stack.
+ */
+struct sbn_pool {
+    struct sbn_pool_core *core;
+    int threads;
+};
+/* A handle `threads` wide over pool's core, written to *view: NULL (run serially) when
+ * pool is NULL or threads <= 1, pool itself when threads >= its width. */
+sbn_pool_t *sbn__pool_team(sbn_pool_t *pool, int threads, sbn_pool_t *view);
+
+/* ---- how many threads a loop takes (src/ops/plan.c) ---- */
+/* The threads of pool that `work_ns` nanoseconds of work keep busy: 1 for NULL or a
+ * small loop, at most the pool's width and the CPUs of this process. */
+int sbn__plan_width(const sbn_pool_t *pool, double work_ns);
+/* sbn__pool_team of that width (NULL: run serially). */
+sbn_pool_t *sbn__plan_team(sbn_pool_t *pool, double work_ns, sbn_pool_t *view);
+/* The work of streaming the n tensors (NULL entries skipped) once. */
+double sbn__plan_stream_ns(const sbn_tensor *const *t, int n);
+/* The work of finishing `channels` channels of `chunks` partial results each. */
+double sbn__plan_channels_ns(int64_t channels, int64_t chunks);
+/* 1: every loop on the pool's full width (tests, so they get the splits they ask for). */
+void sbn__plan_full_teams(int on);
 
 /* ---- chunked channel reductions (src/ops/channel_reduce.c) ---- */
 typedef enum sbn__reduce_kind {
@@ -374,9 +399,20 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
  * SBN_ROW_TILES=0|1 does the same). Speed only, never bits. */
 void sbn__row_tiles_set(int mode);
 
-/* ---- cache sizes (src/core/cache_size.c) ---- */
-/* Bytes of this machine's level-1, 2 or 3 data cache (per instance); 32 KiB, 1 MiB and
- * 32 MiB when the machine does not say. Read once. */
+/* ---- the machine (src/core/machine.c) ---- */
+typedef struct sbn__cache_level {
+    int64_t bytes;      /* one instance (L1d, L2: per core) */
+    int sharing;        /* CPUs sharing one instance; 0 when unknown */
+    int64_t reported;   /* what sysconf said when that was not believed, else 0 */
+    const char *source; /* where bytes came from, in words */
+} sbn__cache_level;
+typedef struct sbn__machine {
+    int cpus;                  /* CPUs in this process's affinity mask */
+    sbn__cache_level cache[3]; /* L1d, L2, L3 */
+} sbn__machine;
+/* This machine, read once per process (thread-safe). */
+const sbn__machine *sbn__machine_get(void);
+/* Bytes of this machine's level-1, 2 or 3 data cache (per instance): sbn__machine_get's. */
 int64_t sbn__cache_bytes(int level);
 /* The shares of the L3 the ops pass to sbn__beyond_cache (the A/Bs behind them sit at
  * their uses, channel_map.c and channel_reduce.c; `syncbn info` prints them): maps 0.9,

@@ -1,55 +1,70 @@
 /*
- * pool.c - the caller-owned thread pool and the parallel loop. A pool of T
- * threads runs T-1 workers; the thread that calls an op is the T-th. Work is
- * handed out from an atomic counter, one index at a time, or count / 8T at a time
- * when there are many (a per-channel loop); since every index writes its own
- * result, which thread ran it never changes the bits. Ops on one
- * pool from several threads take turns (run_lock). A batch norm runs a few loops
- * back to back (reduce, merge, map), so workers and the caller spin for a few
- * tens of microseconds before they sleep on a condition variable: waking a
- * sleeping thread costs about as much as a small loop. A worker joins a loop only
- * while it is open; the caller closes it when it has run out of indices and then
- * waits only for the workers that joined, never for one still waking up (a
- * sleeping worker's wake-up took 20-40 us on the project's VM, more than the
- * per-channel merge loop it was woken for).
+ * pool.c - the caller-owned thread pool and the parallel loop. A pool of T threads
+ * runs T-1 workers; the thread that calls an op is the T-th. A loop runs on a team
+ * of W <= T threads (the caller and up to W-1 workers): sbn__pool_team makes a view
+ * of the pool W threads wide, and the plan (plan.c) picks W per call from its bytes,
+ * so a small call on a 64-thread pool wakes nobody. Work is handed out from an atomic
+ * counter, one index at a time, or count / 8W at a time when there are many (a
+ * per-channel loop); since every index writes its own result, which thread ran it
+ * never changes the bits.
+ *
+ * Starting and joining take no lock: the caller publishes the loop and then a gate
+ * word, gate = (loop number << 32) | (admitted << 16) | active. A worker joins with
+ * one compare-and-swap that succeeds only while the gate carries the loop it saw and
+ * fewer than W-1 workers were admitted; it leaves with one atomic decrement. The
+ * caller, once out of indices, clears the loop number (closing the gate to latecomers,
+ * such as a worker still waking up) and waits only for the active count to drain.
+ * Workers spin on the loop number for a while after each loop, because an op runs a
+ * few loops back to back and a layer several ops; then they sleep on a condition
+ * variable, and the caller touches that mutex only when someone sleeps (a
+ * store-then-load on both sides, sequentially consistent, means either the caller sees
+ * the sleeper or the sleeper sees the new loop). Ops on one pool from several threads
+ * take turns (run_lock).
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "internal.h"
 
 #define SBN_POOL_MAX_THREADS 1024
-#define SBN_POOL_SPINS 4000 /* pause instructions before sleeping (~20-60 us) */
 
-struct sbn_pool {
+/*
+ * How long an idle thread spins before it sleeps (workers) or yields (the caller
+ * waiting for a preempted worker). A futex wake-up plus the scheduler's placement
+ * costs tens of microseconds, longer than many loops of an op; spinning several times
+ * that catches the next loop of the same op and of the next op, while a program that
+ * stops calling gets its cores back within a fraction of a millisecond.
+ */
+#define SBN_POOL_SPIN_NS 200000
+
+#define GATE_ACTIVE_MASK 0xffffULL
+#define GATE_ADMITTED_ONE (1ULL << 16)
+#define GATE_ADMITTED(g) (((g) >> 16) & 0xffffULL)
+#define GATE_LOOP(g) ((g) >> 32)
+
+struct sbn_pool_core {
     int threads;
     int started;              /* workers successfully created */
     pthread_t *workers;
     pthread_mutex_t run_lock; /* one parallel loop at a time */
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;     /* sleeping workers only */
     pthread_cond_t wake;
-    pthread_cond_t done;
-    atomic_ulong generation;  /* bumped for each loop (under lock; read by spinners) */
+    atomic_int sleepers;
     atomic_int stop;
-    atomic_int busy;          /* workers that joined the current loop and are still in it */
-    unsigned long open_gen;   /* the generation workers may join, 0 once closed (under lock) */
+    atomic_ulong loop;        /* number of the newest loop (never 0 once one ran) */
+    atomic_ullong gate;       /* see the file comment */
+    unsigned long loops;      /* loops started (under run_lock) */
+    /* the open loop, written before its gate is published */
     sbn__range_fn fn;
     void *ctx;
     int64_t count;
-    int64_t step;             /* indices taken at a time: 1, or count / (8 T) for many small ones */
+    int64_t step;             /* indices taken at a time: 1, or count / (8 W) for many small ones */
+    atomic_ulong admit;       /* workers that may join: W - 1 */
     atomic_llong next;
 };
-
-/* Takes `step` indices at a time until none is left. */
-static void run_pieces(struct sbn_pool *pool)
-{
-    for (;;) {
-        long long i = atomic_fetch_add(&pool->next, pool->step);
-        if (i >= pool->count) break;
-        pool->fn(pool->ctx, (int64_t)i,
-                 i + pool->step < pool->count ? (int64_t)(i + pool->step) : pool->count);
-    }
-}
 
 static inline void cpu_relax(void)
 {
@@ -58,63 +73,100 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void *worker_main(void *arg)
+static int64_t now_ns(void)
 {
-    struct sbn_pool *pool = arg;
-    unsigned long seen = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Takes `step` indices at a time until none is left. */
+static void run_pieces(struct sbn_pool_core *core)
+{
     for (;;) {
-        int spin;
-        for (spin = 0; spin < SBN_POOL_SPINS && atomic_load(&pool->generation) == seen &&
-                       !atomic_load(&pool->stop);
-             spin++)
-            cpu_relax();
-        pthread_mutex_lock(&pool->lock);
-        while (!pool->stop && pool->generation == seen) pthread_cond_wait(&pool->wake, &pool->lock);
-        if (pool->stop) {
-            pthread_mutex_unlock(&pool->lock);
-            return NULL;
-        }
-        seen = pool->generation;
-        if (pool->open_gen != seen) { /* the caller has finished this loop without us */
-            pthread_mutex_unlock(&pool->lock);
-            continue;
-        }
-        atomic_fetch_add(&pool->busy, 1);
-        pthread_mutex_unlock(&pool->lock);
-
-        run_pieces(pool);
-
-        if (atomic_fetch_sub(&pool->busy, 1) == 1) {
-            pthread_mutex_lock(&pool->lock);
-            pthread_cond_signal(&pool->done);
-            pthread_mutex_unlock(&pool->lock);
-        }
+        long long i = atomic_fetch_add(&core->next, core->step);
+        if (i >= core->count) break;
+        core->fn(core->ctx, (int64_t)i,
+                 i + core->step < core->count ? (int64_t)(i + core->step) : core->count);
     }
 }
 
-static void stop_workers(struct sbn_pool *pool)
+/* Spins until the loop number differs from `seen` or the pool stops, for at most
+ * SBN_POOL_SPIN_NS; the clock is read once every 64 pauses. 1 when something changed. */
+static int spin_for_loop(struct sbn_pool_core *core, unsigned long seen)
+{
+    int64_t deadline = now_ns() + SBN_POOL_SPIN_NS;
+    for (;;) {
+        int i;
+        for (i = 0; i < 64; i++) {
+            if (atomic_load_explicit(&core->loop, memory_order_acquire) != seen ||
+                atomic_load_explicit(&core->stop, memory_order_relaxed))
+                return 1;
+            cpu_relax();
+        }
+        if (now_ns() > deadline) return 0;
+    }
+}
+
+/* Joins loop `number` if its gate is still open to it and has room: one CAS. */
+static int try_join(struct sbn_pool_core *core, unsigned long number)
+{
+    unsigned long long g = atomic_load_explicit(&core->gate, memory_order_acquire);
+    do {
+        if (GATE_LOOP(g) != (number & 0xffffffffUL) || GATE_ADMITTED(g) >= atomic_load_explicit(&core->admit, memory_order_relaxed)) return 0;
+    } while (!atomic_compare_exchange_weak_explicit(&core->gate, &g, g + GATE_ADMITTED_ONE + 1,
+                                                    memory_order_acq_rel, memory_order_acquire));
+    return 1;
+}
+
+static void *worker_main(void *arg)
+{
+    struct sbn_pool_core *core = arg;
+    unsigned long seen = 0;
+    for (;;) {
+        unsigned long number;
+        if (!spin_for_loop(core, seen)) {
+            pthread_mutex_lock(&core->lock);
+            atomic_fetch_add(&core->sleepers, 1);
+            while (!atomic_load(&core->stop) && atomic_load(&core->loop) == seen)
+                pthread_cond_wait(&core->wake, &core->lock);
+            atomic_fetch_sub(&core->sleepers, 1);
+            pthread_mutex_unlock(&core->lock);
+        }
+        if (atomic_load(&core->stop)) return NULL;
+        number = atomic_load_explicit(&core->loop, memory_order_acquire);
+        seen = number;
+        if (!try_join(core, number)) continue; /* closed, full, or already the next one */
+        run_pieces(core);
+        atomic_fetch_sub_explicit(&core->gate, 1, memory_order_release);
+    }
+}
+
+static void stop_workers(struct sbn_pool_core *core)
 {
     int i;
-    pthread_mutex_lock(&pool->lock);
-    pool->stop = 1;
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->lock);
-    for (i = 0; i < pool->started; i++) pthread_join(pool->workers[i], NULL);
+    atomic_store(&core->stop, 1);
+    pthread_mutex_lock(&core->lock);
+    pthread_cond_broadcast(&core->wake);
+    pthread_mutex_unlock(&core->lock);
+    for (i = 0; i < core->started; i++) pthread_join(core->workers[i], NULL);
 }
 
 static void free_pool(struct sbn_pool *pool)
 {
-    pthread_cond_destroy(&pool->done);
-    pthread_cond_destroy(&pool->wake);
-    pthread_mutex_destroy(&pool->lock);
-    pthread_mutex_destroy(&pool->run_lock);
-    sbn__free(pool->workers);
+    struct sbn_pool_core *core = pool->core;
+    pthread_cond_destroy(&core->wake);
+    pthread_mutex_destroy(&core->lock);
+    pthread_mutex_destroy(&core->run_lock);
+    sbn__free(core->workers);
+    sbn__free(core);
     sbn__free(pool);
 }
 
 SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
 {
     struct sbn_pool *pool;
+    struct sbn_pool_core *core;
     int i;
 
     sbn__clear_error();
@@ -124,30 +176,34 @@ SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
         return sbn__error(SBN_ERR_BAD_VALUE, "threads is %d; expected 1 to %d", threads,
                           SBN_POOL_MAX_THREADS);
     pool = sbn__calloc(1, sizeof *pool);
-    if (pool == NULL)
+    core = sbn__calloc(1, sizeof *core);
+    if (pool == NULL || core == NULL ||
+        (threads > 1 && (core->workers = sbn__calloc((size_t)(threads - 1),
+                                                     sizeof *core->workers)) == NULL)) {
+        sbn__free(core);
+        sbn__free(pool);
         return sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate a pool of %d threads", threads);
-    pool->threads = threads;
-    if (threads > 1) {
-        pool->workers = sbn__calloc((size_t)(threads - 1), sizeof *pool->workers);
-        if (pool->workers == NULL) {
-            sbn__free(pool);
-            return sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate %d worker handles",
-                              threads - 1);
-        }
     }
-    pthread_mutex_init(&pool->run_lock, NULL);
-    pthread_mutex_init(&pool->lock, NULL);
-    pthread_cond_init(&pool->wake, NULL);
-    pthread_cond_init(&pool->done, NULL);
-    atomic_init(&pool->next, 0);
+    pool->core = core;
+    pool->threads = threads;
+    core->threads = threads;
+    pthread_mutex_init(&core->run_lock, NULL);
+    pthread_mutex_init(&core->lock, NULL);
+    pthread_cond_init(&core->wake, NULL);
+    atomic_init(&core->next, 0);
+    atomic_init(&core->gate, 0);
+    atomic_init(&core->loop, 0);
+    atomic_init(&core->sleepers, 0);
+    atomic_init(&core->stop, 0);
+    atomic_init(&core->admit, 0);
     for (i = 0; i < threads - 1; i++) {
-        if (pthread_create(&pool->workers[i], NULL, worker_main, pool) != 0) {
-            stop_workers(pool);
+        if (pthread_create(&core->workers[i], NULL, worker_main, core) != 0) {
+            stop_workers(core);
             free_pool(pool);
             return sbn__error(SBN_ERR_THREAD, "could not create worker thread %d of %d", i + 1,
                               threads - 1);
         }
-        pool->started++;
+        core->started++;
     }
     *out = pool;
     return SBN_OK;
@@ -156,7 +212,7 @@ SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
 SBN_API void sbn_pool_destroy(sbn_pool_t *pool)
 {
     if (pool == NULL) return;
-    stop_workers(pool);
+    stop_workers(pool->core);
     free_pool(pool);
 }
 
@@ -165,37 +221,68 @@ SBN_API int sbn_pool_threads(const sbn_pool_t *pool)
     return pool ? pool->threads : 1;
 }
 
+sbn_pool_t *sbn__pool_team(sbn_pool_t *pool, int threads, sbn_pool_t *view)
+{
+    if (pool == NULL || threads <= 1) return NULL;
+    if (threads >= pool->threads) return pool;
+    view->core = pool->core;
+    view->threads = threads;
+    return view;
+}
+
+/* Waits until every admitted worker has left the closed loop: spins, then yields (a
+ * worker can only be late when the machine runs more threads than it has cores). */
+static void wait_for_team(struct sbn_pool_core *core)
+{
+    int64_t deadline = 0;
+    int i = 0;
+    while ((atomic_load_explicit(&core->gate, memory_order_acquire) & GATE_ACTIVE_MASK) != 0) {
+        cpu_relax();
+        if (++i % 64 != 0) continue;
+        if (deadline == 0) deadline = now_ns() + SBN_POOL_SPIN_NS;
+        else if (now_ns() > deadline) sched_yield();
+    }
+}
+
 void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *ctx)
 {
-    int spin;
+    struct sbn_pool_core *core;
+    int64_t width;
+    unsigned long number;
     if (count <= 0) return;
-    if (pool == NULL || pool->threads == 1 || count == 1) {
+    width = pool == NULL ? 1 : pool->threads < count ? pool->threads : count;
+    if (width <= 1) {
         fn(ctx, 0, count);
         return;
     }
-    pthread_mutex_lock(&pool->run_lock);
-    pthread_mutex_lock(&pool->lock);
-    pool->fn = fn;
-    pool->ctx = ctx;
-    pool->count = count;
+    core = pool->core;
+    pthread_mutex_lock(&core->run_lock);
+    core->fn = fn;
+    core->ctx = ctx;
+    core->count = count;
     /* One index at a time bounces the counter's cache line between cores for every
-     * index: 1024 per-channel merges of about 50 ns took longer on 2 threads than on
-     * 1. Eight steps per thread keep the balance of uneven indices. */
-    pool->step = count >= 16 * (int64_t)pool->threads ? count / (8 * (int64_t)pool->threads) : 1;
-    atomic_store(&pool->next, 0);
-    atomic_store(&pool->busy, 0);
-    pool->open_gen = atomic_fetch_add(&pool->generation, 1) + 1;
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->lock);
+     * index; eight steps per thread keep the balance of uneven indices. */
+    core->step = count >= 16 * width ? count / (8 * width) : 1;
+    atomic_store_explicit(&core->admit, (unsigned long)(width - 1), memory_order_relaxed);
+    atomic_store_explicit(&core->next, 0, memory_order_relaxed);
+    number = ++core->loops;
+    if ((number & 0xffffffffUL) == 0) number = ++core->loops; /* 0 marks a closed gate */
+    atomic_store_explicit(&core->gate, (unsigned long long)(number & 0xffffffffUL) << 32,
+                          memory_order_release);
+    atomic_store(&core->loop, number); /* seq_cst: pairs with the sleepers' check */
+    if (atomic_load(&core->sleepers) > 0) {
+        int k, wake = (int)(width - 1);
+        pthread_mutex_lock(&core->lock);
+        if (wake >= atomic_load(&core->sleepers)) pthread_cond_broadcast(&core->wake);
+        else
+            for (k = 0; k < wake; k++) pthread_cond_signal(&core->wake);
+        pthread_mutex_unlock(&core->lock);
+    }
 
-    run_pieces(pool);
+    run_pieces(core);
 
-    pthread_mutex_lock(&pool->lock); /* close: from here on busy only falls */
-    pool->open_gen = 0;
-    pthread_mutex_unlock(&pool->lock);
-    for (spin = 0; spin < SBN_POOL_SPINS && atomic_load(&pool->busy) > 0; spin++) cpu_relax();
-    pthread_mutex_lock(&pool->lock);
-    while (atomic_load(&pool->busy) > 0) pthread_cond_wait(&pool->done, &pool->lock);
-    pthread_mutex_unlock(&pool->lock);
-    pthread_mutex_unlock(&pool->run_lock);
+    /* close the gate to latecomers (keeps the admitted and active counts), then drain */
+    atomic_fetch_and_explicit(&core->gate, 0xffffffffULL, memory_order_acq_rel);
+    wait_for_team(core);
+    pthread_mutex_unlock(&core->run_lock);
 }

@@ -125,6 +125,11 @@ static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
 static void train(bn_job *job, sbn_pool_t *pool)
 {
     int64_t channels = job->x->shape[1];
+    const sbn_tensor *tensors[2];
+    sbn_pool_t team, one_pass_team;
+    tensors[0] = job->x;
+    tensors[1] = job->y;
+    pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, 2), &one_pass_team);
     job->block = sbn__one_pass_block(job->x, sbn_dtype_size(job->x->dtype), pool);
     if (job->block > 0) {
         sbn_tensor first = sbn__channel_slice(job->x, 0, job->block);
@@ -133,7 +138,8 @@ static void train(bn_job *job, sbn_pool_t *pool)
         return;
     }
     sbn__channel_reduce(SBN_REDUCE_MOMENTS, job->x, NULL, NULL, job->stats, job->scratch, pool);
-    sbn__parallel_for(pool, channels, train_channels, job);
+    sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(channels, 0), &team), channels,
+                      train_channels, job);
     sbn__channel_map(SBN_MAP_NORMALIZE, job->x, NULL, job->coef, job->y, pool);
 }
 
@@ -164,7 +170,9 @@ SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
             train(&job, pool);
             return r == 0 ? SBN_NO_SAMPLES : r == 1 ? SBN_SINGLE_SAMPLE : SBN_OK;
         }
-        sbn__parallel_for(pool, channels, eval_channels, &job);
+        sbn_pool_t team;
+        sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(channels, 0), &team),
+                          channels, eval_channels, &job);
     }
     sbn__channel_map(SBN_MAP_NORMALIZE, x, NULL, coef, y, pool);
     return SBN_OK;

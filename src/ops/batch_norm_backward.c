@@ -143,6 +143,7 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
 {
     backward_job job;
     channels_job cj;
+    sbn_pool_t team;
     sbn_status s;
     double *coef;
     int64_t c, channels;
@@ -173,11 +174,17 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
     }
     if (training && grad_input && job.r > 0) {
         size_t bytes = sbn_dtype_size(dy->dtype) + sbn_dtype_size(x->dtype);
-        job.block = sbn__one_pass_block(x, bytes, pool);
+        const sbn_tensor *tensors[3];
+        sbn_pool_t one_pass_team, *one_pass_pool;
+        tensors[0] = dy;
+        tensors[1] = x;
+        tensors[2] = grad_input;
+        one_pass_pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, 3), &one_pass_team);
+        job.block = sbn__one_pass_block(x, bytes, one_pass_pool);
         if (job.block > 0) {
             sbn_tensor first = sbn__channel_slice(x, 0, job.block);
             job.lane_scratch = sbn__channel_reduce_bytes(&first) / sizeof(double);
-            sbn__one_pass_run(channels, job.block, train_block, &job, pool);
+            sbn__one_pass_run(channels, job.block, train_block, &job, one_pass_pool);
             return SBN_OK;
         }
     }
@@ -189,7 +196,8 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
     cj.job = &job;
     cj.training = training;
     cj.grad_input = grad_input != NULL && job.r > 0;
-    sbn__parallel_for(pool, channels, finish_channels, &cj);
+    sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(channels, 0), &team), channels,
+                      finish_channels, &cj);
     if (!cj.grad_input) return SBN_OK;
     if (training)
         sbn__channel_map(SBN_MAP_BACKWARD, dy, x, coef, grad_input, pool);

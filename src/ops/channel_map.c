@@ -385,12 +385,14 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
 {
     map_job job;
     const sbn_tensor *tensors[3];
+    sbn_pool_t team, coef_team;
     int n = 0;
     tensors[n++] = in0;
     if (kind == SBN_MAP_BACKWARD) tensors[n++] = in1;
     tensors[n++] = out;
     job.kind = kind;
     job.coef = coef;
+    pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, n), &team);
     sbn__walk_init(&job.walk, tensors, n);
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
@@ -403,7 +405,9 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     if (float_types(&job.walk)) {
         float_coefs_job fj = {kind, coef, job.walk.channels, (float *)(coef + 4 * job.walk.channels),
                               0};
-        sbn__parallel_for(pool, job.walk.channels, float_coefs, &fj);
+        sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(job.walk.channels, 0),
+                                         &coef_team),
+                          job.walk.channels, float_coefs, &fj);
         if (!fj.out_of_range)
             job.fcoef = fj.f;
         else

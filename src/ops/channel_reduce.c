@@ -304,6 +304,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
 {
     sbn__reduce_job job;
     const sbn_tensor *tensors[2];
+    sbn_pool_t team, merge_team;
     tensors[0] = dy_or_x;
     tensors[1] = x;
     job.kind = kind;
@@ -312,6 +313,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     job.out = out;
     sbn__walk_init(&job.walk, tensors, kind == SBN_REDUCE_BACKWARD ? 2 : 1);
     job.kd = sbn__walk_kdtype(&job.walk);
+    pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, job.walk.ntensors), &team);
     job.kern = sbn__beyond_cache(tensors, job.walk.ntensors, SBN_REDUCE_PREFETCH_SHARE, 1)
                    ? sbn__kernels_streaming()
                    : sbn__kernels();
@@ -328,5 +330,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
         sbn__plan_tasks(&job.plan, &job.walk, SBN_PLANE_BLOCK, pool);
     }
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, reduce_tasks, &job);
-    sbn__parallel_for(pool, job.walk.channels, merge_channels, &job);
+    sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(job.walk.channels, job.walk.chunks),
+                                     &merge_team),
+                      job.walk.channels, merge_channels, &job);
 }

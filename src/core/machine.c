@@ -1,0 +1,172 @@
+/*
+ * machine.c - the description of this machine that every schedule decision starts
+ * from, read once per process: the CPUs this process may run on (its affinity mask),
+ * and the size of one instance of the L1d, L2 and L3 caches with the number of CPUs
+ * that share it and where each number came from. Sizes come from the kernel's
+ * /sys/devices/system/cpu/cpu0/cache/index<i> (level, type, size, shared_cpu_list),
+ * else from the C library's sysconf, else from defaults (32 KiB, 1 MiB, 32 MiB). The
+ * kernel comes first because sysconf can be far off inside virtual machines: it may
+ * report the whole package's L3, summed over every core complex or socket, to a guest
+ * that runs on two of its cores (508 MiB on a 2-CPU AMD EPYC Zen 5 guest, 320 MiB on a
+ * Zen 4 one whose kernel says 32 MiB). So a size that /sys did not confirm must be
+ * plausible: no x86 part has more than 12 MiB of L3 per core (AMD's stacked-cache
+ * parts: 96 MiB over 8 cores), so an unconfirmed L3 is capped at SBN_L3_MAX_PER_CPU
+ * times the CPUs of this process, and unconfirmed L1d and L2 sizes outside the range
+ * of real parts fall back to the defaults. `syncbn info` prints the sources.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define SBN_L3_MAX_PER_CPU ((int64_t)16 << 20)
+
+static const int64_t g_default_bytes[3] = {(int64_t)32 << 10, (int64_t)1 << 20,
+                                           (int64_t)32 << 20};
+/* The sizes of real parts' L1d and L2 per core (a reading outside is not believed). */
+static const int64_t g_plausible_lo[2] = {(int64_t)8 << 10, (int64_t)128 << 10};
+static const int64_t g_plausible_hi[2] = {(int64_t)1 << 20, (int64_t)64 << 20};
+
+static long sysconf_bytes(int level)
+{
+    long v = -1;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+    v = sysconf(level == 1   ? _SC_LEVEL1_DCACHE_SIZE
+                : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                             : _SC_LEVEL3_CACHE_SIZE);
+#else
+    (void)level;
+#endif
+    return v;
+}
+
+/* The first line of /sys/devices/system/cpu/cpu0/cache/index<i>/<name> into buf. */
+static int sys_cache_field(int i, const char *name, char *buf, int len)
+{
+    char path[96];
+    FILE *f;
+    int ok;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", i, name);
+    if ((f = fopen(path, "r")) == NULL) return 0;
+    ok = fgets(buf, len, f) != NULL;
+    fclose(f);
+    return ok;
+}
+
+/* CPUs in a list like "0-7,16-23"; 0 when it does not parse. */
+static int cpu_list_count(const char *s)
+{
+    int n = 0;
+    while (*s && *s != '\n') {
+        char *end;
+        long a = strtol(s, &end, 10), b;
+        if (end == s || a < 0) return 0;
+        b = a;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtol(s, &end, 10);
+            if (end == s || b < a) return 0;
+        }
+        n += (int)(b - a + 1);
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* The /sys entry of `level` (data or unified): its size, and the CPUs sharing it (0 when
+ * the entry does not say). -1 when there is none. */
+static int64_t sys_bytes(int level, int *sharing)
+{
+    int i;
+    for (i = 0; i < 8; i++) {
+        char lv[16], type[32], size[32], shared[256], unit = 0;
+        long v = -1;
+        if (!sys_cache_field(i, "level", lv, sizeof lv) || (int)strtol(lv, NULL, 10) != level)
+            continue;
+        if (!sys_cache_field(i, "type", type, sizeof type) || strncmp(type, "Instruction", 11) == 0)
+            continue;
+        if (!sys_cache_field(i, "size", size, sizeof size) || sscanf(size, "%ld%c", &v, &unit) < 1)
+            continue;
+        if (unit == 'K') v *= 1024;
+        else if (unit == 'M') v *= 1024 * 1024;
+        *sharing = sys_cache_field(i, "shared_cpu_list", shared, sizeof shared)
+                       ? cpu_list_count(shared)
+                       : 0;
+        return v;
+    }
+    return -1;
+}
+
+static int affinity_cpus(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (int)n : 1;
+    }
+}
+
+static sbn__machine g_machine;
+static pthread_once_t g_machine_once = PTHREAD_ONCE_INIT;
+
+static void read_level(sbn__machine *m, int level)
+{
+    sbn__cache_level *c = &m->cache[level - 1];
+    int sharing = 0;
+    int64_t v = sys_bytes(level, &sharing);
+    if (v > 0) {
+        c->bytes = v;
+        c->sharing = sharing;
+        c->source = "the kernel (/sys)";
+        return;
+    }
+    v = sysconf_bytes(level);
+    c->sharing = 0;
+    if (v <= 0) {
+        c->bytes = g_default_bytes[level - 1];
+        c->source = "a default (neither /sys nor sysconf has it)";
+    } else if (level < 3 && (v < g_plausible_lo[level - 1] || v > g_plausible_hi[level - 1])) {
+        c->bytes = g_default_bytes[level - 1];
+        c->source = "a default (sysconf's reading is not a real part's)";
+    } else if (level == 3 && v > SBN_L3_MAX_PER_CPU * m->cpus) {
+        c->bytes = SBN_L3_MAX_PER_CPU * m->cpus;
+        c->source = "sysconf, capped at 16 MiB per CPU of this process (it reported more)";
+        c->reported = v;
+    } else {
+        c->bytes = v;
+        c->source = "sysconf (no /sys entry)";
+    }
+}
+
+static void read_machine(void)
+{
+    int level;
+    g_machine.cpus = affinity_cpus();
+    for (level = 1; level <= 3; level++) read_level(&g_machine, level);
+    /* an inclusive hierarchy never shrinks: keep the levels ordered */
+    if (g_machine.cache[1].bytes < g_machine.cache[0].bytes)
+        g_machine.cache[1].bytes = g_machine.cache[0].bytes;
+    if (g_machine.cache[2].bytes < g_machine.cache[1].bytes)
+        g_machine.cache[2].bytes = g_machine.cache[1].bytes;
+}
+
+const sbn__machine *sbn__machine_get(void)
+{
+    pthread_once(&g_machine_once, read_machine);
+    return &g_machine;
+}
+
+int64_t sbn__cache_bytes(int level)
+{
+    level = level < 1 ? 1 : level > 3 ? 3 : level;
+    return sbn__machine_get()->cache[level - 1].bytes;
+}
