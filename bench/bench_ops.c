@@ -365,7 +365,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_ops [--shapes FILE]... [--shape NxCxHxW|NxC]... [--dtypes f32,bf16]\n"
             "                 [--threads 1,2,4,16] [--layouts cf,cl] [--modes fwd-train,bwd,eval]\n"
-            "                 [--min-reps 20] [--min-time 0.3] [--max-time 1.0] [--no-onednn]\n"
+            "                 [--min-reps 20] [--min-time 0.3] [--max-time 1.0] [--no-onednn] [--no-aclnn]\n"
             "                 [--syncbn] [--syncbn-only] [--syncbn-shape 32x64x56x56] [--world 2]\n"
             "       mpirun -np W bench_ops --syncbn-mpi [--syncbn-shape ...]\n"
             "       bench_ops --traffic   (bytes per rank per layer step, W = 2 .. 256)\n");
@@ -387,6 +387,7 @@ static int has_item(const char *list, const char *item)
 typedef struct run_cfg {
     const char *dtypes, *threads, *layouts, *modes;
     int no_onednn;
+    int no_aclnn; /* --no-aclnn: skip the aclnn rows (a shorter scaling run) */
 } run_cfg;
 
 static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool_t *pool,
@@ -468,7 +469,7 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
     for (i = 0; i < 3; i++) {
         static const char *const names[3] = {"aclnn", "aclnn-syncfwd", "native-syncfwd"};
         awhy[i][0] = '\0';
-        ak[i] = aclnn_case_create(p, mode, i, pool, awhy[i], sizeof awhy[i]);
+        ak[i] = rc->no_aclnn ? NULL : aclnn_case_create(p, mode, i, pool, awhy[i], sizeof awhy[i]);
         list[3 + i].impl = names[i];
         list[3 + i].fn = aclnn_case_run;
         list[3 + i].ctx = ak[i];
@@ -490,6 +491,10 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
                                                                               : "missing";
             snprintf(note, sizeof note, "%s", rc->no_onednn ? "--no-onednn" : why);
         } else if (i >= 3 && ak[i - 3] == NULL) {
+            if (rc->no_aclnn) {
+                free(t->samples);
+                continue;
+            }
             if (mode != BENCH_FWD && i > 3) { /* the SyncBN forward rows are fwd-train only */
                 free(t->samples);
                 continue;
@@ -672,7 +677,7 @@ int main(int argc, char **argv)
 {
     static shape shapes[MAX_SHAPES];
     int nshapes = 0, i, do_syncbn = 0, syncbn_only = 0, syncbn_mpi = 0, traffic = 0;
-    run_cfg rc = {"f32,bf16", "1,2", "cf,cl", "fwd-train,bwd,eval", 0};
+    run_cfg rc = {"f32,bf16", "1,2", "cf,cl", "fwd-train,bwd,eval", 0, 0};
     bench_opts o;
     shape ss;
 
@@ -691,6 +696,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--syncbn-mpi") == 0) syncbn_mpi = 1;
         else if (strcmp(a, "--traffic") == 0) traffic = 1;
         else if (strcmp(a, "--no-onednn") == 0) rc.no_onednn = 1;
+        else if (strcmp(a, "--no-aclnn") == 0) rc.no_aclnn = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage();
             return 0;

@@ -167,6 +167,20 @@ def machine_info(build):
         model or "unknown CPU", cpus, ", ".join(caches[k] for k in ("L1d", "L2", "L3")), kernels)
 
 
+def default_threads():
+    """1, 2, 4, ... below the CPUs this process may use, then that count itself."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    counts, t = [], 1
+    while t < cpus:
+        counts.append(t)
+        t *= 2
+    counts.append(cpus)
+    return ",".join(str(c) for c in counts)
+
+
 def read_shape_files(paths):
     """[(shape text, count)] in file order; count defaults to 1."""
     out = []
@@ -263,8 +277,10 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-mpi", action="store_true")
     ap.add_argument("--no-syncbn", action="store_true", help="skip the SyncBN layer rows")
+    ap.add_argument("--no-aclnn", action="store_true", help="skip the aclnn rows of bench_ops")
     ap.add_argument("--dtypes", default="f32,bf16")
-    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--threads", default=default_threads(),
+                    help="thread counts (default 1, 2, 4, ... up to the CPUs, and the CPUs)")
     ap.add_argument("--layouts", default="cf,cl")
     ap.add_argument("--modes", default="fwd-train,bwd,eval")
     ap.add_argument("--min-reps", default="20")
@@ -286,6 +302,7 @@ def main():
     timing = ["--layouts", a.layouts, "--modes", a.modes, "--min-reps", a.min_reps,
               "--min-time", a.min_time, "--max-time", a.max_time]
     matrix = ["--dtypes", a.dtypes, "--threads", a.threads] + timing
+    ours_only = ["--no-aclnn"] if a.no_aclnn else []
     # bench_ops and torch take turns on each (shape, dtype, threads): a noisy stretch of a
     # shared machine (medians 1.3-2.8x the minimums on 2-thread rows of a VM) then falls on
     # both sides of a few rows rather than on one side of a whole shape
@@ -328,7 +345,7 @@ def main():
     for shape, (dtype, threads) in [(s, p) for s in unique_shapes(shapes) for p in pieces]:
         piece = ["--shape", shape, "--dtypes", dtype, "--threads", threads] + timing
         what = "%s %s T=%s" % (shape, dtype, threads)
-        rc, out, _ = run([exe] + piece, env=base_env, timeout=a.timeout,
+        rc, out, _ = run([exe] + piece + ours_only, env=base_env, timeout=a.timeout,
                          label="bench_ops " + what)
         r, n = parse_rows(out)
         ours_rows += r
@@ -404,23 +421,30 @@ def main():
 
 
 def plot(python, csv_path, title):
-    """bench/plot_summary.py in its own process (the interpreter with matplotlib); never fails."""
-    png = os.path.join(os.path.dirname(csv_path), "summary.png")
-    if not os.path.exists(csv_path):
-        log("# summary.png not drawn: no %s" % csv_path)
-        return
-    cmd = [python, os.path.join(ROOT, "bench", "plot_summary.py"), csv_path, png, title]
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True, timeout=300, cwd=ROOT)
-        out, rc = p.stdout.strip(), p.returncode
-    except (OSError, subprocess.SubprocessError) as e:
-        out, rc = str(e), "not run"
-    if rc == 0:
-        log("wrote %s" % os.path.relpath(png, ROOT))
-    else:
-        last = out.splitlines()[-1] if out else "exit %s" % rc
-        log("# summary.png not drawn (%s): %s" % (rc, last))
+    """bench/plot_summary.py (summary.png) and, when the run had several thread counts,
+    bench/plot_scaling.py (scaling.png), each in its own process (the interpreter with
+    matplotlib); never fails."""
+    here = os.path.dirname(csv_path)
+    jobs = [("plot_summary.py", csv_path, os.path.join(here, "summary.png"))]
+    scaling_csv = os.path.join(here, "scaling.csv")
+    if os.path.exists(scaling_csv):
+        jobs.append(("plot_scaling.py", scaling_csv, os.path.join(here, "scaling.png")))
+    for script, src, png in jobs:
+        if not os.path.exists(src):
+            log("# %s not drawn: no %s" % (os.path.basename(png), src))
+            continue
+        cmd = [python, os.path.join(ROOT, "bench", script), src, png, title]
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, timeout=300, cwd=ROOT)
+            out, rc = p.stdout.strip(), p.returncode
+        except (OSError, subprocess.SubprocessError) as e:
+            out, rc = str(e), "not run"
+        if rc == 0:
+            log("wrote %s" % os.path.relpath(png, ROOT))
+        else:
+            last = out.splitlines()[-1] if out else "exit %s" % rc
+            log("# %s not drawn (%s): %s" % (os.path.basename(png), rc, last))
 
 
 def report(rows, notes, missing, counts, out_path):
@@ -502,6 +526,7 @@ def report(rows, notes, missing, counts, out_path):
         "x peer = peer median / ours median, above 1 = ours faster)")
 
     summarize(merged, counts)
+    scaling(merged, out_path)
     syncbn_table(rows, by_key)
     python_table(rows)
     aclnn_table(order, by_key)
@@ -573,6 +598,76 @@ def summarize(merged, counts):
                 tot += v * int(m["count"] or 1)
             cells.append("%.2f" % tot if ok else "-")
         log("  %-5s | %s | %-6s | %-9s | %7s | %7s | %8s | %9s" % (key + tuple(cells)))
+
+
+def scaling(merged, out_path):
+    """Per thread count: geomeans against torch and the reference; then, per row (shape, dtype,
+    layout, mode), the speed-up from the fewest to each larger thread count for ours, the
+    reference kernels and each peer (its own time at the fewest / its time at T), written to
+    scaling.csv beside results.csv."""
+    counts = sorted({int(m["threads"]) for m in merged if str(m["threads"]).isdigit()})
+    if len(counts) < 2:
+        return
+    log()
+    log("by thread count (geometric means over that count's rows):")
+    for t in counts:
+        sel = [m for m in merged if m["threads"] == str(t)]
+        xt = [fnum(m["x_torch"]) for m in sel if fnum(m["x_torch"])]
+        pr = [fnum(m["pct_of_ref"]) for m in sel if fnum(m["pct_of_ref"])]
+        below = [m for m in sel if fnum(m["x_torch"]) and fnum(m["x_torch"]) < 1]
+        worst = min(xt) if xt else None
+        log("  T=%-3d x torch %s (n=%d), rows below torch %d, worst %s; %% of ref %s" % (
+            t, "%.2fx" % geomean(xt) if xt else "-", len(xt), len(below),
+            "%.2fx" % worst if worst else "-", "%.0f%%" % geomean(pr) if pr else "-"))
+    base = counts[0]
+    table = {}
+    for m in merged:
+        k = (m["shape"], m["dtype"], m["layout"], m["mode"])
+        table.setdefault(k, {})[int(m["threads"])] = m
+    out, lines = [], []
+    for k in table:
+        b = table[k].get(base)
+        if b is None:
+            continue
+        for t in counts[1:]:
+            m = table[k].get(t)
+            if m is None:
+                continue
+            rec = {"shape": k[0], "dtype": k[1], "layout": k[2], "mode": k[3],
+                   "from_threads": base, "threads": t}
+            for name in ("ours", "ref", "torch", "onednn"):
+                t0, t1 = fnum(b[name + "_med_ms"]), fnum(m[name + "_med_ms"])
+                rec["speedup_" + name] = "%.2f" % (t0 / t1) if t0 and t1 else ""
+            out.append(rec)
+    if not out:
+        return
+    log()
+    log("speed-up from T=%d (time at T=%d / time at T; medians), per row:" % (base, base))
+    head = ["shape", "dtype", "layout", "mode", "T", "ours", "ref", "torch", "oneDNN"]
+    cells = [[r["shape"], r["dtype"], r["layout"], r["mode"], str(r["threads"]),
+              r["speedup_ours"] or "-", r["speedup_ref"] or "-", r["speedup_torch"] or "-",
+              r["speedup_onednn"] or "-"] for r in out]
+    widths = [max(len(x) for x in col) for col in zip(head, *cells)]
+    log(" | ".join(h.ljust(w) for h, w in zip(head, widths)))
+    for c in cells:
+        log(" | ".join(x.ljust(w) for x, w in zip(c, widths)))
+    for t in counts[1:]:
+        sel = [r for r in out if r["threads"] == t]
+        parts = []
+        for name in ("ours", "ref", "torch", "onednn"):
+            g = geomean([fnum(r["speedup_" + name]) for r in sel])
+            parts.append("%s %s" % (name, "%.2fx" % g if g else "-"))
+        lag = sum(1 for r in sel if fnum(r["speedup_ours"]) and fnum(r["speedup_ref"]) and
+                  fnum(r["speedup_ours"]) < fnum(r["speedup_ref"]))
+        log("  T=%d geomean speed-up: %s; rows where ours scales less than ref: %d of %d" % (
+            t, ", ".join(parts), lag, len(sel)))
+    path = os.path.join(os.path.dirname(out_path), "scaling.csv")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out[0].keys()))
+        w.writeheader()
+        w.writerows(out)
+    log("wrote %s" % os.path.relpath(path, ROOT))
 
 
 def syncbn_table(rows, by_key):

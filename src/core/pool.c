@@ -9,17 +9,18 @@
  * never changes the bits.
  *
  * Starting and joining take no lock: the caller publishes the loop and then a gate
- * word, gate = (loop number << 32) | (admitted << 16) | active. A worker joins with
- * one compare-and-swap that succeeds only while the gate carries the loop it saw and
- * fewer than W-1 workers were admitted; it leaves with one atomic decrement. The
- * caller, once out of indices, clears the loop number (closing the gate to latecomers,
- * such as a worker still waking up) and waits only for the active count to drain.
- * Workers spin on the loop number for a while after each loop, because an op runs a
- * few loops back to back and a layer several ops; then they sleep on a condition
- * variable, and the caller touches that mutex only when someone sleeps (a
- * store-then-load on both sides, sequentially consistent, means either the caller sees
- * the sleeper or the sleeper sees the new loop). Ops on one pool from several threads
- * take turns (run_lock).
+ * word, gate = (loop number << 32) | (invited << 16) | active. Workers are numbered
+ * 1..T-1, and a loop W wide invites workers 1..W-1 alone, so the same few threads
+ * serve the small loops and the others stay asleep. An invited worker joins with one
+ * compare-and-swap that succeeds only while the gate still carries the loop it saw;
+ * it leaves with one atomic decrement. The caller, once out of indices, clears the
+ * loop number (closing the gate to latecomers, such as a worker still waking up) and
+ * waits only for the active count to drain. A worker spins on the loop number for a
+ * while after each loop it ran, because an op runs a few loops back to back and a
+ * layer several ops; then it sleeps on a condition variable, and the caller touches
+ * that mutex only when an invited worker sleeps (a store-then-load on both sides,
+ * sequentially consistent, means either the caller sees the sleeper or the sleeper
+ * sees the new loop). Ops on one pool from several threads take turns (run_lock).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -41,28 +42,34 @@
 #define SBN_POOL_SPIN_NS 200000
 
 #define GATE_ACTIVE_MASK 0xffffULL
-#define GATE_ADMITTED_ONE (1ULL << 16)
-#define GATE_ADMITTED(g) (((g) >> 16) & 0xffffULL)
+#define GATE_INVITED(g) (((g) >> 16) & 0xffffULL)
 #define GATE_LOOP(g) ((g) >> 32)
+
+struct sbn_pool_core;
+typedef struct pool_worker {
+    struct sbn_pool_core *core;
+    int index;         /* 1..T-1 */
+    atomic_int asleep; /* 1 while in the condition wait (or about to be) */
+    pthread_t thread;
+} pool_worker;
 
 struct sbn_pool_core {
     int threads;
     int started;              /* workers successfully created */
-    pthread_t *workers;
+    pool_worker *workers;
     pthread_mutex_t run_lock; /* one parallel loop at a time */
     pthread_mutex_t lock;     /* sleeping workers only */
     pthread_cond_t wake;
-    atomic_int sleepers;
     atomic_int stop;
     atomic_ulong loop;        /* number of the newest loop (never 0 once one ran) */
     atomic_ullong gate;       /* see the file comment */
     unsigned long loops;      /* loops started (under run_lock) */
+    int64_t spin_ns;          /* how long an idle thread spins */
     /* the open loop, written before its gate is published */
     sbn__range_fn fn;
     void *ctx;
     int64_t count;
     int64_t step;             /* indices taken at a time: 1, or count / (8 W) for many small ones */
-    atomic_ulong admit;       /* workers that may join: W - 1 */
     atomic_llong next;
 };
 
@@ -91,11 +98,10 @@ static void run_pieces(struct sbn_pool_core *core)
     }
 }
 
-/* Spins until the loop number differs from `seen` or the pool stops, for at most
- * SBN_POOL_SPIN_NS; the clock is read once every 64 pauses. 1 when something changed. */
-static int spin_for_loop(struct sbn_pool_core *core, unsigned long seen)
+/* Spins until the loop number differs from `seen` or the pool stops, until `deadline`;
+ * the clock is read once every 64 pauses. 1 when something changed. */
+static int spin_for_loop(struct sbn_pool_core *core, unsigned long seen, int64_t deadline)
 {
-    int64_t deadline = now_ns() + SBN_POOL_SPIN_NS;
     for (;;) {
         int i;
         for (i = 0; i < 64; i++) {
@@ -108,37 +114,41 @@ static int spin_for_loop(struct sbn_pool_core *core, unsigned long seen)
     }
 }
 
-/* Joins loop `number` if its gate is still open to it and has room: one CAS. */
-static int try_join(struct sbn_pool_core *core, unsigned long number)
+/* Joins loop `number` if it invites worker `index` and its gate is still open: one CAS. */
+static int try_join(struct sbn_pool_core *core, unsigned long number, int index)
 {
     unsigned long long g = atomic_load_explicit(&core->gate, memory_order_acquire);
     do {
-        if (GATE_LOOP(g) != (number & 0xffffffffUL) || GATE_ADMITTED(g) >= atomic_load_explicit(&core->admit, memory_order_relaxed)) return 0;
-    } while (!atomic_compare_exchange_weak_explicit(&core->gate, &g, g + GATE_ADMITTED_ONE + 1,
-                                                    memory_order_acq_rel, memory_order_acquire));
+        if (GATE_LOOP(g) != (number & 0xffffffffUL) || (unsigned long long)index > GATE_INVITED(g))
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(&core->gate, &g, g + 1, memory_order_acq_rel,
+                                                    memory_order_acquire));
     return 1;
 }
 
 static void *worker_main(void *arg)
 {
-    struct sbn_pool_core *core = arg;
+    pool_worker *self = arg;
+    struct sbn_pool_core *core = self->core;
     unsigned long seen = 0;
+    int64_t spin_until = now_ns() + core->spin_ns;
     for (;;) {
         unsigned long number;
-        if (!spin_for_loop(core, seen)) {
+        if (!spin_for_loop(core, seen, spin_until)) {
             pthread_mutex_lock(&core->lock);
-            atomic_fetch_add(&core->sleepers, 1);
+            atomic_store(&self->asleep, 1);
             while (!atomic_load(&core->stop) && atomic_load(&core->loop) == seen)
                 pthread_cond_wait(&core->wake, &core->lock);
-            atomic_fetch_sub(&core->sleepers, 1);
+            atomic_store(&self->asleep, 0);
             pthread_mutex_unlock(&core->lock);
         }
         if (atomic_load(&core->stop)) return NULL;
         number = atomic_load_explicit(&core->loop, memory_order_acquire);
         seen = number;
-        if (!try_join(core, number)) continue; /* closed, full, or already the next one */
+        if (!try_join(core, number, self->index)) continue; /* not invited, or closed */
         run_pieces(core);
         atomic_fetch_sub_explicit(&core->gate, 1, memory_order_release);
+        spin_until = now_ns() + core->spin_ns;
     }
 }
 
@@ -149,7 +159,7 @@ static void stop_workers(struct sbn_pool_core *core)
     pthread_mutex_lock(&core->lock);
     pthread_cond_broadcast(&core->wake);
     pthread_mutex_unlock(&core->lock);
-    for (i = 0; i < core->started; i++) pthread_join(core->workers[i], NULL);
+    for (i = 0; i < core->started; i++) pthread_join(core->workers[i].thread, NULL);
 }
 
 static void free_pool(struct sbn_pool *pool)
@@ -193,11 +203,13 @@ SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
     atomic_init(&core->next, 0);
     atomic_init(&core->gate, 0);
     atomic_init(&core->loop, 0);
-    atomic_init(&core->sleepers, 0);
     atomic_init(&core->stop, 0);
-    atomic_init(&core->admit, 0);
+    core->spin_ns = SBN_POOL_SPIN_NS;
     for (i = 0; i < threads - 1; i++) {
-        if (pthread_create(&core->workers[i], NULL, worker_main, core) != 0) {
+        core->workers[i].core = core;
+        core->workers[i].index = i + 1;
+        atomic_init(&core->workers[i].asleep, 0);
+        if (pthread_create(&core->workers[i].thread, NULL, worker_main, &core->workers[i]) != 0) {
             stop_workers(core);
             free_pool(pool);
             return sbn__error(SBN_ERR_THREAD, "could not create worker thread %d of %d", i + 1,
@@ -239,7 +251,7 @@ static void wait_for_team(struct sbn_pool_core *core)
     while ((atomic_load_explicit(&core->gate, memory_order_acquire) & GATE_ACTIVE_MASK) != 0) {
         cpu_relax();
         if (++i % 64 != 0) continue;
-        if (deadline == 0) deadline = now_ns() + SBN_POOL_SPIN_NS;
+        if (deadline == 0) deadline = now_ns() + core->spin_ns;
         else if (now_ns() > deadline) sched_yield();
     }
 }
@@ -247,7 +259,7 @@ static void wait_for_team(struct sbn_pool_core *core)
 void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *ctx)
 {
     struct sbn_pool_core *core;
-    int64_t width;
+    int64_t width, k;
     unsigned long number;
     if (count <= 0) return;
     width = pool == NULL ? 1 : pool->threads < count ? pool->threads : count;
@@ -263,21 +275,21 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
     /* One index at a time bounces the counter's cache line between cores for every
      * index; eight steps per thread keep the balance of uneven indices. */
     core->step = count >= 16 * width ? count / (8 * width) : 1;
-    atomic_store_explicit(&core->admit, (unsigned long)(width - 1), memory_order_relaxed);
     atomic_store_explicit(&core->next, 0, memory_order_relaxed);
     number = ++core->loops;
     if ((number & 0xffffffffUL) == 0) number = ++core->loops; /* 0 marks a closed gate */
-    atomic_store_explicit(&core->gate, (unsigned long long)(number & 0xffffffffUL) << 32,
+    atomic_store_explicit(&core->gate,
+                          (unsigned long long)(number & 0xffffffffUL) << 32 |
+                              (unsigned long long)(width - 1) << 16,
                           memory_order_release);
     atomic_store(&core->loop, number); /* seq_cst: pairs with the sleepers' check */
-    if (atomic_load(&core->sleepers) > 0) {
-        int k, wake = (int)(width - 1);
-        pthread_mutex_lock(&core->lock);
-        if (wake >= atomic_load(&core->sleepers)) pthread_cond_broadcast(&core->wake);
-        else
-            for (k = 0; k < wake; k++) pthread_cond_signal(&core->wake);
-        pthread_mutex_unlock(&core->lock);
-    }
+    for (k = 0; k < width - 1; k++)
+        if (atomic_load(&core->workers[k].asleep)) {
+            pthread_mutex_lock(&core->lock);
+            pthread_cond_broadcast(&core->wake);
+            pthread_mutex_unlock(&core->lock);
+            break;
+        }
 
     run_pieces(core);
 

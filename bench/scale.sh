@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# scale.sh - the many-core scaling run, for a machine with many cores (the device host):
+# builds Release with every core in build/scale, then
+#   1. bench_pool: a parallel loop's start and join at 1, 2, 4, ... CPUs threads, and small
+#      ops on pools of those sizes (pool.csv);
+#   2. bench/run_bench.py over bench/shapes/quick.txt plus 32x2048x7x7, fp32 and bf16, both
+#      layouts, three modes, at SCALE_THREADS (default 1,4,CPUs) against the PyTorch of
+#      $PYTHON (default: the python3 on PATH), without the aclnn, layer and MPI rows:
+#      results.csv, raw.csv, scaling.csv, summary.png, scaling.png and the printed tables
+#      (run.log).
+# Results go to $OUT when it is set (the device tool's folder), else build/scale/out.
+# SCALE_SHAPES replaces the shape files (a smoke test: a file with one small shape).
+# Meant to finish in under 8 minutes on 16 cores; SCALE_MIN_TIME / SCALE_MAX_TIME (seconds
+# per implementation and row) trade time for steadier medians.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-build/scale/out}
+mkdir -p "$out"
+cpus=$(nproc)
+threads=${SCALE_THREADS:-1,4,$cpus}
+py=${PYTHON:-$(command -v python3)}
+{
+  echo "# scale.sh $(date -u '+%Y-%m-%d %H:%M:%S UTC') at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "# $(grep -m1 'model name' /proc/cpuinfo); $cpus cpus; threads $threads; python $py"
+  lscpu 2>/dev/null | grep -E 'cache|NUMA node|Socket|Core|Thread' || true
+} | tee "$out/run.log"
+cmake -S . -B build/scale -DCMAKE_BUILD_TYPE=Release -DSBN_BUILD_TESTS=OFF -DSBN_WITH_MPI=OFF \
+  >/dev/null && cmake --build build/scale -j "$cpus" --target syncbn_cli bench_ops bench_pool syncbn \
+  >/dev/null || { echo "scale.sh: build failed" | tee -a "$out/run.log"; exit 1; }
+build/scale/syncbn info 2>&1 | tee -a "$out/run.log"
+echo "# bench_pool" | tee -a "$out/run.log"
+pool_counts=1
+t=2
+while [ "$t" -lt "$cpus" ]; do pool_counts="$pool_counts,$t"; t=$((t * 2)); done
+[ "$cpus" -gt 1 ] && pool_counts="$pool_counts,$cpus"
+timeout 120 build/scale/bench_pool --threads "$pool_counts" --reps 2000 | tee "$out/pool.csv"
+echo "# run_bench.py" | tee -a "$out/run.log"
+printf '32x2048x7x7\n' > build/scale/wide.txt
+shapes=${SCALE_SHAPES:-bench/shapes/quick.txt build/scale/wide.txt}
+timeout 420 "$py" bench/run_bench.py --build build/scale --out "$out/results.csv" \
+  --shapes $shapes --threads "$threads" \
+  --no-mpi --no-syncbn --no-aclnn --torch-python "$py" --plot-python "$py" \
+  --min-reps 10 --min-time "${SCALE_MIN_TIME:-0.1}" --max-time "${SCALE_MAX_TIME:-0.3}" \
+  2>&1 | tee -a "$out/run.log"
+echo "# scale.sh done $(date -u '+%H:%M:%S UTC')" | tee -a "$out/run.log"
