@@ -64,16 +64,19 @@ static void one_pass_bits_equal_two_pass(void)
     }
 }
 
-/* With nothing set, the size rule: two or more threads, channels-first, inputs within
- * half the L3, pieces of 64 KiB or more, a budget of half the L2. The shape: 8 channels
- * of exactly that budget each (one channel a block, 2T = 4 blocks), 4 L2s in all, as
- * one piece per block and as 64. */
+/* With nothing set, the size rule (a budget of half the L2, channels-first only): inputs
+ * within half the L3 read in pieces of 64 KiB or more, at any thread count; or, with 2
+ * or more threads, inputs that fit the threads' budgets together, in pieces of any
+ * length. The shapes: 8 channels of exactly the budget each (one channel a block), 4
+ * L2s in all, as one piece per block and as 64; and 4 channels of half the budget each
+ * in 64 pieces (2 budgets: the L2s of two threads hold them, one thread's does not). */
 static void one_pass_size_rule(void)
 {
     int64_t l2 = sbn__cache_bytes(2), l3 = sbn__cache_bytes(3);
     int64_t budget = l2 / 2, shape[3] = {1, 8, budget / 4};
     int64_t many[3] = {64, 8, budget / 4 / 64}; /* the same bytes in 64 pieces of budget/64 */
-    tsup_buf cf, cl, cf_many;
+    int64_t team[3] = {64, 4, budget / 4 / 64 / 2};
+    tsup_buf cf, cl, cf_many, cf_team;
     sbn_pool_t *two = NULL;
     if (getenv("SBN_ONE_PASS_BYTES") != NULL || l3 < 16 * budget) {
         printf("    SBN_ONE_PASS_BYTES set, or an L3 under 8 L2s: no size rule to check\n");
@@ -82,17 +85,22 @@ static void one_pass_size_rule(void)
     cf = tsup_make(SBN_F32, 3, shape, TSUP_CHANNELS_FIRST, NULL);
     cl = tsup_make(SBN_F32, 3, shape, TSUP_CHANNELS_LAST, NULL);
     cf_many = tsup_make(SBN_F32, 3, many, TSUP_CHANNELS_FIRST, NULL);
+    cf_team = tsup_make(SBN_F32, 3, team, TSUP_CHANNELS_FIRST, NULL);
     CHECK(sbn_pool_create(2, &two) == SBN_OK);
     sbn__one_pass_set_budget(-1);
     CHECK(sbn__one_pass_block(&cf.view, 4, two) == 1);
-    CHECK(sbn__one_pass_block(&cf.view, 4, NULL) == 0); /* one thread: two passes */
+    CHECK(sbn__one_pass_block(&cf.view, 4, NULL) == 1); /* one thread: L2 instead of L3 */
     CHECK(sbn__one_pass_block(&cl.view, 4, two) == 0);  /* channels-last: two passes */
     if (budget / 64 < ((int64_t)64 << 10)) /* pieces under 64 KiB: two passes */
         CHECK(sbn__one_pass_block(&cf_many.view, 4, two) == 0);
+    CHECK(sbn__one_pass_block(&cf_team.view, 4, two) == 1);   /* the two L2s hold it all */
+    if (budget / 64 < ((int64_t)64 << 10))                    /* one L2 does not: pieces */
+        CHECK(sbn__one_pass_block(&cf_team.view, 4, NULL) == 0);
     sbn_pool_destroy(two);
     tsup_free(&cf);
     tsup_free(&cl);
     tsup_free(&cf_many);
+    tsup_free(&cf_team);
 }
 
 static const sbn_test_case k_cases[] = {

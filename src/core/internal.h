@@ -323,6 +323,9 @@ double sbn__plan_stream_ns(const sbn_tensor *const *t, int n);
 double sbn__plan_channels_ns(int64_t channels, int64_t chunks);
 /* 1: every loop on the pool's full width (tests, so they get the splits they ask for). */
 void sbn__plan_full_teams(int on);
+/* Plans as if the process had `cpus` CPUs (tests, to take team widths a small machine
+ * would not); 0: the machine's. */
+void sbn__plan_set_cpus(int cpus);
 
 /* ---- chunked channel reductions (src/ops/channel_reduce.c) ---- */
 typedef enum sbn__reduce_kind {

@@ -1,31 +1,36 @@
 /*
  * pool.c - the caller-owned thread pool and the parallel loop. A pool of T threads
  * runs T-1 workers; the thread that calls an op is the T-th. A loop runs on a team
- * of W <= T threads (the caller and up to W-1 workers): sbn__pool_team makes a view
- * of the pool W threads wide, and the plan (plan.c) picks W per call from its bytes,
- * so a small call on a 64-thread pool wakes nobody. Work is handed out from an atomic
- * counter, one index at a time, or count / 8W at a time when there are many (a
- * per-channel loop); since every index writes its own result, which thread ran it
- * never changes the bits.
+ * of W <= T threads (the caller and workers 1..W-1): sbn__pool_team makes a view of
+ * the pool W threads wide, and the plan (plan.c) picks W per call from its work, so a
+ * small call on a 64-thread pool wakes nobody, and the same few workers serve the
+ * small loops while the others sleep.
  *
- * Starting and joining take no lock: the caller publishes the loop and then a gate
- * word, gate = (loop number << 32) | (invited << 16) | active. Workers are numbered
- * 1..T-1, and a loop W wide invites workers 1..W-1 alone, so the same few threads
- * serve the small loops and the others stay asleep. An invited worker joins with one
- * compare-and-swap that succeeds only while the gate still carries the loop it saw;
- * it leaves with one atomic decrement. The caller, once out of indices, clears the
- * loop number (closing the gate to latecomers, such as a worker still waking up) and
- * waits only for the active count to drain. A worker spins on the loop number for a
- * while after each loop it ran, because an op runs a few loops back to back and a
- * layer several ops; then it sleeps on a condition variable, and the caller touches
- * that mutex only when an invited worker sleeps (a store-then-load on both sides,
- * sequentially consistent, means either the caller sees the sleeper or the sleeper
- * sees the new loop). Ops on one pool from several threads take turns (run_lock).
+ * Every worker has a slot of its own cache line, slot = (loop number << 2) | phase.
+ * The caller publishes the loop's descriptor, then writes "invited" into the slots of
+ * the team; a worker, spinning on its own slot, claims the loop with a compare-and-swap
+ * to "running" and writes "done" when it has finished. Once out of work, the caller
+ * turns every slot still "invited" into "cancelled" (a worker still waking up, or
+ * asleep: the caller does not wait for it) and waits for the "running" ones. So
+ * starting and joining W threads costs W-1 cache-line transfers each way and no lock,
+ * with no line that all the workers fight over. Work is handed out in pieces of
+ * `step` indices (1, or count / 8W when there are many small ones, a per-channel
+ * loop): member j of the team first takes piece j, then pieces from a shared counter,
+ * and the caller runs the first piece of a member it cancelled. Every index writes its
+ * own result, so which thread ran it never changes the bits.
+ *
+ * An idle worker spins on its slot for SBN_POOL_SPIN_NS after the last loop it ran,
+ * because an op runs a few loops back to back and a layer several ops; then it sleeps
+ * on a condition variable, and the caller touches that mutex only when a worker it
+ * invites is asleep (a store-then-load on both sides, sequentially consistent: either
+ * the caller sees the sleeper's flag or the sleeper sees its slot change). Ops on one
+ * pool from several threads take turns (run_lock).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "internal.h"
@@ -40,37 +45,39 @@
  * stops calling gets its cores back within a fraction of a millisecond.
  */
 #define SBN_POOL_SPIN_NS 200000
+#define SBN_CACHE_LINE 64
 
-#define GATE_ACTIVE_MASK 0xffffULL
-#define GATE_INVITED(g) (((g) >> 16) & 0xffffULL)
-#define GATE_LOOP(g) ((g) >> 32)
+enum { PHASE_INVITED = 0, PHASE_RUNNING = 1, PHASE_DONE = 2, PHASE_CANCELLED = 3 };
+#define SLOT(number, phase) ((unsigned long)(number) << 2 | (unsigned long)(phase))
+#define SLOT_NUMBER(s) ((s) >> 2)
+#define SLOT_PHASE(s) ((int)((s)&3UL))
 
 struct sbn_pool_core;
 typedef struct pool_worker {
+    _Alignas(SBN_CACHE_LINE) atomic_ulong slot; /* written by the caller and this worker */
+    atomic_int asleep;                          /* 1 while in (or entering) the condition wait */
+    int index;                                  /* 1..T-1: its piece in a loop */
     struct sbn_pool_core *core;
-    int index;         /* 1..T-1 */
-    atomic_int asleep; /* 1 while in the condition wait (or about to be) */
     pthread_t thread;
 } pool_worker;
 
 struct sbn_pool_core {
     int threads;
-    int started;              /* workers successfully created */
-    pool_worker *workers;
+    int started;             /* workers successfully created */
+    void *self_block;        /* the allocation behind this struct */
+    void *workers_block;     /* the allocation behind `workers` */
+    pool_worker *workers;    /* [T-1], one cache line each */
     pthread_mutex_t run_lock; /* one parallel loop at a time */
-    pthread_mutex_t lock;     /* sleeping workers only */
+    pthread_mutex_t lock;    /* sleeping workers only */
     pthread_cond_t wake;
     atomic_int stop;
-    atomic_ulong loop;        /* number of the newest loop (never 0 once one ran) */
-    atomic_ullong gate;       /* see the file comment */
-    unsigned long loops;      /* loops started (under run_lock) */
-    int64_t spin_ns;          /* how long an idle thread spins */
-    /* the open loop, written before its gate is published */
+    unsigned long loops;     /* loops started (under run_lock) */
+    int64_t spin_ns;
+    /* the open loop, written before the slots invite anyone */
     sbn__range_fn fn;
     void *ctx;
-    int64_t count;
-    int64_t step;             /* indices taken at a time: 1, or count / (8 W) for many small ones */
-    atomic_llong next;
+    int64_t count, step, pieces;
+    _Alignas(SBN_CACHE_LINE) atomic_llong next; /* the next shared piece */
 };
 
 static inline void cpu_relax(void)
@@ -87,43 +94,38 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Takes `step` indices at a time until none is left. */
-static void run_pieces(struct sbn_pool_core *core)
+static void run_piece(struct sbn_pool_core *core, int64_t piece)
 {
+    int64_t begin = piece * core->step;
+    int64_t end = begin + core->step < core->count ? begin + core->step : core->count;
+    core->fn(core->ctx, begin, end);
+}
+
+/* Piece `first` (this member's own), then shared pieces until none is left. */
+static void run_pieces(struct sbn_pool_core *core, int64_t first)
+{
+    if (first < core->pieces) run_piece(core, first);
     for (;;) {
-        long long i = atomic_fetch_add(&core->next, core->step);
-        if (i >= core->count) break;
-        core->fn(core->ctx, (int64_t)i,
-                 i + core->step < core->count ? (int64_t)(i + core->step) : core->count);
+        long long p = atomic_fetch_add_explicit(&core->next, 1, memory_order_relaxed);
+        if (p >= core->pieces) break;
+        run_piece(core, (int64_t)p);
     }
 }
 
-/* Spins until the loop number differs from `seen` or the pool stops, until `deadline`;
- * the clock is read once every 64 pauses. 1 when something changed. */
-static int spin_for_loop(struct sbn_pool_core *core, unsigned long seen, int64_t deadline)
+/* Spins until the slot's loop number differs from `seen` or the pool stops, until
+ * `deadline`; the clock is read once every 64 pauses. 1 when something changed. */
+static int spin_for_slot(pool_worker *self, unsigned long seen, int64_t deadline)
 {
     for (;;) {
         int i;
         for (i = 0; i < 64; i++) {
-            if (atomic_load_explicit(&core->loop, memory_order_acquire) != seen ||
-                atomic_load_explicit(&core->stop, memory_order_relaxed))
+            if (SLOT_NUMBER(atomic_load_explicit(&self->slot, memory_order_acquire)) != seen ||
+                atomic_load_explicit(&self->core->stop, memory_order_relaxed))
                 return 1;
             cpu_relax();
         }
         if (now_ns() > deadline) return 0;
     }
-}
-
-/* Joins loop `number` if it invites worker `index` and its gate is still open: one CAS. */
-static int try_join(struct sbn_pool_core *core, unsigned long number, int index)
-{
-    unsigned long long g = atomic_load_explicit(&core->gate, memory_order_acquire);
-    do {
-        if (GATE_LOOP(g) != (number & 0xffffffffUL) || (unsigned long long)index > GATE_INVITED(g))
-            return 0;
-    } while (!atomic_compare_exchange_weak_explicit(&core->gate, &g, g + 1, memory_order_acq_rel,
-                                                    memory_order_acquire));
-    return 1;
 }
 
 static void *worker_main(void *arg)
@@ -133,21 +135,26 @@ static void *worker_main(void *arg)
     unsigned long seen = 0;
     int64_t spin_until = now_ns() + core->spin_ns;
     for (;;) {
-        unsigned long number;
-        if (!spin_for_loop(core, seen, spin_until)) {
+        unsigned long s;
+        if (!spin_for_slot(self, seen, spin_until)) {
             pthread_mutex_lock(&core->lock);
             atomic_store(&self->asleep, 1);
-            while (!atomic_load(&core->stop) && atomic_load(&core->loop) == seen)
+            while (!atomic_load(&core->stop) && SLOT_NUMBER(atomic_load(&self->slot)) == seen)
                 pthread_cond_wait(&core->wake, &core->lock);
             atomic_store(&self->asleep, 0);
             pthread_mutex_unlock(&core->lock);
         }
         if (atomic_load(&core->stop)) return NULL;
-        number = atomic_load_explicit(&core->loop, memory_order_acquire);
-        seen = number;
-        if (!try_join(core, number, self->index)) continue; /* not invited, or closed */
-        run_pieces(core);
-        atomic_fetch_sub_explicit(&core->gate, 1, memory_order_release);
+        s = atomic_load_explicit(&self->slot, memory_order_acquire);
+        seen = SLOT_NUMBER(s);
+        if (SLOT_PHASE(s) != PHASE_INVITED ||
+            !atomic_compare_exchange_strong_explicit(&self->slot, &s,
+                                                     SLOT(seen, PHASE_RUNNING),
+                                                     memory_order_acq_rel,
+                                                     memory_order_acquire))
+            continue; /* cancelled: the caller went on without this worker */
+        run_pieces(core, self->index);
+        atomic_store_explicit(&self->slot, SLOT(seen, PHASE_DONE), memory_order_release);
         spin_until = now_ns() + core->spin_ns;
     }
 }
@@ -162,21 +169,33 @@ static void stop_workers(struct sbn_pool_core *core)
     for (i = 0; i < core->started; i++) pthread_join(core->workers[i].thread, NULL);
 }
 
+/* `bytes` of zeroed memory starting on a cache line; *block is what to free. */
+static void *zalloc_lines(size_t bytes, void **block)
+{
+    char *raw = sbn__calloc(1, bytes + SBN_CACHE_LINE);
+    *block = raw;
+    if (raw == NULL) return NULL;
+    return raw + (SBN_CACHE_LINE - (uintptr_t)raw % SBN_CACHE_LINE) % SBN_CACHE_LINE;
+}
+
 static void free_pool(struct sbn_pool *pool)
 {
     struct sbn_pool_core *core = pool->core;
-    pthread_cond_destroy(&core->wake);
-    pthread_mutex_destroy(&core->lock);
-    pthread_mutex_destroy(&core->run_lock);
-    sbn__free(core->workers);
-    sbn__free(core);
+    if (core != NULL) {
+        pthread_cond_destroy(&core->wake);
+        pthread_mutex_destroy(&core->lock);
+        pthread_mutex_destroy(&core->run_lock);
+        sbn__free(core->workers_block);
+        sbn__free(core->self_block);
+    }
     sbn__free(pool);
 }
 
 SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
 {
     struct sbn_pool *pool;
-    struct sbn_pool_core *core;
+    struct sbn_pool_core *core = NULL;
+    void *block = NULL;
     int i;
 
     sbn__clear_error();
@@ -186,30 +205,35 @@ SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
         return sbn__error(SBN_ERR_BAD_VALUE, "threads is %d; expected 1 to %d", threads,
                           SBN_POOL_MAX_THREADS);
     pool = sbn__calloc(1, sizeof *pool);
-    core = sbn__calloc(1, sizeof *core);
-    if (pool == NULL || core == NULL ||
-        (threads > 1 && (core->workers = sbn__calloc((size_t)(threads - 1),
-                                                     sizeof *core->workers)) == NULL)) {
-        sbn__free(core);
+    if (pool != NULL) core = zalloc_lines(sizeof *core, &block);
+    if (core != NULL) {
+        core->self_block = block;
+        if (threads > 1)
+            core->workers = zalloc_lines((size_t)(threads - 1) * sizeof *core->workers,
+                                         &core->workers_block);
+    }
+    if (pool == NULL || core == NULL || (threads > 1 && core->workers == NULL)) {
+        if (core != NULL) sbn__free(core->workers_block);
+        sbn__free(block);
         sbn__free(pool);
         return sbn__error(SBN_ERR_OUT_OF_MEMORY, "could not allocate a pool of %d threads", threads);
     }
     pool->core = core;
     pool->threads = threads;
     core->threads = threads;
+    core->spin_ns = SBN_POOL_SPIN_NS;
     pthread_mutex_init(&core->run_lock, NULL);
     pthread_mutex_init(&core->lock, NULL);
     pthread_cond_init(&core->wake, NULL);
     atomic_init(&core->next, 0);
-    atomic_init(&core->gate, 0);
-    atomic_init(&core->loop, 0);
     atomic_init(&core->stop, 0);
-    core->spin_ns = SBN_POOL_SPIN_NS;
     for (i = 0; i < threads - 1; i++) {
-        core->workers[i].core = core;
-        core->workers[i].index = i + 1;
-        atomic_init(&core->workers[i].asleep, 0);
-        if (pthread_create(&core->workers[i].thread, NULL, worker_main, &core->workers[i]) != 0) {
+        pool_worker *w = &core->workers[i];
+        w->core = core;
+        w->index = i + 1;
+        atomic_init(&w->slot, SLOT(0, PHASE_DONE));
+        atomic_init(&w->asleep, 0);
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             stop_workers(core);
             free_pool(pool);
             return sbn__error(SBN_ERR_THREAD, "could not create worker thread %d of %d", i + 1,
@@ -242,13 +266,14 @@ sbn_pool_t *sbn__pool_team(sbn_pool_t *pool, int threads, sbn_pool_t *view)
     return view;
 }
 
-/* Waits until every admitted worker has left the closed loop: spins, then yields (a
- * worker can only be late when the machine runs more threads than it has cores). */
-static void wait_for_team(struct sbn_pool_core *core)
+/* Waits until worker w, which claimed loop `number`, has written "done": spins, then
+ * yields (a worker can only be that late when the machine runs more threads than it
+ * has cores, or the piece is long). */
+static void wait_for_worker(struct sbn_pool_core *core, pool_worker *w, unsigned long number)
 {
     int64_t deadline = 0;
     int i = 0;
-    while ((atomic_load_explicit(&core->gate, memory_order_acquire) & GATE_ACTIVE_MASK) != 0) {
+    while (atomic_load_explicit(&w->slot, memory_order_acquire) != SLOT(number, PHASE_DONE)) {
         cpu_relax();
         if (++i % 64 != 0) continue;
         if (deadline == 0) deadline = now_ns() + core->spin_ns;
@@ -261,6 +286,7 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
     struct sbn_pool_core *core;
     int64_t width, k;
     unsigned long number;
+    int sleeper = 0;
     if (count <= 0) return;
     width = pool == NULL ? 1 : pool->threads < count ? pool->threads : count;
     if (width <= 1) {
@@ -273,28 +299,36 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
     core->ctx = ctx;
     core->count = count;
     /* One index at a time bounces the counter's cache line between cores for every
-     * index; eight steps per thread keep the balance of uneven indices. */
+     * index; eight pieces per thread keep the balance of uneven indices. */
     core->step = count >= 16 * width ? count / (8 * width) : 1;
-    atomic_store_explicit(&core->next, 0, memory_order_relaxed);
+    core->pieces = (count + core->step - 1) / core->step;
+    atomic_store_explicit(&core->next, width, memory_order_relaxed);
     number = ++core->loops;
-    if ((number & 0xffffffffUL) == 0) number = ++core->loops; /* 0 marks a closed gate */
-    atomic_store_explicit(&core->gate,
-                          (unsigned long long)(number & 0xffffffffUL) << 32 |
-                              (unsigned long long)(width - 1) << 16,
-                          memory_order_release);
-    atomic_store(&core->loop, number); /* seq_cst: pairs with the sleepers' check */
-    for (k = 0; k < width - 1; k++)
-        if (atomic_load(&core->workers[k].asleep)) {
-            pthread_mutex_lock(&core->lock);
-            pthread_cond_broadcast(&core->wake);
-            pthread_mutex_unlock(&core->lock);
-            break;
+    for (k = 0; k < width - 1; k++) /* seq_cst: pairs with the sleepers' check */
+        atomic_store(&core->workers[k].slot, SLOT(number, PHASE_INVITED));
+    for (k = 0; k < width - 1 && !sleeper; k++) sleeper = atomic_load(&core->workers[k].asleep);
+    if (sleeper) {
+        pthread_mutex_lock(&core->lock);
+        pthread_cond_broadcast(&core->wake);
+        pthread_mutex_unlock(&core->lock);
+    }
+
+    run_pieces(core, 0);
+
+    /* cancel the invitations not taken up yet (running their first pieces here), then
+     * wait for the members that did take them */
+    for (k = 0; k < width - 1; k++) {
+        pool_worker *w = &core->workers[k];
+        unsigned long s = SLOT(number, PHASE_INVITED);
+        if (atomic_compare_exchange_strong_explicit(&w->slot, &s, SLOT(number, PHASE_CANCELLED),
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            if (w->index < core->pieces) run_piece(core, w->index);
         }
-
-    run_pieces(core);
-
-    /* close the gate to latecomers (keeps the admitted and active counts), then drain */
-    atomic_fetch_and_explicit(&core->gate, 0xffffffffULL, memory_order_acq_rel);
-    wait_for_team(core);
+    }
+    for (k = 0; k < width - 1; k++) {
+        pool_worker *w = &core->workers[k];
+        if (atomic_load_explicit(&w->slot, memory_order_acquire) != SLOT(number, PHASE_CANCELLED))
+            wait_for_worker(core, w, number);
+    }
     pthread_mutex_unlock(&core->run_lock);
 }

@@ -7,33 +7,23 @@
  * cut into blocks of `block` channels; the pool's T threads each run one lane (each
  * with its own slice of the op's scratch) that takes blocks from a shared counter
  * until none is left, so a worker that joins late (still waking) takes fewer blocks
- * instead of holding up a fixed share (8x256x28x28 fp32 at 2 threads, median of 1000
- * calls: backward 0.528 -> 0.504 ms, forward 0.285 -> 0.269, with lanes of fixed
- * blocks lane, lane + T, ... before), and each block runs the same serial reduction
+ * instead of holding up a fixed share, and each block runs the same serial reduction
  * and map as the two-pass engine restricted to its channels: every channel's chunks,
  * lanes and merge order are those of the whole-tensor pass, so the bits do not change
  * (test_one_pass).
  *
- * The block: budget / (R x bytes per element read) channels, where budget is
- * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from cache_size.c, else 1
- * MiB; 0 turns the schedule off). Unset, the schedule runs by size: with 2 or more
- * threads, on channels-first tensors whose inputs fit in half the L3 and whose N pieces
- * per block span 64 KiB or more, with half the L2 as budget (N <= 8 here; pieces of 62
- * KiB and more were measured to win, 16 KiB to lose). Measured on the AMD EPYC Zen 4 VM
- * (1 MiB L2, 32 MiB L3), fp32 NCHW forward training at 2 threads, min/median ms:
- * 2x512x32x32 0.197/0.245 two passes -> 0.158/0.186 one pass, 8x256x28x28
- * 0.27-0.28/0.30-0.33 -> 0.24/0.28-0.31; backward and one thread within noise (0.30 ->
- * 0.31 at 1T on 2x512x32x32). With N = 32 (pieces of 16 KiB) it lost at 2 threads:
- * fwd-train 32x128x28x28 0.67-0.74 -> 1.10-1.14 ms, 32x512x14x14 0.87-0.89 -> 1.14-1.28,
- * 32x2048x7x7 1.46-1.58 -> 1.73-1.83 (min). From memory it loses (32x64x56x56 at 2
- * threads 1.06-1.54 -> 2.3-2.7 ms; 4.7 vs 3.1 ms at one thread on the Zen 5 VM): a block
- * of one or a few channels of an NCHW tensor is read as N scattered plane-sized pieces,
- * which streams far slower than the whole tensor in memory order, and the two-pass
- * schedule's second pass already hits the L3; channels-last blocks gained nothing. Tests
- * set budgets to force many blocks. It is used only when there are at least 2T blocks
- * (each lane's scratch and coefficients then fit in the two-pass workspace), and for
- * channels-last tensors only when a block's row spans 512 bytes or more (narrower slices
- * waste most of each line).
+ * The block: budget / (R x bytes per element read) channels, at most C / 2T (so there
+ * are at least 2T blocks: each lane's scratch and coefficients then fit in the
+ * two-pass workspace), where budget is SBN_ONE_PASS_BYTES (bytes; "l2" means half the
+ * L2 per core; 0 turns the schedule off), else the size rule of budget_by_size, which
+ * asks the machine description: one pass pays where the second read of a block would
+ * otherwise come from a slower level than the one the block sits in (another core's
+ * cache, or the L3 instead of this core's L2). It never pays from memory: a block of a
+ * few channels of an NCHW tensor is read as N scattered plane-sized pieces, which
+ * stream far slower than the whole tensor in memory order, and short pieces (under 64
+ * KiB) stream badly even from the L3. Channels-last blocks read a slice of every row,
+ * which wastes most of each cache line unless a block's row spans 512 bytes or more;
+ * the size rule leaves them to two passes (tests force them with budgets).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -67,18 +57,24 @@ static int64_t budget_bytes(void)
     return cached;
 }
 
-/* The size rule: half the L2 when at least 2 threads share a channels-first tensor
- * whose inputs (R x C x bytes_per_element) fit in half the L3 and whose blocks are
- * read in pieces of 64 KiB or more (budget / N); else 0. */
+/*
+ * The size rule, for channels-first tensors, with half a core's L2 as the budget:
+ *  - when 2 or more threads share inputs (R x C x bytes_per_element) that fit in their
+ *    L2 budgets together, each thread's blocks stay in its own L2 from the reduction to
+ *    the map, where two passes would read most of the second from other cores' caches;
+ *  - otherwise, at any thread count, when the inputs fit in half the L3 and a block is
+ *    read in pieces of 64 KiB or more (budget / N): the second read of each block then
+ *    comes from the L2 instead of the L3.
+ * Else 0 (two passes).
+ */
 static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_element,
                               int64_t threads)
 {
-    int64_t inputs, budget;
-    if (threads < 2 || x->strides[1] == 1) return 0;
-    if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs) ||
-        inputs > sbn__cache_bytes(3) / 2)
-        return 0;
-    budget = sbn__cache_bytes(2) / 2;
+    int64_t inputs, budget = sbn__cache_bytes(2) / 2;
+    if (x->strides[1] == 1) return 0;
+    if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs)) return 0;
+    if (threads >= 2 && inputs <= threads * budget) return budget;
+    if (inputs > sbn__cache_bytes(3) / 2) return 0;
     /* a block is read as shape[0] pieces of budget / shape[0] bytes: short ones stream badly */
     return budget / x->shape[0] >= ONE_PASS_MIN_PIECE ? budget : 0;
 }
@@ -98,7 +94,9 @@ int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_p
     if (budget == 0) return 0;
     if (!sbn__mul_i64(r, (int64_t)bytes_per_element, &per_channel)) return 0;
     block = budget / per_channel;
-    if (block < 1 || block * 2 * threads > channels) return 0;
+    /* at least 2T blocks: each lane's scratch and coefficients then fit the workspace */
+    if (block > channels / (2 * threads)) block = channels / (2 * threads);
+    if (block < 1) return 0;
     if (x->strides[1] == 1) { /* channels-last: a block reads `block` neighbours of each row */
         int64_t quantum = ONE_PASS_MIN_ROW_BYTES / (int64_t)bytes_per_element;
         if (quantum < 1) quantum = 1;

@@ -23,10 +23,16 @@
 #define SBN_NS_PER_CHUNK 10.0
 
 static int g_full_teams; /* sbn__plan_full_teams (tests) */
+static int g_cpus;       /* sbn__plan_set_cpus (tests); 0: the machine's */
 
 void sbn__plan_full_teams(int on)
 {
     g_full_teams = on != 0;
+}
+
+void sbn__plan_set_cpus(int cpus)
+{
+    g_cpus = cpus > 0 ? cpus : 0;
 }
 
 int sbn__plan_width(const sbn_pool_t *pool, double work_ns)
@@ -35,7 +41,7 @@ int sbn__plan_width(const sbn_pool_t *pool, double work_ns)
     double fit;
     if (pool == NULL || threads <= 1) return 1;
     if (g_full_teams) return threads;
-    cpus = sbn__machine_get()->cpus;
+    cpus = g_cpus > 0 ? g_cpus : sbn__machine_get()->cpus;
     if (threads > cpus) threads = cpus;
     fit = work_ns / SBN_TEAM_MIN_NS;
     return fit < 1.0 ? 1 : fit < (double)threads ? (int)fit : threads;

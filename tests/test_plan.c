@@ -1,0 +1,196 @@
+/*
+ * test_plan.c - the pool's loops and the plan's team sizes (src/core/pool.c,
+ * src/ops/plan.c). The pool: every index of a loop runs exactly once, whatever the
+ * team width, the count, whether the workers are spinning, asleep or cancelled while
+ * waking, and with several threads calling loops on one pool at once. The plan: a
+ * loop never takes more threads than the pool, the CPUs or its work justify, and the
+ * teams it picks (unlike the rest of the tests, which run every loop on the whole pool)
+ * give the same bits as one thread, for every op of a training step, in both layouts
+ * and several dtypes, on pools of 2 to 16 threads planned as on a 16-CPU machine.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "harness/harness.h"
+#include "support/support.h"
+#include "support/train_pair.h"
+#include "syncbn/ops.h"
+
+#define MAX_COUNT 2048
+
+typedef struct count_job {
+    atomic_int hits[MAX_COUNT];
+} count_job;
+
+static void hit(void *ctx, int64_t begin, int64_t end)
+{
+    count_job *job = ctx;
+    int64_t i;
+    for (i = begin; i < end; i++) atomic_fetch_add(&job->hits[i], 1);
+}
+
+/* Runs a loop of `count` indices on `team` and checks each ran exactly once. */
+static int loop_once(sbn_pool_t *team, int64_t count, count_job *job)
+{
+    int64_t i;
+    for (i = 0; i < count; i++) atomic_store(&job->hits[i], 0);
+    sbn__parallel_for(team, count, hit, job);
+    for (i = 0; i < count; i++)
+        if (atomic_load(&job->hits[i]) != 1) {
+            sbn_test_fail(__FILE__, __LINE__, "count %lld, width %d: index %lld ran %d times",
+                          (long long)count, sbn_pool_threads(team), (long long)i,
+                          atomic_load(&job->hits[i]));
+            return 0;
+        }
+    return 1;
+}
+
+static void every_index_once(void)
+{
+    static const int64_t counts[] = {1, 2, 3, 7, 15, 16, 17, 33, 255, 256, 257, 1000, MAX_COUNT};
+    count_job *job = calloc(1, sizeof *job);
+    sbn_pool_t *pool = NULL;
+    int width, round;
+    unsigned c;
+    CHECK_OK(sbn_pool_create(16, &pool));
+    for (round = 0; round < 3; round++)
+        for (width = 1; width <= 16; width++) {
+            sbn_pool_t view, *team = sbn__pool_team(pool, width, &view);
+            CHECK(sbn_pool_threads(team) == width);
+            for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                if (!loop_once(team, counts[c], job)) goto done;
+                /* let the workers fall asleep now and then: the caller then cancels
+                 * the invitations of those still waking and runs their pieces */
+                if (round == 1 && c % 4 == 0) usleep(1000);
+            }
+        }
+done:
+    sbn_pool_destroy(pool);
+    free(job);
+}
+
+typedef struct caller_arg {
+    sbn_pool_t *pool;
+    count_job *job;
+    int width, ok;
+} caller_arg;
+
+static void *caller_main(void *p)
+{
+    caller_arg *a = p;
+    sbn_pool_t view, *team = sbn__pool_team(a->pool, a->width, &view);
+    int i;
+    a->ok = 1;
+    for (i = 0; i < 300 && a->ok; i++) a->ok = loop_once(team, 1 + (i * 37) % 700, a->job);
+    return NULL;
+}
+
+/* Several threads run loops of different widths on one pool at once: they take turns. */
+static void concurrent_callers(void)
+{
+    enum { CALLERS = 4 };
+    pthread_t t[CALLERS];
+    caller_arg args[CALLERS];
+    count_job *jobs = calloc(CALLERS, sizeof *jobs);
+    sbn_pool_t *pool = NULL;
+    int i;
+    CHECK_OK(sbn_pool_create(8, &pool));
+    for (i = 0; i < CALLERS; i++) {
+        args[i].pool = pool;
+        args[i].job = &jobs[i];
+        args[i].width = 2 + 2 * i;
+        CHECK(pthread_create(&t[i], NULL, caller_main, &args[i]) == 0);
+    }
+    for (i = 0; i < CALLERS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_MSG(args[i].ok, "caller %d (width %d) saw an index run other than once", i,
+                  args[i].width);
+    }
+    sbn_pool_destroy(pool);
+    free(jobs);
+}
+
+static void width_rules(void)
+{
+    sbn_pool_t *pool = NULL;
+    int cpus = sbn__machine_get()->cpus, top;
+    CHECK_OK(sbn_pool_create(16, &pool));
+    sbn__plan_full_teams(0);
+    top = cpus < 16 ? cpus : 16;
+    CHECK(sbn__plan_width(NULL, 1e12) == 1);
+    CHECK(sbn__plan_width(pool, 0.0) == 1);
+    CHECK(sbn__plan_width(pool, 100.0) == 1); /* a tenth of a microsecond of work */
+    CHECK_MSG(sbn__plan_width(pool, 1e12) == top, "width %d, expected %d (pool 16, %d cpus)",
+              sbn__plan_width(pool, 1e12), top, cpus);
+    {
+        int w, last = 1;
+        double ns;
+        for (ns = 1.0; ns < 1e9; ns *= 1.5) { /* more work never takes fewer threads */
+            w = sbn__plan_width(pool, ns);
+            CHECK(w >= last && w <= top);
+            last = w;
+        }
+    }
+    /* a small op's streaming work keeps one thread */
+    {
+        int64_t shape[4] = {2, 64, 8, 8};
+        tsup_buf x = tsup_make(SBN_F32, 4, shape, TSUP_CHANNELS_FIRST, NULL);
+        const sbn_tensor *t[1] = {&x.view};
+        CHECK(sbn__plan_width(pool, sbn__plan_stream_ns(t, 1)) == 1);
+        tsup_free(&x);
+    }
+    sbn__plan_full_teams(1);
+    CHECK(sbn__plan_width(pool, 0.0) == 16);
+    sbn_pool_destroy(pool);
+}
+
+/* The planned teams give the bits of one thread (and of full teams). */
+static void planned_teams_same_bits(void)
+{
+    static const tsup_step_case cases[] = {
+        {SBN_F32, 4, {8, 64, 28, 28}, TSUP_CHANNELS_FIRST},
+        {SBN_F32, 4, {8, 64, 28, 28}, TSUP_CHANNELS_LAST},
+        {SBN_BF16, 4, {2, 256, 16, 16}, TSUP_CHANNELS_FIRST},
+        {SBN_BF16, 4, {4, 96, 14, 14}, TSUP_CHANNELS_LAST},
+        {SBN_F16, 2, {4096, 48, 0, 0}, TSUP_CHANNELS_FIRST},
+        {SBN_F64, 4, {2, 16, 5, 7}, TSUP_CHANNELS_FIRST},
+        {SBN_F32, 4, {3, 40, 21, 23}, TSUP_STRIDED},
+    };
+    static const int threads[] = {2, 3, 8, 16};
+    unsigned c, p;
+    sbn__plan_full_teams(0);
+    sbn__plan_set_cpus(16); /* the widths of a 16-CPU machine, here too */
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const tsup_step_case *k = &cases[c];
+        tsup_step_inputs in;
+        tsup_step_outputs base;
+        tsup_step_inputs_make(k, 11 + c, &in);
+        tsup_step_run(k, &in, &base, NULL);
+        for (p = 0; p < sizeof threads / sizeof threads[0]; p++) {
+            sbn_pool_t *pool = NULL;
+            CHECK_OK(sbn_pool_create(threads[p], &pool));
+            CHECK_MSG(tsup_step_matches(k, &in, &base, pool), "case %u (%s %s), pool of %d", c,
+                      sbn_dtype_name(k->dtype), tsup_layout_name(k->layout), threads[p]);
+            sbn_pool_destroy(pool);
+        }
+        tsup_step_free(&base);
+        tsup_step_inputs_free(&in);
+    }
+    sbn__plan_set_cpus(0);
+    sbn__plan_full_teams(1);
+}
+
+static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(every_index_once),
+    SBN_TEST_CASE(concurrent_callers),
+    SBN_TEST_CASE(width_rules),
+    SBN_TEST_CASE(planned_teams_same_bits),
+};
+
+SBN_TEST_MAIN(k_cases)
