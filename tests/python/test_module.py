@@ -208,3 +208,54 @@ def test_fold_batchnorm_equals_unfolded_and_fuse_conv_bn_eval(bn_cls):
 def test_fold_batchnorm_refuses_a_training_model():
     with pytest.raises(ValueError, match="eval"):
         st.fold_batchnorm(_conv_bn_model(nn.BatchNorm2d).train())
+
+
+def _neg_bit(t):
+    """A tensor equal to t carrying torch's negative bit (memory holds -t; see test_ops)."""
+    v = torch.complex(torch.zeros_like(t), -t).conj().imag
+    assert v.is_neg() and torch.equal(v, t)
+    return v
+
+
+def test_negative_bit_input_and_grad_equal_batchnorm2d():
+    """Issue 25: a negative-bit input gave y with the sign flipped and a corrupted running_mean."""
+    ours = st.SyncBatchNorm(2, dtype=torch.float64)
+    ref = nn.BatchNorm2d(2, dtype=torch.float64)
+    _randomise(ours, 3)
+    ref.load_state_dict(ours.state_dict())
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 2, 4, 4, generator=g, dtype=torch.float64) - 10
+    dy = torch.randn(x.shape, generator=g, dtype=torch.float64)
+    xa = _neg_bit(x).requires_grad_()
+    xb = x.clone().requires_grad_()
+    ya, yb = ours(xa), ref(xb)
+    ya.backward(_neg_bit(dy))
+    yb.backward(dy)
+    for a, b in ((ya, yb), (xa.grad, xb.grad), (ours.weight.grad, ref.weight.grad),
+                 (ours.bias.grad, ref.bias.grad), (ours.running_mean, ref.running_mean),
+                 (ours.running_var, ref.running_var)):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-10), (a - b).abs().max()
+    ours.eval()
+    ref.eval()
+    assert torch.allclose(ours(_neg_bit(x)), ref(x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["running_mean", "running_var", "num_batches_tracked"])
+def test_negative_bit_buffers_are_refused_in_training(name):
+    """Buffers the layer writes in place cannot carry the negative bit; refused, left as they were
+    (in eval the running stats are only read, so they are read negated)."""
+    m = st.SyncBatchNorm(3, dtype=torch.float64)
+    _randomise(m)
+    t = getattr(m, name)
+    neg = torch._neg_view(-t) if name == "num_batches_tracked" else _neg_bit(t.clone())
+    setattr(m, name, neg)
+    before = [b.clone() for b in m.buffers()]
+    x = torch.randn(4, 3, 2, dtype=torch.float64)
+    with pytest.raises(syncbn.BadInputError, match=name + " .*negative bit"):
+        m(x)
+    assert all(torch.equal(a, b) for a, b in zip(before, m.buffers()))
+    if name != "num_batches_tracked":
+        m.eval()
+        ref = nn.BatchNorm1d(3, dtype=torch.float64).eval()
+        ref.load_state_dict(m.state_dict())
+        assert torch.allclose(m(x), ref(x), rtol=1e-12, atol=1e-12)

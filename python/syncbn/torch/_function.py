@@ -112,8 +112,12 @@ class _SyncBNFunction(torch.autograd.Function):
         try:
             xv, yv = V.view(x, "input"), V.view(y, "output")
             wv, bv = V.view(weight, "weight"), V.view(bias, "bias")
-            rmv, rvv = V.view(rm, "running_mean", True), V.view(rv, "running_var", True)
+            # the running stats are written in training and only read in eval
+            rmv = V.view(rm, "running_mean", bool(cfg.training))
+            rvv = V.view(rv, "running_var", bool(cfg.training))
             smv, siv = V.view(save_mean, "save_mean"), V.view(save_invstd, "save_invstd")
+            if nbt is not None:
+                V.resolved(nbt, "num_batches_tracked", True)  # written through data_ptr() below
             ws, nb = _workspace(xv, comm)
         except _errors.SyncBNError as e:
             if cfg.training:
