@@ -145,35 +145,118 @@ class _SyncBNFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         call = ctx.call
-        comm, cfg = call.comm, call.cfg
-        x, weight = ctx.saved_tensors
-        want_x, want_w, want_b = ctx.needs_input_grad[:3]
-        gi = torch.empty_like(x) if want_x else None
-        gw = torch.empty_like(weight) if want_w and weight is not None else None
-        gb = torch.empty(x.size(1), dtype=call.bias_dtype) if want_b and call.bias_dtype else None
         rm, rv = call.running
-        try:
-            xv, dv = V.view(x, "input"), V.view(dy, "grad_output")
-            views = [V.view(t, n, True) for t, n in ((gi, "grad_input"), (gw, "grad_weight"),
-                                                     (gb, "grad_bias"))]
-            ws, nb = _workspace(xv, comm)
-        except _errors.SyncBNError as e:
-            if cfg.training:
-                comm.fail(e.status)
-            raise
+        if not torch.is_grad_enabled():
+            return _native_backward(ctx, dy)
+        # create_graph=True: autograd records this backward, so that the caller can
+        # differentiate the gradients (gradient penalties, gradgradcheck). The C call is not
+        # recorded: its gradients would look like constants and the second-order terms
+        # would silently be zero.
+        if not call.cfg.training and rm is not None and rv is not None:
+            return _running_stats_backward(ctx, dy)
+        with torch.no_grad():
+            grads = _native_backward(ctx, dy)
+        x, weight = ctx.saved_tensors
+        return _no_second_order(grads, (dy, x, weight), call.module, x)
+
+
+class _SecondOrderRefused(torch.autograd.Function):
+    """The identity on gradients that have no second-order formula; its backward raises.
+
+    Its inputs are the tensors the gradients depend on (dy, x, weight) and then the
+    gradients, so that autograd finds this node on every path from a gradient back to
+    them, ``torch.autograd.grad(grad, x)`` included. torch's once_differentiable hangs its
+    error node on detached copies instead, which that call does not reach (a silent zero),
+    and only when dy requires grad (with a constant dy the batch-statistics gradients
+    still depend on x and weight)."""
+
+    @staticmethod
+    def forward(ctx, message, n_deps, *tensors):
+        ctx.message = message
+        return tensors[n_deps:]
+
+    @staticmethod
+    def backward(ctx, *unused):
+        raise NotImplementedError(ctx.message)
+
+
+def _no_second_order(grads, deps, m, x):
+    """grads (a backward's return value) with _SecondOrderRefused as their grad_fn."""
+    deps = [t for t in deps if t is not None]
+    message = ("double backward of %s in training mode (or eval without running statistics) "
+               "is not implemented: its gradients use the batch statistics and are computed "
+               "by libsyncbn outside autograd, so they cannot be differentiated again "
+               "(create_graph=True: gradient penalties, gradgradcheck). Eval mode with running "
+               "statistics supports double backward." % _describe(m, x))
+    present = [i for i, g in enumerate(grads) if g is not None]
+    wrapped = _SecondOrderRefused.apply(message, len(deps), *deps, *[grads[i] for i in present])
+    out = list(grads)
+    for i, g in zip(present, wrapped):
+        out[i] = g
+    return tuple(out)
+
+
+def _running_stats_backward(ctx, dy):
+    """The eval backward with running statistics in torch's differentiable ops.
+
+    The layer is the per-channel affine map y = (x - running_mean) * invstd * w + b with
+    invstd = 1/sqrt(running_var + eps), so grad_input = dy * w * invstd, grad_weight =
+    sum(dy * (x - running_mean) * invstd) and grad_bias = sum(dy), over every dim but the
+    channel's. They are computed in float64 and rounded once to the argument dtypes (as the
+    C path) and autograd records them, which gives the second-order terms."""
+    call = ctx.call
+    x, weight = ctx.saved_tensors
+    rm, rv = call.running
+    want_x, want_w, want_b = ctx.needs_input_grad[:3]
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    dims = [0] + list(range(2, x.dim()))
+    invstd = 1.0 / torch.sqrt(rv.detach().double() + call.cfg.eps)
+    d = dy.double()
+    gi = gw = gb = None
+    if want_x:
+        scale = invstd if weight is None else weight.double() * invstd
+        gi = (d * scale.view(shape)).to(x.dtype)
+    if want_w and weight is not None:
+        xhat = (x.double() - rm.detach().double().view(shape)) * invstd.view(shape)
+        gw = (d * xhat).sum(dims).to(weight.dtype)
+    if want_b and call.bias_dtype is not None:
+        gb = d.sum(dims).to(call.bias_dtype)
+    return gi, gw, gb, None
+
+
+def _native_backward(ctx, dy):
+    """The backward by libsyncbn (sbn_syncbn_backward): (grad_input, grad_weight, grad_bias,
+    None), each None when not wanted."""
+    call = ctx.call
+    comm, cfg = call.comm, call.cfg
+    x, weight = ctx.saved_tensors
+    want_x, want_w, want_b = ctx.needs_input_grad[:3]
+    gi = torch.empty_like(x) if want_x else None
+    gw = torch.empty_like(weight) if want_w and weight is not None else None
+    gb = torch.empty(x.size(1), dtype=call.bias_dtype) if want_b and call.bias_dtype else None
+    rm, rv = call.running
+    try:
+        xv, dv = V.view(x, "input"), V.view(dy, "grad_output")
+        views = [V.view(t, n, True) for t, n in ((gi, "grad_input"), (gw, "grad_weight"),
+                                                 (gb, "grad_bias"))]
+        ws, nb = _workspace(xv, comm)
+    except _errors.SyncBNError as e:
         if cfg.training:
-            comm.set_step(call.step)
-        s = lib.sbn_syncbn_backward(comm.handle, ctypes.byref(cfg), ctypes.byref(dv),
-                                    ctypes.byref(xv), V.ref(V.view(weight, "weight")),
-                                    V.ref(V.view(rm, "running_mean")),
-                                    V.ref(V.view(rv, "running_var")),
-                                    ctypes.byref(V.view(call.save_mean, "save_mean")),
-                                    ctypes.byref(V.view(call.save_invstd, "save_invstd")),
-                                    call.global_count, *[V.ref(v) for v in views], ws, nb,
-                                    _runtime.pool())
-        if s < 0:
-            raise comm.error(s, "backward of " + _describe(call.module, x))
-        return gi, gw, gb, None
+            comm.fail(e.status)
+        raise
+    if cfg.training:
+        comm.set_step(call.step)
+    s = lib.sbn_syncbn_backward(comm.handle, ctypes.byref(cfg), ctypes.byref(dv),
+                                ctypes.byref(xv), V.ref(V.view(weight, "weight")),
+                                V.ref(V.view(rm, "running_mean")),
+                                V.ref(V.view(rv, "running_var")),
+                                ctypes.byref(V.view(call.save_mean, "save_mean")),
+                                ctypes.byref(V.view(call.save_invstd, "save_invstd")),
+                                call.global_count, *[V.ref(v) for v in views], ws, nb,
+                                _runtime.pool())
+    if s < 0:
+        raise comm.error(s, "backward of " + _describe(call.module, x))
+    return gi, gw, gb, None
 
 
 def sync_batch_norm(m, x):
