@@ -344,3 +344,21 @@ def test_training_double_backward_raises_and_first_order_stays(track):
         return _functional_call()(ours, {"weight": w}, (x,))
     with pytest.raises(RuntimeError, match="double backward"):
         torch.autograd.gradgradcheck(fn, (x.clone().requires_grad_(), w))
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (1, 3, 1, 1), (1, 3, 1)])
+@pytest.mark.parametrize("mode", ["train", "eval_without_running_stats"])
+def test_one_sample_per_channel_raises_torchs_value_error(shape, mode):
+    """Outside a process group our module raises what torch's BatchNorm raises, word for word."""
+    cls = {2: nn.BatchNorm1d, 3: nn.BatchNorm1d, 4: nn.BatchNorm2d}[len(shape)]
+    track = mode == "train"
+    ours, ref = st.SyncBatchNorm(3, track_running_stats=track), cls(3, track_running_stats=track)
+    if not track:
+        ours.eval()
+        ref.eval()
+    x = torch.randn(shape)
+    with pytest.raises(ValueError) as theirs:
+        ref(x)
+    with pytest.raises(ValueError) as got:
+        ours(x)
+    assert str(theirs.value) in str(got.value), (str(got.value), str(theirs.value))

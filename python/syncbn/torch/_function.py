@@ -126,6 +126,12 @@ class _SyncBNFunction(torch.autograd.Function):
         nbt_ptr = ctypes.cast(nbt.data_ptr(), ctypes.POINTER(ctypes.c_int64)) if nbt is not None \
             else None
         count = ctypes.c_int64(0)
+        # A world holding one sample per channel in all is known only after the exchange,
+        # where the C call has already updated running_mean and num_batches_tracked (it
+        # returns SBN_SINGLE_SAMPLE on every rank). Only a rank with at most one sample can
+        # be part of such a world, so only it keeps a copy of the state to put back.
+        state = [t for t in (rm, rv, nbt) if t is not None] if cfg.training else []
+        saved = [t.clone() for t in state] if x.numel() <= c else None
         if cfg.training:
             comm.set_step(call.step)
         s = lib.sbn_syncbn_forward(comm.handle, ctypes.byref(cfg), ctypes.byref(xv), V.ref(wv),
@@ -134,6 +140,13 @@ class _SyncBNFunction(torch.autograd.Function):
                                    nb, _runtime.pool())
         if s < 0:
             raise comm.error(s, _describe(m, x))
+        if s == _errors.SINGLE_SAMPLE and cfg.training:
+            for t, before in zip(state, saved or ()):
+                t.copy_(before)
+            raise _errors.bad_input(_errors.ERR_BAD_VALUE, "Expected more than 1 value per channel "
+                                    "when training, got input size 1 (summed over the %d ranks "
+                                    "of the process group; this rank's input has shape %s)"
+                                    % (comm.size, tuple(x.shape)))
         call.global_count = count.value
         call.save_mean, call.save_invstd = save_mean, save_invstd
         call.running = (rm, rv)
@@ -270,7 +283,7 @@ def sync_batch_norm(m, x):
         if bn_training and group is False and x.numel() // x.size(1) == 1:
             raise _errors.bad_input(_errors.ERR_BAD_VALUE, "Expected more than 1 value per "
                                     "channel when training, got input size %s"
-                                    % (tuple(x.shape),))
+                                    % (x.size(),))  # torch.Size([1, 3]), as F.batch_norm
     except _errors.SyncBNError as e:
         if group is not False:
             comm.fail(e.status)  # the peers raise PeerFailedError instead of waiting
