@@ -362,3 +362,19 @@ def test_one_sample_per_channel_raises_torchs_value_error(shape, mode):
     with pytest.raises(ValueError) as got:
         ours(x)
     assert str(theirs.value) in str(got.value), (str(got.value), str(theirs.value))
+
+
+@pytest.mark.parametrize("name", ["running_mean", "running_var"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_eval_backward_refuses_running_stats_changed_since_forward(name, create_graph):
+    """An eval output's gradient uses the running statistics of its forward. Changed in place
+    before backward (load_state_dict, a buffer broadcast), they would give a wrong gradient;
+    torch's BatchNorm raises, and so does ours."""
+    for cls in (nn.BatchNorm1d, st.SyncBatchNorm):
+        m = cls(3, dtype=torch.float64).eval()
+        x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+        y = m(x)
+        with torch.no_grad():
+            getattr(m, name).mul_(4)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.grad(y.sum(), x, create_graph=create_graph)

@@ -94,7 +94,7 @@ def _sync_group(m):
 class _Call:
     """What forward hands to backward besides the saved tensors."""
     __slots__ = ("module", "comm", "step", "cfg", "global_count", "save_mean", "save_invstd",
-                 "running", "bias_dtype")
+                 "bias_dtype")
 
 
 class _SyncBNFunction(torch.autograd.Function):
@@ -149,27 +149,30 @@ class _SyncBNFunction(torch.autograd.Function):
                                     % (comm.size, tuple(x.shape)))
         call.global_count = count.value
         call.save_mean, call.save_invstd = save_mean, save_invstd
-        call.running = (rm, rv)
         call.bias_dtype = bias.dtype if bias is not None else None
         ctx.call = call
-        ctx.save_for_backward(x, weight)
+        # Eval with running statistics reads them again in backward: saved, so that autograd
+        # refuses a backward after they were changed in place (as for torch's batch norm).
+        # Training's backward does not read them (the C layer takes them as optional).
+        eval_running = not cfg.training and rm is not None and rv is not None
+        ctx.save_for_backward(x, weight, rm if eval_running else None,
+                              rv if eval_running else None)
         return y
 
     @staticmethod
     def backward(ctx, dy):
         call = ctx.call
-        rm, rv = call.running
+        x, weight, rm, rv = ctx.saved_tensors
         if not torch.is_grad_enabled():
             return _native_backward(ctx, dy)
         # create_graph=True: autograd records this backward, so that the caller can
         # differentiate the gradients (gradient penalties, gradgradcheck). The C call is not
         # recorded: its gradients would look like constants and the second-order terms
         # would silently be zero.
-        if not call.cfg.training and rm is not None and rv is not None:
+        if rm is not None and rv is not None:  # eval with running statistics
             return _running_stats_backward(ctx, dy)
         with torch.no_grad():
             grads = _native_backward(ctx, dy)
-        x, weight = ctx.saved_tensors
         return _no_second_order(grads, (dy, x, weight), call.module, x)
 
 
@@ -218,8 +221,7 @@ def _running_stats_backward(ctx, dy):
     channel's. They are computed in float64 and rounded once to the argument dtypes (as the
     C path) and autograd records them, which gives the second-order terms."""
     call = ctx.call
-    x, weight = ctx.saved_tensors
-    rm, rv = call.running
+    x, weight, rm, rv = ctx.saved_tensors
     want_x, want_w, want_b = ctx.needs_input_grad[:3]
     shape = (1, -1) + (1,) * (x.dim() - 2)
     dims = [0] + list(range(2, x.dim()))
@@ -242,12 +244,11 @@ def _native_backward(ctx, dy):
     None), each None when not wanted."""
     call = ctx.call
     comm, cfg = call.comm, call.cfg
-    x, weight = ctx.saved_tensors
+    x, weight, rm, rv = ctx.saved_tensors
     want_x, want_w, want_b = ctx.needs_input_grad[:3]
     gi = torch.empty_like(x) if want_x else None
     gw = torch.empty_like(weight) if want_w and weight is not None else None
     gb = torch.empty(x.size(1), dtype=call.bias_dtype) if want_b and call.bias_dtype else None
-    rm, rv = call.running
     try:
         xv, dv = V.view(x, "input"), V.view(dy, "grad_output")
         views = [V.view(t, n, True) for t, n in ((gi, "grad_input"), (gw, "grad_weight"),
