@@ -14,10 +14,12 @@ for the module; the memory around sliced and offset views holds NaN, so a read
 outside the view shows. Outputs written in place (out=, running statistics in
 training, folded weights) take the forms that can be written: the negative bit
 is refused with an error naming the argument, a stride-0 output with
-SBN_ERR_ALIAS, and neither writes anything.
+SBN_ERR_ALIAS, and neither writes anything. numpy arrays add the one layout torch
+cannot make: negative strides.
 """
 import random
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -471,3 +473,23 @@ def test_module_reads_every_form(training, dtype, form):
     for name, got, want in results:
         _close("%s (%s, %s, %s)" % (name, dtype, form, "train" if training else "eval"), got,
                want, xdtype)
+
+
+# ---- numpy: the one layout torch cannot make, negative strides ----
+
+@pytest.mark.parametrize("index", [(slice(None, None, -1),), (slice(None), slice(None, None, -1)),
+                                   (Ellipsis, slice(None, None, -2)),
+                                   (slice(None, None, -1),) * 3],
+                         ids=["n", "c", "w_step_2", "all"])
+def test_numpy_negative_strides(index):
+    base = torch.randn(5, 3, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    a = base.numpy()[index]
+    xv = torch.from_numpy(a.copy())
+    n, m, v = _moments(xv)
+    mean, invstd = syncbn.stats(a, EPS)
+    _close("mean", torch.from_numpy(mean), m, torch.float64)
+    _close("invstd", torch.from_numpy(invstd), 1 / torch.sqrt(v + EPS), torch.float64)
+    out = np.zeros_like(base.numpy())[index]
+    syncbn.elemt(a, mean, invstd, out=out)
+    _close("out", torch.from_numpy(out.copy()), (xv - _bc(m, xv)) * _bc(1 / torch.sqrt(v + EPS),
+                                                                     xv), torch.float64)
