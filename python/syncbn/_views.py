@@ -3,11 +3,18 @@
 ``view(a, name)`` reads the data pointer, dtype, shape and strides (in elements)
 of a numpy array or a torch tensor without copying, and refuses, with a
 ``BadInputError`` naming the argument, what the library cannot read: a tensor
-on another device (CUDA, meta), a sparse or quantized tensor, an element type
-other than f32/f64/f16/bf16/i32/i64, a rank above 8, or strides that are not a
-whole number of elements. ``empty(like, shape, dtype)`` allocates an output of
+on another device (CUDA, meta), a sparse, nested or quantized tensor, an element
+type other than f32/f64/f16/bf16/i32/i64, a rank above 8, or strides that are not
+a whole number of elements. ``empty(like, shape, dtype)`` allocates an output of
 the same kind (numpy or torch) as an input. The caller keeps the objects alive
 for as long as the C call runs; the views hold bare pointers.
+
+A torch tensor may carry the negative or the conjugate bit (``z.conj().imag``,
+``torch._neg_view``): torch negates (conjugates) its memory lazily, on read by
+its own ops, so the bytes at ``data_ptr()`` are not its values. An input is
+resolved first (``resolve_conj()``/``resolve_neg()``, a copy the view keeps
+alive); an output the library writes in place (``writable``) is refused, since
+the library would store un-negated values into it.
 """
 import ctypes
 
@@ -62,18 +69,50 @@ def _check_torch(t, name):
                                 "(dense) tensors" % (name, t.layout))
     if t.is_quantized:
         raise _errors.bad_input(_errors.ERR_BAD_DTYPE, "%s is quantized (%s)" % (name, t.dtype))
+    if getattr(t, "is_nested", False):
+        raise _errors.bad_input(_errors.ERR_BAD_VALUE, "%s is a nested tensor; syncbn takes "
+                                "strided (dense) tensors" % name)
+
+
+def lazy_bits(t):
+    """The lazy bits set on torch tensor t ("negative", "conjugate"): [] when its memory holds
+    its values (torch before 1.10 has neither bit)."""
+    bits = []
+    if getattr(t, "is_neg", None) is not None and t.is_neg():
+        bits.append("negative")
+    if getattr(t, "is_conj", None) is not None and t.is_conj():
+        bits.append("conjugate")
+    return bits
+
+
+def resolved(t, name, writable=False):
+    """Torch tensor t with its memory holding its values: t itself, or for an input with the
+    negative or conjugate bit a resolved copy; an output (writable) with a bit is refused."""
+    bits = lazy_bits(t)
+    if not bits:
+        return t
+    if writable:
+        raise _errors.bad_input(_errors.ERR_BAD_VALUE, "%s (shape %s, %s) has torch's %s bit set "
+                                "(a lazily negated view such as z.conj().imag): its memory holds "
+                                "the values un-negated and syncbn writes it in place, so the "
+                                "results would be stored with the wrong sign; pass a tensor "
+                                "without the bit (t.resolve_neg() is a copy of its values)"
+                                % (name, tuple(t.shape), t.dtype, " and ".join(bits)))
+    return t.resolve_conj().resolve_neg()
 
 
 def view(a, name, writable=False):
     """An sbn_tensor over `a` (numpy array or torch CPU tensor); None stays None."""
     if a is None:
         return None
+    keep = None
     if is_torch(a):
         _check_torch(a, name)
         try:
             code = dtype_code(a)
         except _errors.BadInputError as e:
             raise _errors.bad_input(e.status, "%s %s" % (name, e.detail)) from None
+        a = keep = resolved(a, name, writable)
         shape, strides, ptr = tuple(a.shape), tuple(a.stride()), a.data_ptr()
     elif isinstance(a, np.ndarray):
         try:
@@ -94,6 +133,7 @@ def view(a, name, writable=False):
         raise _errors.bad_input(_errors.ERR_BAD_RANK, "%s has rank %d; syncbn takes at most %d "
                                 "dims" % (name, len(shape), MAX_RANK))
     t = Tensor()
+    t.keep = keep  # a resolved copy lives as long as the view (ctypes.byref holds the view)
     t.data = ptr or None
     t.dtype = code
     t.rank = len(shape)

@@ -65,7 +65,8 @@ def _moments_block(parts):
     """A C-contiguous float64 [W, C, 3] copy-if-needed of parts, and its pointer."""
     if V.is_torch(parts):
         V.view(parts, "parts")  # device and layout checks
-        p = parts.detach().to(dtype=V._torch.float64).contiguous()
+        # .to() and .contiguous() return parts itself when nothing changes, lazy bits included
+        p = V.resolved(parts.detach(), "parts").to(dtype=V._torch.float64).contiguous()
         return p, p.data_ptr()
     p = np.ascontiguousarray(parts, dtype=np.float64)
     return p, p.ctypes.data
@@ -207,8 +208,8 @@ def batch_norm(x, weight=None, bias=None, running_mean=None, running_var=None, t
     ws, nb = _ws(lib.sbn_batch_norm_workspace_size, xv)
     _run(lib.sbn_batch_norm, ctypes.byref(xv), V.ref(V.view(weight, "weight")),
          V.ref(V.view(bias, "bias")), int(bool(training)), float(momentum), float(eps),
-         V.ref(V.view(running_mean, "running_mean", True)),
-         V.ref(V.view(running_var, "running_var", True)), ctypes.byref(yv),
+         V.ref(V.view(running_mean, "running_mean", bool(training))),
+         V.ref(V.view(running_var, "running_var", bool(training))), ctypes.byref(yv),
          V.ref(V.view(sm, "save_mean")), V.ref(V.view(si, "save_invstd")), ws, nb,
          _runtime.pool())
     return y, sm, si

@@ -82,3 +82,23 @@ def mismatch_rank(rank, world):
     m = st.SyncBatchNorm(3)
     out["after"] = _outcome(lambda: m(_x(3)).sum().backward())
     return out
+
+
+def single_sample_rank(rank, world):
+    """Worlds holding one sample per channel in all: rank 0 has it, the others have none."""
+    out = {}
+    for name, shape, momentum in (("n_c", (1, 3), 0.1), ("n_c_h_w", (1, 3, 1, 1), None)):
+        m = st.SyncBatchNorm(3, momentum=momentum)
+        m(_x(3, n=2)).sum().backward()  # one good step first
+        snap = _snapshot(m)
+        x = torch.randn(shape if rank == 0 else (0,) + shape[1:], requires_grad=True)
+        try:
+            m(x)
+            out[name] = ("ok", "", False, _unchanged(m, snap))
+        except Exception as e:  # the class and the wording are checked by the parent
+            out[name] = (type(e).__name__, str(e), isinstance(e, ValueError), _unchanged(m, snap))
+        torch.distributed.barrier()
+    # one sample on each of two ranks is two in all: it trains
+    m = st.SyncBatchNorm(3)
+    out["one_each"] = _outcome(lambda: m(torch.randn(1, 3, requires_grad=True)).sum().backward())
+    return out

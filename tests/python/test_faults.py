@@ -36,3 +36,18 @@ def test_mismatched_calls_raise_on_every_rank():
         assert r1[key][0] == "PeerFailedError", (key, r1[key])
         assert r0[key][2] and r1[key][2], key + ": running stats changed"
     assert r0["after"][0] == "ok" and r1["after"][0] == "ok", (r0["after"], r1["after"])
+
+
+def test_one_sample_in_the_whole_world_raises_on_every_rank():
+    """Issue 25: a world holding a single sample per channel trained silently (running_mean
+    moved, num_batches_tracked counted); torch.nn.SyncBatchNorm's forward raises ValueError
+    "Expected more than 1 value per channel when training, got input size 1"; here every rank
+    raises it (the count is global), none waits, and the module is left as it was."""
+    r0, r1 = run_world(faults.single_sample_rank, 2, timeout=90, gloo_timeout=15)
+    want = "Expected more than 1 value per channel when training, got input size 1"
+    for key in ("n_c", "n_c_h_w"):
+        for r, res in enumerate((r0, r1)):
+            cls, msg, is_value_error, unchanged = res[key]
+            assert is_value_error and want in msg, (key, r, cls, msg)
+            assert unchanged, "%s rank %d: running stats changed" % (key, r)
+    assert r0["one_each"][0] == "ok" and r1["one_each"][0] == "ok", (r0["one_each"], r1["one_each"])

@@ -208,3 +208,173 @@ def test_fold_batchnorm_equals_unfolded_and_fuse_conv_bn_eval(bn_cls):
 def test_fold_batchnorm_refuses_a_training_model():
     with pytest.raises(ValueError, match="eval"):
         st.fold_batchnorm(_conv_bn_model(nn.BatchNorm2d).train())
+
+
+def _neg_bit(t):
+    """A tensor equal to t carrying torch's negative bit (memory holds -t; see test_ops)."""
+    v = torch.complex(torch.zeros_like(t), -t).conj().imag
+    assert v.is_neg() and torch.equal(v, t)
+    return v
+
+
+def test_negative_bit_input_and_grad_equal_batchnorm2d():
+    """Issue 25: a negative-bit input gave y with the sign flipped and a corrupted running_mean."""
+    ours = st.SyncBatchNorm(2, dtype=torch.float64)
+    ref = nn.BatchNorm2d(2, dtype=torch.float64)
+    _randomise(ours, 3)
+    ref.load_state_dict(ours.state_dict())
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 2, 4, 4, generator=g, dtype=torch.float64) - 10
+    dy = torch.randn(x.shape, generator=g, dtype=torch.float64)
+    xa = _neg_bit(x).requires_grad_()
+    xb = x.clone().requires_grad_()
+    ya, yb = ours(xa), ref(xb)
+    ya.backward(_neg_bit(dy))
+    yb.backward(dy)
+    for a, b in ((ya, yb), (xa.grad, xb.grad), (ours.weight.grad, ref.weight.grad),
+                 (ours.bias.grad, ref.bias.grad), (ours.running_mean, ref.running_mean),
+                 (ours.running_var, ref.running_var)):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-10), (a - b).abs().max()
+    ours.eval()
+    ref.eval()
+    assert torch.allclose(ours(_neg_bit(x)), ref(x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["running_mean", "running_var", "num_batches_tracked"])
+def test_negative_bit_buffers_are_refused_in_training(name):
+    """Buffers the layer writes in place cannot carry the negative bit; refused, left as they were
+    (in eval the running stats are only read, so they are read negated)."""
+    m = st.SyncBatchNorm(3, dtype=torch.float64)
+    _randomise(m)
+    t = getattr(m, name)
+    neg = torch._neg_view(-t) if name == "num_batches_tracked" else _neg_bit(t.clone())
+    setattr(m, name, neg)
+    before = [b.clone() for b in m.buffers()]
+    x = torch.randn(4, 3, 2, dtype=torch.float64)
+    with pytest.raises(syncbn.BadInputError, match=name + " .*negative bit"):
+        m(x)
+    assert all(torch.equal(a, b) for a, b in zip(before, m.buffers()))
+    if name != "num_batches_tracked":
+        m.eval()
+        ref = nn.BatchNorm1d(3, dtype=torch.float64).eval()
+        ref.load_state_dict(m.state_dict())
+        assert torch.allclose(m(x), ref(x), rtol=1e-12, atol=1e-12)
+
+
+def _functional_call():
+    """torch.func.functional_call (torch 2) or torch.nn.utils.stateless.functional_call (1.13)."""
+    func = getattr(torch, "func", None)
+    if func is not None and hasattr(func, "functional_call"):
+        return func.functional_call
+    from torch.nn.utils import stateless
+    return stateless.functional_call
+
+
+def _penalty_grads(bn, seed=11):
+    """Parameter gradients of a gradient penalty (create_graph=True, then backward through the
+    gradient) of conv -> bn -> tanh -> conv, bn as given (its mode and state kept)."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, dtype=torch.float64), bn, nn.Tanh(),
+                          nn.Conv2d(3, 2, 1, dtype=torch.float64))
+    x = torch.randn(4, 2, 6, 6, dtype=torch.float64, requires_grad=True)
+    loss = model(x).pow(2).sum()
+    gx, = torch.autograd.grad(loss, x, create_graph=True)
+    (gx.pow(2).sum() + loss).backward()
+    return [(name, p.grad) for name, p in model.named_parameters()]
+
+
+def test_eval_double_backward_equals_batchnorm2d():
+    """Issue 25: backward's grads had no autograd graph, so a gradient penalty through an eval
+    layer silently lost its second-order terms (conv.weight.grad off by up to 1.2e2)."""
+    ours = st.SyncBatchNorm(3, dtype=torch.float64)
+    _randomise(ours, 12)
+    ref = nn.BatchNorm2d(3, dtype=torch.float64)
+    ref.load_state_dict(ours.state_dict())
+    got, want = _penalty_grads(ours.eval()), _penalty_grads(ref.eval())
+    for (name, a), (_, b) in zip(got, want):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-10), (name, (a - b).abs().max())
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_eval_gradgradcheck(channels_last):
+    m = st.SyncBatchNorm(3, dtype=torch.float64)
+    _randomise(m, 13)
+    m.eval()
+    g = torch.Generator().manual_seed(14)
+    x = torch.randn(2, 3, 3, 2, generator=g, dtype=torch.float64)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    w = m.weight.detach().clone().requires_grad_()
+    b = m.bias.detach().clone().requires_grad_()
+    call = _functional_call()
+
+    def fn(x, w, b):
+        return call(m, {"weight": w, "bias": b}, (x,))
+    inputs = (x.requires_grad_(), w, b)
+    assert torch.autograd.gradcheck(fn, inputs)
+    assert torch.autograd.gradgradcheck(fn, inputs)
+
+
+@pytest.mark.parametrize("track", [True, False])
+def test_training_double_backward_raises_and_first_order_stays(track):
+    """With batch statistics there is no second-order formula: differentiating the gradient
+    raises (as torch's once_differentiable does, also when the incoming gradient is a constant),
+    and the first-order gradients under create_graph=True are those of BatchNorm2d."""
+    ours = st.SyncBatchNorm(3, track_running_stats=track, dtype=torch.float64)
+    ref = nn.BatchNorm2d(3, track_running_stats=track, dtype=torch.float64)
+    _randomise(ours, 15) if track else None
+    ref.load_state_dict(ours.state_dict())
+    if not track:
+        ours.eval()  # eval without running stats normalises with the batch's statistics
+        ref.eval()
+    g = torch.Generator().manual_seed(16)
+    x = torch.randn(4, 3, 3, 3, generator=g, dtype=torch.float64)
+    c = torch.randn(x.shape, generator=g, dtype=torch.float64)  # a constant incoming gradient
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ga = torch.autograd.grad((ours(xa) * c).sum(), (xa, ours.weight), create_graph=True)
+    gb = torch.autograd.grad((ref(xb) * c).sum(), (xb, ref.weight), create_graph=True)
+    for a, b in zip(ga, gb):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-10)
+    for grad in ga:
+        with pytest.raises(RuntimeError, match="double backward"):
+            grad.pow(2).sum().backward(retain_graph=True)
+    w = ours.weight.detach().clone().requires_grad_()
+
+    def fn(x, w):
+        return _functional_call()(ours, {"weight": w}, (x,))
+    with pytest.raises(RuntimeError, match="double backward"):
+        torch.autograd.gradgradcheck(fn, (x.clone().requires_grad_(), w))
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (1, 3, 1, 1), (1, 3, 1)])
+@pytest.mark.parametrize("mode", ["train", "eval_without_running_stats"])
+def test_one_sample_per_channel_raises_torchs_value_error(shape, mode):
+    """Outside a process group our module raises what torch's BatchNorm raises, word for word."""
+    cls = {2: nn.BatchNorm1d, 3: nn.BatchNorm1d, 4: nn.BatchNorm2d}[len(shape)]
+    track = mode == "train"
+    ours, ref = st.SyncBatchNorm(3, track_running_stats=track), cls(3, track_running_stats=track)
+    if not track:
+        ours.eval()
+        ref.eval()
+    x = torch.randn(shape)
+    with pytest.raises(ValueError) as theirs:
+        ref(x)
+    with pytest.raises(ValueError) as got:
+        ours(x)
+    assert str(theirs.value) in str(got.value), (str(got.value), str(theirs.value))
+
+
+@pytest.mark.parametrize("name", ["running_mean", "running_var"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_eval_backward_refuses_running_stats_changed_since_forward(name, create_graph):
+    """An eval output's gradient uses the running statistics of its forward. Changed in place
+    before backward (load_state_dict, a buffer broadcast), they would give a wrong gradient;
+    torch's BatchNorm raises, and so does ours."""
+    for cls in (nn.BatchNorm1d, st.SyncBatchNorm):
+        m = cls(3, dtype=torch.float64).eval()
+        x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+        y = m(x)
+        with torch.no_grad():
+            getattr(m, name).mul_(4)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.grad(y.sum(), x, create_graph=create_graph)

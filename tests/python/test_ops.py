@@ -194,3 +194,54 @@ def test_import_error_lists_every_place_tried(tmp_path):
     r = _python("import syncbn; print(syncbn.library_path)",
                 {"SBN_LIBRARY": lib, "PYTHONPATH": str(tmp_path)}, cwd=str(tmp_path))
     assert r.returncode == 0 and r.stdout.strip() == os.path.realpath(lib), r.stderr
+
+
+def _neg_bit(t):
+    """A tensor equal to t that carries torch's negative bit: the imaginary part of a conjugated
+    complex view, whose memory holds -t (torch negates it lazily, on read by its own ops)."""
+    z = torch.complex(torch.zeros_like(t), -t)
+    v = z.conj().imag
+    assert v.is_neg() and torch.equal(v, t)
+    return v
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_negative_bit_inputs_are_read_negated(dtype):
+    """Issue 25: ops read a negative-bit tensor's memory un-negated (stats gave mean 10 for -10)."""
+    x = _x((4, 2, 3), seed=5, dtype=dtype) - torch.tensor([10.0, 13.0], dtype=dtype)[:, None]
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    mean, invstd = syncbn.stats(_neg_bit(x), EPS)
+    wm, wi = _stats64(x)
+    assert torch.allclose(mean.double(), wm, rtol=tol, atol=tol), (mean, wm)
+    assert torch.allclose(invstd.double(), wi, rtol=tol, atol=tol)
+    w, b = torch.rand(2, dtype=dtype) + 0.5, torch.randn(2, dtype=dtype)
+    y = syncbn.elemt(_neg_bit(x), _neg_bit(mean), _neg_bit(invstd), _neg_bit(w), _neg_bit(b))
+    want = torch.nn.functional.batch_norm(x.double(), None, None, w.double(), b.double(), True,
+                                          0.0, EPS)
+    assert torch.allclose(y.double(), want, rtol=tol, atol=tol)
+    counts = torch.tensor([2.0, 3.0], dtype=dtype)
+    gm, _ = syncbn.gather_stats_with_counts(_neg_bit(torch.stack([mean, mean])),
+                                            torch.stack([invstd, invstd]), _neg_bit(counts))
+    assert torch.allclose(gm.double(), wm, rtol=tol, atol=tol)
+    gm, _, total = syncbn.gather_moments(_neg_bit(syncbn.stats_moments(x)[None]))
+    assert torch.allclose(gm, wm, rtol=tol, atol=tol) and float(total[0, 0]) == 12
+
+
+@pytest.mark.parametrize("name", ["running_mean", "running_var", "out"])
+def test_negative_bit_outputs_are_refused_untouched(name):
+    """An output written in place through its data pointer cannot carry the negative bit: the
+    values would be stored un-negated. It is refused, naming it, and left as it was."""
+    x = _x((4, 3, 5), seed=6)
+    rm, rv = torch.zeros(3, dtype=x.dtype), torch.ones(3, dtype=x.dtype)
+    out = torch.zeros_like(x)
+    target = {"running_mean": rm, "running_var": rv, "out": out}[name]
+    neg = _neg_bit(target.clone())
+    before = neg.clone()
+    args = {"running_mean": rm, "running_var": rv, "out": out, name: neg}
+    with pytest.raises(syncbn.BadInputError, match=name + r" .*negative bit"):
+        if name == "out":
+            syncbn.elemt(x, torch.zeros(3, dtype=x.dtype), torch.ones(3, dtype=x.dtype),
+                         out=args["out"])
+        else:
+            syncbn.batch_norm(x, None, None, args["running_mean"], args["running_var"], True)
+    assert torch.equal(neg, before)

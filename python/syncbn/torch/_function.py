@@ -94,7 +94,7 @@ def _sync_group(m):
 class _Call:
     """What forward hands to backward besides the saved tensors."""
     __slots__ = ("module", "comm", "step", "cfg", "global_count", "save_mean", "save_invstd",
-                 "running", "bias_dtype")
+                 "bias_dtype")
 
 
 class _SyncBNFunction(torch.autograd.Function):
@@ -112,8 +112,12 @@ class _SyncBNFunction(torch.autograd.Function):
         try:
             xv, yv = V.view(x, "input"), V.view(y, "output")
             wv, bv = V.view(weight, "weight"), V.view(bias, "bias")
-            rmv, rvv = V.view(rm, "running_mean", True), V.view(rv, "running_var", True)
+            # the running stats are written in training and only read in eval
+            rmv = V.view(rm, "running_mean", bool(cfg.training))
+            rvv = V.view(rv, "running_var", bool(cfg.training))
             smv, siv = V.view(save_mean, "save_mean"), V.view(save_invstd, "save_invstd")
+            if nbt is not None:
+                V.resolved(nbt, "num_batches_tracked", True)  # written through data_ptr() below
             ws, nb = _workspace(xv, comm)
         except _errors.SyncBNError as e:
             if cfg.training:
@@ -122,6 +126,12 @@ class _SyncBNFunction(torch.autograd.Function):
         nbt_ptr = ctypes.cast(nbt.data_ptr(), ctypes.POINTER(ctypes.c_int64)) if nbt is not None \
             else None
         count = ctypes.c_int64(0)
+        # A world holding one sample per channel in all is known only after the exchange,
+        # where the C call has already updated running_mean and num_batches_tracked (it
+        # returns SBN_SINGLE_SAMPLE on every rank). Only a rank with at most one sample can
+        # be part of such a world, so only it keeps a copy of the state to put back.
+        state = [t for t in (rm, rv, nbt) if t is not None] if cfg.training else []
+        saved = [t.clone() for t in state] if x.numel() <= c else None
         if cfg.training:
             comm.set_step(call.step)
         s = lib.sbn_syncbn_forward(comm.handle, ctypes.byref(cfg), ctypes.byref(xv), V.ref(wv),
@@ -130,46 +140,137 @@ class _SyncBNFunction(torch.autograd.Function):
                                    nb, _runtime.pool())
         if s < 0:
             raise comm.error(s, _describe(m, x))
+        if s == _errors.SINGLE_SAMPLE and cfg.training:
+            for t, before in zip(state, saved or ()):
+                t.copy_(before)
+            raise _errors.bad_input(_errors.ERR_BAD_VALUE, "Expected more than 1 value per channel "
+                                    "when training, got input size 1 (summed over the %d ranks "
+                                    "of the process group; this rank's input has shape %s)"
+                                    % (comm.size, tuple(x.shape)))
         call.global_count = count.value
         call.save_mean, call.save_invstd = save_mean, save_invstd
-        call.running = (rm, rv)
         call.bias_dtype = bias.dtype if bias is not None else None
         ctx.call = call
-        ctx.save_for_backward(x, weight)
+        # Eval with running statistics reads them again in backward: saved, so that autograd
+        # refuses a backward after they were changed in place (as for torch's batch norm).
+        # Training's backward does not read them (the C layer takes them as optional).
+        eval_running = not cfg.training and rm is not None and rv is not None
+        ctx.save_for_backward(x, weight, rm if eval_running else None,
+                              rv if eval_running else None)
         return y
 
     @staticmethod
     def backward(ctx, dy):
         call = ctx.call
-        comm, cfg = call.comm, call.cfg
-        x, weight = ctx.saved_tensors
-        want_x, want_w, want_b = ctx.needs_input_grad[:3]
-        gi = torch.empty_like(x) if want_x else None
-        gw = torch.empty_like(weight) if want_w and weight is not None else None
-        gb = torch.empty(x.size(1), dtype=call.bias_dtype) if want_b and call.bias_dtype else None
-        rm, rv = call.running
-        try:
-            xv, dv = V.view(x, "input"), V.view(dy, "grad_output")
-            views = [V.view(t, n, True) for t, n in ((gi, "grad_input"), (gw, "grad_weight"),
-                                                     (gb, "grad_bias"))]
-            ws, nb = _workspace(xv, comm)
-        except _errors.SyncBNError as e:
-            if cfg.training:
-                comm.fail(e.status)
-            raise
+        x, weight, rm, rv = ctx.saved_tensors
+        if not torch.is_grad_enabled():
+            return _native_backward(ctx, dy)
+        # create_graph=True: autograd records this backward, so that the caller can
+        # differentiate the gradients (gradient penalties, gradgradcheck). The C call is not
+        # recorded: its gradients would look like constants and the second-order terms
+        # would silently be zero.
+        if rm is not None and rv is not None:  # eval with running statistics
+            return _running_stats_backward(ctx, dy)
+        with torch.no_grad():
+            grads = _native_backward(ctx, dy)
+        return _no_second_order(grads, (dy, x, weight), call.module, x)
+
+
+class _SecondOrderRefused(torch.autograd.Function):
+    """The identity on gradients that have no second-order formula; its backward raises.
+
+    Its inputs are the tensors the gradients depend on (dy, x, weight) and then the
+    gradients, so that autograd finds this node on every path from a gradient back to
+    them, ``torch.autograd.grad(grad, x)`` included. torch's once_differentiable hangs its
+    error node on detached copies instead, which that call does not reach (a silent zero),
+    and only when dy requires grad (with a constant dy the batch-statistics gradients
+    still depend on x and weight)."""
+
+    @staticmethod
+    def forward(ctx, message, n_deps, *tensors):
+        ctx.message = message
+        return tensors[n_deps:]
+
+    @staticmethod
+    def backward(ctx, *unused):
+        raise NotImplementedError(ctx.message)
+
+
+def _no_second_order(grads, deps, m, x):
+    """grads (a backward's return value) with _SecondOrderRefused as their grad_fn."""
+    deps = [t for t in deps if t is not None]
+    message = ("double backward of %s in training mode (or eval without running statistics) "
+               "is not implemented: its gradients use the batch statistics and are computed "
+               "by libsyncbn outside autograd, so they cannot be differentiated again "
+               "(create_graph=True: gradient penalties, gradgradcheck). Eval mode with running "
+               "statistics supports double backward." % _describe(m, x))
+    present = [i for i, g in enumerate(grads) if g is not None]
+    wrapped = _SecondOrderRefused.apply(message, len(deps), *deps, *[grads[i] for i in present])
+    out = list(grads)
+    for i, g in zip(present, wrapped):
+        out[i] = g
+    return tuple(out)
+
+
+def _running_stats_backward(ctx, dy):
+    """The eval backward with running statistics in torch's differentiable ops.
+
+    The layer is the per-channel affine map y = (x - running_mean) * invstd * w + b with
+    invstd = 1/sqrt(running_var + eps), so grad_input = dy * w * invstd, grad_weight =
+    sum(dy * (x - running_mean) * invstd) and grad_bias = sum(dy), over every dim but the
+    channel's. They are computed in float64 and rounded once to the argument dtypes (as the
+    C path) and autograd records them, which gives the second-order terms."""
+    call = ctx.call
+    x, weight, rm, rv = ctx.saved_tensors
+    want_x, want_w, want_b = ctx.needs_input_grad[:3]
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    dims = [0] + list(range(2, x.dim()))
+    invstd = 1.0 / torch.sqrt(rv.detach().double() + call.cfg.eps)
+    d = dy.double()
+    gi = gw = gb = None
+    if want_x:
+        scale = invstd if weight is None else weight.double() * invstd
+        gi = (d * scale.view(shape)).to(x.dtype)
+    if want_w and weight is not None:
+        xhat = (x.double() - rm.detach().double().view(shape)) * invstd.view(shape)
+        gw = (d * xhat).sum(dims).to(weight.dtype)
+    if want_b and call.bias_dtype is not None:
+        gb = d.sum(dims).to(call.bias_dtype)
+    return gi, gw, gb, None
+
+
+def _native_backward(ctx, dy):
+    """The backward by libsyncbn (sbn_syncbn_backward): (grad_input, grad_weight, grad_bias,
+    None), each None when not wanted."""
+    call = ctx.call
+    comm, cfg = call.comm, call.cfg
+    x, weight, rm, rv = ctx.saved_tensors
+    want_x, want_w, want_b = ctx.needs_input_grad[:3]
+    gi = torch.empty_like(x) if want_x else None
+    gw = torch.empty_like(weight) if want_w and weight is not None else None
+    gb = torch.empty(x.size(1), dtype=call.bias_dtype) if want_b and call.bias_dtype else None
+    try:
+        xv, dv = V.view(x, "input"), V.view(dy, "grad_output")
+        views = [V.view(t, n, True) for t, n in ((gi, "grad_input"), (gw, "grad_weight"),
+                                                 (gb, "grad_bias"))]
+        ws, nb = _workspace(xv, comm)
+    except _errors.SyncBNError as e:
         if cfg.training:
-            comm.set_step(call.step)
-        s = lib.sbn_syncbn_backward(comm.handle, ctypes.byref(cfg), ctypes.byref(dv),
-                                    ctypes.byref(xv), V.ref(V.view(weight, "weight")),
-                                    V.ref(V.view(rm, "running_mean")),
-                                    V.ref(V.view(rv, "running_var")),
-                                    ctypes.byref(V.view(call.save_mean, "save_mean")),
-                                    ctypes.byref(V.view(call.save_invstd, "save_invstd")),
-                                    call.global_count, *[V.ref(v) for v in views], ws, nb,
-                                    _runtime.pool())
-        if s < 0:
-            raise comm.error(s, "backward of " + _describe(call.module, x))
-        return gi, gw, gb, None
+            comm.fail(e.status)
+        raise
+    if cfg.training:
+        comm.set_step(call.step)
+    s = lib.sbn_syncbn_backward(comm.handle, ctypes.byref(cfg), ctypes.byref(dv),
+                                ctypes.byref(xv), V.ref(V.view(weight, "weight")),
+                                V.ref(V.view(rm, "running_mean")),
+                                V.ref(V.view(rv, "running_var")),
+                                ctypes.byref(V.view(call.save_mean, "save_mean")),
+                                ctypes.byref(V.view(call.save_invstd, "save_invstd")),
+                                call.global_count, *[V.ref(v) for v in views], ws, nb,
+                                _runtime.pool())
+    if s < 0:
+        raise comm.error(s, "backward of " + _describe(call.module, x))
+    return gi, gw, gb, None
 
 
 def sync_batch_norm(m, x):
@@ -183,7 +284,7 @@ def sync_batch_norm(m, x):
         if bn_training and group is False and x.numel() // x.size(1) == 1:
             raise _errors.bad_input(_errors.ERR_BAD_VALUE, "Expected more than 1 value per "
                                     "channel when training, got input size %s"
-                                    % (tuple(x.shape),))
+                                    % (x.size(),))  # torch.Size([1, 3]), as F.batch_norm
     except _errors.SyncBNError as e:
         if group is not False:
             comm.fail(e.status)  # the peers raise PeerFailedError instead of waiting
