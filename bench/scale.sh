@@ -9,6 +9,7 @@
 #      results.csv, raw.csv, scaling.csv, summary.png, scaling.png and the printed tables
 #      (run.log).
 # Results go to $OUT when it is set (the device tool's folder), else build/scale/out.
+# SCALE_AB=0 skips the closing A/B of the one-pass schedule (bench_ops alone, channels-first).
 # SCALE_SHAPES replaces the shape files (a smoke test: a file with one small shape).
 # Meant to finish in under 8 minutes on 16 cores; SCALE_MIN_TIME / SCALE_MAX_TIME (seconds
 # per implementation and row) trade time for steadier medians.
@@ -37,9 +38,22 @@ timeout 120 build/scale/bench_pool --threads "$pool_counts" --reps 2000 | tee "$
 echo "# run_bench.py" | tee -a "$out/run.log"
 printf '32x2048x7x7\n' > build/scale/wide.txt
 shapes=${SCALE_SHAPES:-bench/shapes/quick.txt build/scale/wide.txt}
-timeout 420 "$py" bench/run_bench.py --build build/scale --out "$out/results.csv" \
+timeout 360 "$py" bench/run_bench.py --build build/scale --out "$out/results.csv" \
   --shapes $shapes --threads "$threads" \
   --no-mpi --no-syncbn --no-aclnn --torch-python "$py" --plot-python "$py" \
   --min-reps 10 --min-time "${SCALE_MIN_TIME:-0.1}" --max-time "${SCALE_MAX_TIME:-0.3}" \
   2>&1 | tee -a "$out/run.log"
+if [ "${SCALE_AB:-1}" = 1 ]; then
+  # the one-pass schedule forced (a budget of half the L2) against the size rule, on the
+  # channels-first shapes whose N pieces per block the rule finds too short
+  echo "# A/B: SBN_ONE_PASS_BYTES=l2 vs the size rule" | tee -a "$out/run.log"
+  for env in "" "SBN_ONE_PASS_BYTES=l2"; do
+    for shape in 32x64x56x56:f32 32x2048x7x7:bf16; do
+      env $env timeout 60 build/scale/bench_ops --shape "${shape%%:*}" --dtypes "${shape##*:}" \
+        --threads "$threads" --layouts cf --modes fwd-train,bwd --no-aclnn --no-onednn \
+        --min-reps 10 --min-time 0.1 --max-time 0.3 | grep '^syncbn' | sed "s/^/${env:-rule},/" \
+        | tee -a "$out/run.log"
+    done
+  done
+fi
 echo "# scale.sh done $(date -u '+%H:%M:%S UTC')" | tee -a "$out/run.log"

@@ -304,8 +304,13 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
     core->pieces = (count + core->step - 1) / core->step;
     atomic_store_explicit(&core->next, width, memory_order_relaxed);
     number = ++core->loops;
-    for (k = 0; k < width - 1; k++) /* seq_cst: pairs with the sleepers' check */
-        atomic_store(&core->workers[k].slot, SLOT(number, PHASE_INVITED));
+    /* release stores, then one full fence before reading the sleepers' flags (pairs with
+     * the sleeper's store-then-load): a sequentially consistent store per slot would
+     * wait for each line's transfer in turn */
+    for (k = 0; k < width - 1; k++)
+        atomic_store_explicit(&core->workers[k].slot, SLOT(number, PHASE_INVITED),
+                              memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
     for (k = 0; k < width - 1 && !sleeper; k++) sleeper = atomic_load(&core->workers[k].asleep);
     if (sleeper) {
         pthread_mutex_lock(&core->lock);
@@ -320,6 +325,9 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
     for (k = 0; k < width - 1; k++) {
         pool_worker *w = &core->workers[k];
         unsigned long s = SLOT(number, PHASE_INVITED);
+        /* a plain load first: a locked compare-and-swap on every slot would take each
+         * line in turn even when its worker has long claimed it */
+        if (atomic_load_explicit(&w->slot, memory_order_acquire) != s) continue;
         if (atomic_compare_exchange_strong_explicit(&w->slot, &s, SLOT(number, PHASE_CANCELLED),
                                                     memory_order_acq_rel, memory_order_acquire)) {
             if (w->index < core->pieces) run_piece(core, w->index);

@@ -20,8 +20,9 @@
  * otherwise come from a slower level than the one the block sits in (another core's
  * cache, or the L3 instead of this core's L2). It never pays from memory: a block of a
  * few channels of an NCHW tensor is read as N scattered plane-sized pieces, which
- * stream far slower than the whole tensor in memory order, and short pieces (under 64
- * KiB) stream badly even from the L3. Channels-last blocks read a slice of every row,
+ * stream far slower than the whole tensor in memory order, and short pieces (under 24
+ * KiB, six pages) stream badly even from the L3 (docs/performance.md has the
+ * measurements either side of that length). Channels-last blocks read a slice of every row,
  * which wastes most of each cache line unless a block's row spans 512 bytes or more;
  * the size rule leaves them to two passes (tests force them with budgets).
  */
@@ -32,7 +33,7 @@
 #include "core/internal.h"
 
 #define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
-#define ONE_PASS_MIN_PIECE ((int64_t)64 << 10)
+#define ONE_PASS_MIN_PIECE ((int64_t)24 << 10)
 #define ONE_PASS_MIN_ROW_BYTES 512
 
 static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
@@ -63,7 +64,7 @@ static int64_t budget_bytes(void)
  *    L2 budgets together, each thread's blocks stay in its own L2 from the reduction to
  *    the map, where two passes would read most of the second from other cores' caches;
  *  - otherwise, at any thread count, when the inputs fit in half the L3 and a block is
- *    read in pieces of 64 KiB or more (budget / N): the second read of each block then
+ *    read in pieces of 24 KiB or more (budget / N): the second read of each block then
  *    comes from the L2 instead of the L3.
  * Else 0 (two passes).
  */
@@ -75,7 +76,8 @@ static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_e
     if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs)) return 0;
     if (threads >= 2 && inputs <= threads * budget) return budget;
     if (inputs > sbn__cache_bytes(3) / 2) return 0;
-    /* a block is read as shape[0] pieces of budget / shape[0] bytes: short ones stream badly */
+    /* a block is read as shape[0] pieces of budget / shape[0] bytes: short ones stream
+     * badly (the hardware prefetchers restart at every piece and stop at page ends) */
     return budget / x->shape[0] >= ONE_PASS_MIN_PIECE ? budget : 0;
 }
 
