@@ -92,13 +92,15 @@ int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_p
 {
     int64_t channels = x->shape[1], r = sbn_tensor_numel(x) / (channels > 0 ? channels : 1);
     int64_t threads = pool ? sbn_pool_threads(pool) : 1, budget = budget_bytes(), per_channel;
-    int64_t block;
+    int64_t block, lanes_blocks;
     if (r == 0 || channels < 2) return 0;
     if (budget == ONE_PASS_BY_SIZE) budget = budget_by_size(x, r, bytes_per_element, threads);
     if (budget == 0) return 0;
     if (!sbn__mul_i64(r, (int64_t)bytes_per_element, &per_channel)) return 0;
     block = budget / per_channel;
-    if (block < 1 || block * 2 * threads > channels) return 0;
+    /* at least 2T blocks; a budget near INT64_MAX must not wrap this product */
+    if (block < 1 || !sbn__mul_i64(block, 2 * threads, &lanes_blocks) || lanes_blocks > channels)
+        return 0;
     if (x->strides[1] == 1) { /* channels-last: a block reads `block` neighbours of each row */
         int64_t quantum = ONE_PASS_MIN_ROW_BYTES / (int64_t)bytes_per_element;
         if (quantum < 1) quantum = 1;
