@@ -15,8 +15,9 @@
  * (test_one_pass).
  *
  * The block: budget / (R x bytes per element read) channels, where budget is
- * SBN_ONE_PASS_BYTES (bytes; "l2" means half the L2 per core, from cache_size.c, else 1
- * MiB; 0 turns the schedule off). Unset, the schedule runs by size: with 2 or more
+ * SBN_ONE_PASS_BYTES (parsed by env.c: bytes up to 2^40; "l2" means half the L2 per core,
+ * from cache_size.c, else 1 MiB; 0 turns the schedule off; a bad value is ignored).
+ * Unset, the schedule runs by size: with 2 or more
  * threads, on channels-first tensors whose inputs fit in half the L3 and whose N pieces
  * per block span 64 KiB or more, with half the L2 as budget (N <= 8 here; pieces of 62
  * KiB and more were measured to win, 16 KiB to lose). Measured on the AMD EPYC Zen 4 VM
@@ -36,9 +37,8 @@
  * waste most of each line).
  */
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
 
+#include "core/env.h"
 #include "core/internal.h"
 
 #define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
@@ -51,20 +51,9 @@ static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
  * when the schedule is off, ONE_PASS_BY_SIZE when nothing is set. */
 static int64_t budget_bytes(void)
 {
-    static int64_t cached = -1; /* benign race: every thread computes the same value */
-    const char *env;
+    int64_t env = sbn__env_get()->one_pass_bytes; /* -1 when unset or invalid */
     if (g_budget_override >= 0) return g_budget_override;
-    if (cached != -1) return cached;
-    env = getenv("SBN_ONE_PASS_BYTES");
-    cached = ONE_PASS_BY_SIZE;
-    if (env && strcmp(env, "l2") == 0) {
-        cached = sbn__cache_bytes(2) / 2;
-    } else if (env && *env) {
-        char *end;
-        long long v = strtoll(env, &end, 10);
-        cached = *end == '\0' && v >= 0 ? (int64_t)v : 0;
-    }
-    return cached;
+    return env >= 0 ? env : ONE_PASS_BY_SIZE;
 }
 
 /* The size rule: half the L2 when at least 2 threads share a channels-first tensor
