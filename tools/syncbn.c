@@ -23,8 +23,9 @@
  *       and give their threads worlds the library's timeout when it is set.
  * With --backend mpi the command runs under mpirun: `mpirun -np W syncbn demo --backend mpi`.
  * Every flag is checked strictly (whole integers, no trailing characters) against the
- * documented limits below; a bad, unknown or incomplete flag is named on stderr and
- * the command exits with status 2 without running anything.
+ * documented limits below; a bad, unknown, repeated or incomplete flag, or --ranks with
+ * --backend mpi (the world is mpirun's), is named on stderr and the command exits with
+ * status 2 without running anything.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <ctype.h>
@@ -197,21 +198,31 @@ static int64_t batch_elements(const check_config *cfg)
     return n;
 }
 
-/* Flags that take a value, and the commands that accept them. */
+/* Every flag: the first N_VALUE_FLAGS take a value, the others are switches. */
+static const char *const k_flags[] = {"--ranks",         "--iters",    "--threads",
+                                      "--backend",       "--dtype",    "--shape",
+                                      "--channels-last", "--no-empty", "--cumulative",
+                                      "--reproducible",  "--print-digests"};
+#define N_VALUE_FLAGS 6
+
+/* The flag's index in k_flags, or -1. */
+static int flag_index(const char *flag)
+{
+    int i;
+    for (i = 0; i < (int)(sizeof k_flags / sizeof k_flags[0]); i++)
+        if (strcmp(flag, k_flags[i]) == 0) return i;
+    return -1;
+}
+
 static int takes_value(const char *flag)
 {
-    static const char *const with_value[] = {"--ranks", "--iters", "--threads", "--backend",
-                                             "--dtype", "--shape"};
-    unsigned i;
-    for (i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
-        if (strcmp(flag, with_value[i]) == 0) return 1;
-    return 0;
+    int i = flag_index(flag);
+    return i >= 0 && i < N_VALUE_FLAGS;
 }
 
 static int is_switch(const char *flag)
 {
-    return strcmp(flag, "--channels-last") == 0 || strcmp(flag, "--no-empty") == 0 ||
-           strcmp(flag, "--cumulative") == 0 || strcmp(flag, "--reproducible") == 0;
+    return flag_index(flag) >= N_VALUE_FLAGS && strcmp(flag, "--print-digests") != 0;
 }
 
 /*
@@ -221,6 +232,7 @@ static int is_switch(const char *flag)
 static int parse(int argc, char **argv, options *o)
 {
     int i, no_empty = 0, rc;
+    unsigned seen = 0; /* bit k: k_flags[k] was given */
     memset(o, 0, sizeof *o);
     if (argc < 2) {
         print_usage(stderr);
@@ -258,6 +270,9 @@ static int parse(int argc, char **argv, options *o)
             print_usage(stdout);
             return 0;
         }
+        if (flag_index(a) >= 0 && (seen >> flag_index(a) & 1u)) /* not silently the last one */
+            return usage_error("%s is given twice: give each flag once", a);
+        if (flag_index(a) >= 0) seen |= 1u << flag_index(a);
         if (strcmp(a, "--print-digests") == 0 && strcmp(o->command, "verify") == 0) {
             o->print_digests = 1;
             continue;
@@ -301,6 +316,10 @@ static int parse(int argc, char **argv, options *o)
         if (rc != 0) return rc;
     }
     o->cfg.empty_rank = no_empty ? -1 : 1;
+    if (strcmp(o->backend, "mpi") == 0 && (seen >> flag_index("--ranks") & 1u))
+        return usage_error("--ranks %d with --backend mpi: the world is the MPI processes (mpirun "
+                           "-np %d); --ranks is a flag of the threads backend",
+                           o->ranks, o->ranks);
     if (o->print_digests && (!o->cfg.reproducible || strcmp(o->backend, "threads") != 0))
         return usage_error("--print-digests needs --reproducible and the threads backend (it is "
                            "the mode of verify --reproducible's re-executed child)");

@@ -105,6 +105,21 @@ expect_usage_error "syncbn: --backend nccl:" "threads or mpi" demo --backend ncc
 expect_usage_error "syncbn: --ranks is not a flag of verify" "--backend" verify --ranks 2
 expect_usage_error "syncbn: --iters is not a flag of verify" "--reproducible" \
   verify --reproducible --iters 2
+# a flag given twice is refused, not silently the last value (issue 25)
+expect_usage_error "syncbn: --ranks is given twice" "once" demo --ranks 2 --ranks 3
+expect_usage_error "syncbn: --shape is given twice" "once" demo --shape 4x3 --iters 1 --shape 5x3
+expect_usage_error "syncbn: --dtype is given twice" "once" demo --dtype f32 --dtype f32
+expect_usage_error "syncbn: --channels-last is given twice" "once" demo --channels-last --channels-last
+expect_usage_error "syncbn: --backend is given twice" "once" verify --backend threads --backend threads
+expect_usage_error "syncbn: --reproducible is given twice" "once" verify --reproducible --reproducible
+# --ranks under --backend mpi was silently ignored: the world is mpirun's processes
+if "$syncbn" info 2>/dev/null | grep -q "^mpi: yes"; then
+  expect_usage_error "syncbn: --ranks 4 with --backend mpi:" "mpirun -np 4" demo --backend mpi --ranks 4
+  expect_usage_error "syncbn: --ranks 2 with --backend mpi:" "threads backend" \
+    demo --ranks 2 --iters 1 --backend mpi
+else
+  expect_usage_error "syncbn: --backend mpi:" "no MPI" demo --backend mpi --ranks 4
+fi
 # --print-digests (hidden) is the mode of verify --reproducible's re-executed child: alone, or
 # on demo, it is refused
 expect_usage_error "syncbn: --print-digests needs --reproducible" "threads backend" \
