@@ -32,6 +32,7 @@
 #include "aclnnop/aclnn_sync_batch_norm_gather_stats.h"
 #include "aclnn_support.h"
 #include "harness/harness.h"
+#include "support/env_now.h"
 
 /* Large enough for the native ops to split over threads (chunks of N x HW). */
 enum { N = 8, C = 6, H = 40, W = 40, HW = H * W, NX = N * C * HW, WORLD = 2 };
@@ -258,7 +259,7 @@ static void same_bits_for_1_2_3_threads(void)
 
 static void size_from_environment(void)
 {
-    CHECK(setenv("SBN_NUM_THREADS", "3", 1) == 0);
+    CHECK(tsup_setenv_now("SBN_NUM_THREADS", "3") == 0);
     CHECK(sbn__acl_pool_threads() == 3);
     /* the config file comes first */
     CHECK(init_with_threads(2));
@@ -273,7 +274,7 @@ static void bad_environment_is_ignored(void)
     const char *bad[] = {"0", "-2", "lots", "3x", "1025", ""};
     size_t k;
     for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        CHECK(setenv("SBN_NUM_THREADS", bad[k], 1) == 0);
+        CHECK(tsup_setenv_now("SBN_NUM_THREADS", bad[k]) == 0);
         CHECK_MSG(sbn__acl_pool_default_threads() == sbn__acl_affinity_cpus(),
                   "SBN_NUM_THREADS=\"%s\" gave %d threads", bad[k],
                   sbn__acl_pool_default_threads());
@@ -283,7 +284,7 @@ static void bad_environment_is_ignored(void)
 static void size_from_affinity_mask(void)
 {
     cpu_set_t all, one;
-    unsetenv("SBN_NUM_THREADS");
+    tsup_unsetenv_now("SBN_NUM_THREADS");
     CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
     CHECK(sbn__acl_affinity_cpus() == CPU_COUNT(&all));
     CHECK(sbn__acl_pool_default_threads() == CPU_COUNT(&all));
@@ -298,10 +299,10 @@ static void size_from_affinity_mask(void)
 
 static void set_device_creates_the_pool(void)
 {
-    CHECK(setenv("SBN_NUM_THREADS", "2", 1) == 0);
+    CHECK(tsup_setenv_now("SBN_NUM_THREADS", "2") == 0);
     CHECK(aclrtSetDevice(0) == ACL_SUCCESS);
     /* the pool exists now: a new default does not change it until aclFinalize */
-    CHECK(setenv("SBN_NUM_THREADS", "3", 1) == 0);
+    CHECK(tsup_setenv_now("SBN_NUM_THREADS", "3") == 0);
     CHECK(sbn__acl_pool_threads() == 2);
     CHECK(aclInit(NULL) == ACL_SUCCESS);
     CHECK(aclFinalize() == ACL_SUCCESS);
@@ -313,9 +314,9 @@ static void set_device_creates_the_pool(void)
 static void ops_run_on_the_pool(void)
 {
     fill_inputs();
-    CHECK(setenv("SBN_NUM_THREADS", "2", 1) == 0);
+    CHECK(tsup_setenv_now("SBN_NUM_THREADS", "2") == 0);
     CHECK(run_all_ops(&g_other, NULL) == 0);
-    CHECK(setenv("SBN_NUM_THREADS", "3", 1) == 0);
+    CHECK(tsup_setenv_now("SBN_NUM_THREADS", "3") == 0);
     CHECK_MSG(sbn__acl_pool_threads() == 2, "the ops did not create the pool");
 }
 

@@ -24,6 +24,7 @@
 
 #include "harness/harness.h"
 #include "support/alloc_counter.h"
+#include "support/env_now.h"
 #include "support/values.h"
 #include "support/world.h"
 #include "syncbn/comm.h"
@@ -337,9 +338,9 @@ static void rank_env_timeout(tsup_rank *c)
 
 static void env_timeout_is_the_default(void)
 {
-    setenv("SBN_COMM_TIMEOUT", " 0.3 ", 1);
+    tsup_setenv_now("SBN_COMM_TIMEOUT", " 0.3 ");
     tsup_run_world_held(2, 0.0, rank_env_timeout, NULL);
-    unsetenv("SBN_COMM_TIMEOUT");
+    tsup_unsetenv_now("SBN_COMM_TIMEOUT");
 }
 
 static void env_timeout_bad_values(void)
@@ -348,7 +349,7 @@ static void env_timeout_bad_values(void)
     sbn_comm_t *comms[2] = {NULL, NULL};
     size_t k;
     for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        setenv("SBN_COMM_TIMEOUT", bad[k], 1);
+        tsup_setenv_now("SBN_COMM_TIMEOUT", bad[k]);
         CHECK_STATUS(sbn_comm_threads_create(2, 0.0, comms), SBN_ERR_BAD_VALUE);
         CHECK_MSG(strstr(sbn_last_error(), "SBN_COMM_TIMEOUT") != NULL &&
                   strstr(sbn_last_error(), bad[k]) != NULL, "%s", sbn_last_error());
@@ -360,15 +361,15 @@ static void env_timeout_bad_values(void)
         comms[0] = comms[1] = NULL;
     }
     /* Empty means unset (60 s); "inf" is capped, i.e. practically never. */
-    setenv("SBN_COMM_TIMEOUT", "", 1);
+    tsup_setenv_now("SBN_COMM_TIMEOUT", "");
     CHECK_OK(sbn_comm_threads_create(2, 0.0, comms));
     sbn_comm_destroy(comms[0]);
     sbn_comm_destroy(comms[1]);
-    setenv("SBN_COMM_TIMEOUT", "inf", 1);
+    tsup_setenv_now("SBN_COMM_TIMEOUT", "inf");
     CHECK_OK(sbn_comm_threads_create(2, -1.0, comms));
     sbn_comm_destroy(comms[0]);
     sbn_comm_destroy(comms[1]);
-    unsetenv("SBN_COMM_TIMEOUT");
+    tsup_unsetenv_now("SBN_COMM_TIMEOUT");
 }
 
 /* ---- steps ---- */

@@ -10,6 +10,7 @@
  * R below, at and above the chunk size. A case that never
  * took the one-pass path would prove nothing, so each checks that it did.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -103,9 +104,55 @@ static void one_pass_size_rule(void)
     tsup_free(&cf_team);
 }
 
+/* Budgets near INT64_MAX (the override is not bounded as SBN_ONE_PASS_BYTES is) on tensors
+ * of one or two elements a channel: a block is then wider than any tensor, and its 2T
+ * blocks must not wrap around to a small number, which turned the schedule on with a
+ * block that overflowed the lanes' channel offsets (a crash). The block is capped at
+ * C / 2T (or the schedule is off), and every output keeps the two-pass bits. */
+static void one_pass_huge_budget(void)
+{
+    static const tsup_step_case cases[] = {
+        {SBN_F32, 4, {1, 32, 1, 1}, TSUP_CHANNELS_FIRST}, /* R = 1: 4 bytes a channel forward */
+        {SBN_F16, 2, {2, 64, 0, 0}, TSUP_CHANNELS_FIRST}, /* (N, C), R = 2 */
+    };
+    static const int64_t budgets[] = {INT64_MAX, INT64_MAX / 2 + 1, (int64_t)1 << 62};
+    unsigned i, b;
+    int p;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const tsup_step_case *k = &cases[i];
+        int64_t es = (int64_t)sbn_dtype_size(k->dtype);
+        tsup_step_inputs in;
+        tsup_step_outputs base;
+        tsup_step_inputs_make(k, 11, &in);
+        sbn__one_pass_set_budget(0);
+        tsup_step_run(k, &in, &base, NULL);
+        for (b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
+            for (p = 0; p < 3; p++) {
+                int64_t fwd, bwd, cap;
+                sbn__one_pass_set_budget(budgets[b]);
+                fwd = sbn__one_pass_block(&in.x.view, (size_t)es, in.pools[p]);
+                bwd = sbn__one_pass_block(&in.x.view, (size_t)es * 2, in.pools[p]);
+                cap = k->shape[1] / (2 * (int64_t)sbn_pool_threads(in.pools[p]));
+                if (fwd < 0 || bwd < 0 || fwd > cap || bwd > cap)
+                    sbn_test_fail(__FILE__, __LINE__, "case %u budget %lld pool %d: blocks of "
+                                  "%lld / %lld channels, expected 0 to C / 2T = %lld", i,
+                                  (long long)budgets[b], p, (long long)fwd, (long long)bwd,
+                                  (long long)cap);
+                else if (!tsup_step_matches(k, &in, &base, in.pools[p]))
+                    sbn_test_fail(__FILE__, __LINE__, "case %u budget %lld pool %d differs", i,
+                                  (long long)budgets[b], p);
+            }
+        sbn__one_pass_set_budget(-1);
+        tsup_step_free(&base);
+        tsup_step_inputs_free(&in);
+        RETURN_IF_FAILED();
+    }
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(one_pass_bits_equal_two_pass),
     SBN_TEST_CASE(one_pass_size_rule),
+    SBN_TEST_CASE(one_pass_huge_budget),
 };
 
 SBN_TEST_MAIN(k_cases)

@@ -16,13 +16,16 @@
  *       (--print-digests, hidden: the mode of verify --reproducible's re-executed child.)
  *   syncbn info
  *       What this build and this process would use: version, the kernel variant chosen,
- *       SBN_FORCE_SCALAR, the CPUs in the affinity mask, the thread count (SBN_NUM_THREADS),
- *       MPI built or not, the communicator timeout (SBN_COMM_TIMEOUT); exits 1 when one of
- *       those variables holds a value the library refuses.
+ *       every SBN_* variable as the library parsed it (core/env.h), the CPUs in the
+ *       affinity mask, the caches, the thread count (SBN_NUM_THREADS), MPI built or not,
+ *       the communicator timeout (SBN_COMM_TIMEOUT); exits 1 when one of those variables
+ *       holds an invalid value. demo and verify refuse a bad SBN_COMM_TIMEOUT (exit 1)
+ *       and give their threads worlds the library's timeout when it is set.
  * With --backend mpi the command runs under mpirun: `mpirun -np W syncbn demo --backend mpi`.
  * Every flag is checked strictly (whole integers, no trailing characters) against the
- * documented limits below; a bad, unknown or incomplete flag is named on stderr and
- * the command exits with status 2 without running anything.
+ * documented limits below; a bad, unknown, repeated or incomplete flag, or --ranks with
+ * --backend mpi (the world is mpirun's), is named on stderr and the command exits with
+ * status 2 without running anything.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <ctype.h>
@@ -35,7 +38,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"    /* sbn__cache_bytes(), sbn__env_switch(): what the schedules use */
+#include "core/env.h"         /* sbn__env_get(): the SBN_* variables as the library parsed them */
+#include "core/internal.h"    /* sbn__cache_bytes(): what the schedules use */
 #include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
 #include "syncbn_check.h"
 #include "syncbn_repro.h"
@@ -194,21 +198,31 @@ static int64_t batch_elements(const check_config *cfg)
     return n;
 }
 
-/* Flags that take a value, and the commands that accept them. */
+/* Every flag: the first N_VALUE_FLAGS take a value, the others are switches. */
+static const char *const k_flags[] = {"--ranks",         "--iters",    "--threads",
+                                      "--backend",       "--dtype",    "--shape",
+                                      "--channels-last", "--no-empty", "--cumulative",
+                                      "--reproducible",  "--print-digests"};
+#define N_VALUE_FLAGS 6
+
+/* The flag's index in k_flags, or -1. */
+static int flag_index(const char *flag)
+{
+    int i;
+    for (i = 0; i < (int)(sizeof k_flags / sizeof k_flags[0]); i++)
+        if (strcmp(flag, k_flags[i]) == 0) return i;
+    return -1;
+}
+
 static int takes_value(const char *flag)
 {
-    static const char *const with_value[] = {"--ranks", "--iters", "--threads", "--backend",
-                                             "--dtype", "--shape"};
-    unsigned i;
-    for (i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
-        if (strcmp(flag, with_value[i]) == 0) return 1;
-    return 0;
+    int i = flag_index(flag);
+    return i >= 0 && i < N_VALUE_FLAGS;
 }
 
 static int is_switch(const char *flag)
 {
-    return strcmp(flag, "--channels-last") == 0 || strcmp(flag, "--no-empty") == 0 ||
-           strcmp(flag, "--cumulative") == 0 || strcmp(flag, "--reproducible") == 0;
+    return flag_index(flag) >= N_VALUE_FLAGS && strcmp(flag, "--print-digests") != 0;
 }
 
 /*
@@ -218,6 +232,7 @@ static int is_switch(const char *flag)
 static int parse(int argc, char **argv, options *o)
 {
     int i, no_empty = 0, rc;
+    unsigned seen = 0; /* bit k: k_flags[k] was given */
     memset(o, 0, sizeof *o);
     if (argc < 2) {
         print_usage(stderr);
@@ -255,6 +270,9 @@ static int parse(int argc, char **argv, options *o)
             print_usage(stdout);
             return 0;
         }
+        if (flag_index(a) >= 0 && (seen >> flag_index(a) & 1u)) /* not silently the last one */
+            return usage_error("%s is given twice: give each flag once", a);
+        if (flag_index(a) >= 0) seen |= 1u << flag_index(a);
         if (strcmp(a, "--print-digests") == 0 && strcmp(o->command, "verify") == 0) {
             o->print_digests = 1;
             continue;
@@ -298,6 +316,10 @@ static int parse(int argc, char **argv, options *o)
         if (rc != 0) return rc;
     }
     o->cfg.empty_rank = no_empty ? -1 : 1;
+    if (strcmp(o->backend, "mpi") == 0 && (seen >> flag_index("--ranks") & 1u))
+        return usage_error("--ranks %d with --backend mpi: the world is the MPI processes (mpirun "
+                           "-np %d); --ranks is a flag of the threads backend",
+                           o->ranks, o->ranks);
     if (o->print_digests && (!o->cfg.reproducible || strcmp(o->backend, "threads") != 0))
         return usage_error("--print-digests needs --reproducible and the threads backend (it is "
                            "the mode of verify --reproducible's re-executed child)");
@@ -337,7 +359,8 @@ static int run_threads(const check_config *cfg, int ranks, check_result *out)
     rank_job *jobs = calloc((size_t)ranks, sizeof *jobs);
     pthread_t *threads = calloc((size_t)ranks, sizeof *threads);
     int r, ok = comms && jobs && threads;
-    sbn_status s = ok ? sbn_comm_threads_create(ranks, 120.0, comms) : SBN_ERR_OUT_OF_MEMORY;
+    sbn_status s = ok ? sbn_comm_threads_create(ranks, check_comm_timeout(), comms)
+                      : SBN_ERR_OUT_OF_MEMORY;
     if (s != SBN_OK) {
         fprintf(stderr, "syncbn: cannot create %d ranks: %s\n", ranks, sbn_last_error());
         free(comms), free(jobs), free(threads);
@@ -516,8 +539,6 @@ static int verify(options *o)
 
 /* ---- syncbn info ---- */
 
-#define INFO_MAX_THREADS 1024 /* the limit of SBN_NUM_THREADS (as the Python package's) */
-
 static int cpus_in_affinity_mask(void)
 {
     cpu_set_t set;
@@ -528,9 +549,9 @@ static int cpus_in_affinity_mask(void)
 }
 
 /* The cache sizes the size-based schedules use (cache_size.c) and what they decide. */
-static void print_caches(void)
+static void print_caches(const sbn__env *env)
 {
-    int streams = sbn__env_switch("SBN_STREAM_STORES"), tiles = sbn__env_switch("SBN_ROW_TILES");
+    int streams = env->stream_stores, tiles = env->row_tiles; /* -1: unset or invalid */
     double l1 = (double)sbn__cache_bytes(1), l2 = (double)sbn__cache_bytes(2);
     double l3 = (double)sbn__cache_bytes(3), mib = 1048576.0;
     printf("caches: L1d %.4g KiB, L2 %.4g MiB, L3 %.4g MiB (one instance each)\n", l1 / 1024.0,
@@ -539,7 +560,7 @@ static void print_caches(void)
         printf("row tiles: %s (SBN_ROW_TILES=%d)\n", tiles ? "always" : "never", tiles);
     else
         printf("row tiles: channels-last maps whose rows and coefficients exceed %.4g KiB, "
-               "while the tensors fit the L3 (SBN_ROW_TILES unset: by size)\n",
+               "while the tensors fit the L3 (SBN_ROW_TILES not set: by size)\n",
                l1 / 1024.0);
     if (streams >= 0)
         printf("beyond the cache: %s (SBN_STREAM_STORES=%d)\n", streams ? "always" : "never",
@@ -548,7 +569,7 @@ static void print_caches(void)
         printf("beyond the cache: maps over %.4g MiB (channels-last rows: %.4g MiB, with 2+ "
                "threads rows of %d bytes or more) stream their stores, reductions over %.4g "
                "MiB prefetch short rows "
-               "(SBN_STREAM_STORES unset: by size)\n",
+               "(SBN_STREAM_STORES not set: by size)\n",
                SBN_MAP_STREAM_SHARE * l3 / mib, SBN_ROWS_STREAM_SHARE * l3 / mib,
                SBN_ROWS_STREAM_MIN_BYTES, SBN_REDUCE_PREFETCH_SHARE * l3 / mib);
 }
@@ -556,10 +577,11 @@ static void print_caches(void)
 static int info(void)
 {
     static const char *const isas[] = {"scalar", "avx2", "avx512"};
-    const char *force = getenv("SBN_FORCE_SCALAR"), *num = getenv("SBN_NUM_THREADS");
-    const char *timeout = getenv("SBN_COMM_TIMEOUT");
-    int cpus = cpus_in_affinity_mask(), threads = cpus, bad = 0;
-    long long parsed;
+    const sbn__env *env = sbn__env_get(); /* the library's own parse of every SBN_* variable */
+    const sbn__env_var *num = &env->var[SBN_ENV_NUM_THREADS];
+    const sbn__env_var *timeout = &env->var[SBN_ENV_COMM_TIMEOUT];
+    int cpus = cpus_in_affinity_mask(), threads = env->num_threads > 0 ? env->num_threads : cpus;
+    int bad = 0, id;
     size_t i;
     sbn_comm_t *comm = NULL;
 
@@ -569,24 +591,21 @@ static int info(void)
     for (i = 0; i < sizeof isas / sizeof isas[0]; i++)
         if (sbn__kernels_for(isas[i]) != NULL) printf(" %s", isas[i]);
     printf(")\n");
-    if (force == NULL)
-        printf("SBN_FORCE_SCALAR: unset (the widest kernels the CPU supports)\n");
-    else if (strcmp(force, "1") == 0)
-        printf("SBN_FORCE_SCALAR: 1 (the scalar kernels, forced)\n");
-    else
-        printf("SBN_FORCE_SCALAR: \"%.64s\" (ignored: only 1 forces the scalar kernels)\n", force);
-    printf("cpus: %d (in this process's affinity mask)\n", cpus);
-    print_caches();
-    if (num == NULL || num[0] == '\0') {
-        printf("threads: %d (SBN_NUM_THREADS unset: the CPUs in the affinity mask)\n", threads);
-    } else if (parse_integer(num, strlen(num), 1, INFO_MAX_THREADS, &parsed)) {
-        threads = (int)parsed;
-        printf("threads: %d (SBN_NUM_THREADS)\n", threads);
-    } else {
-        printf("threads: %d (SBN_NUM_THREADS is \"%.64s\", refused: expected 1 to %d)\n", threads,
-               num, INFO_MAX_THREADS);
-        bad = 1;
+    for (id = 0; id < SBN_ENV_COUNT; id++) { /* each variable: its parsed value, or why not */
+        char line[2 * SBN_ENV_MESSAGE];
+        sbn__env_describe(env, (sbn__env_id)id, line, sizeof line);
+        printf("%s: %s\n", env->var[id].name, line);
+        if (env->var[id].set && !env->var[id].valid) bad = 1;
     }
+    printf("cpus: %d (in this process's affinity mask)\n", cpus);
+    print_caches(env);
+    if (!num->set)
+        printf("threads: %d (SBN_NUM_THREADS unset: the CPUs in the affinity mask)\n", threads);
+    else if (num->valid)
+        printf("threads: %d (SBN_NUM_THREADS)\n", threads);
+    else
+        printf("threads: %d (SBN_NUM_THREADS is \"%s\", refused: expected 1 to %d; the CPUs in "
+               "the affinity mask)\n", threads, num->text, SBN_ENV_MAX_THREADS);
 #ifdef SBN_HAVE_MPI
     {
         char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -599,16 +618,26 @@ static int info(void)
     printf("mpi: no (built without the MPI backend)\n");
 #endif
     /* The library's own rule decides: a one-rank threads communicator reads SBN_COMM_TIMEOUT. */
-    if (SBN_FAILED(sbn_comm_threads_create(1, 0.0, &comm))) {
+    if (SBN_FAILED(sbn_comm_threads_create(1, 0.0, &comm)))
         printf("comm timeout: refused: %s\n", sbn_last_error());
-        bad = 1;
-    } else if (timeout == NULL || strspn(timeout, " \t") == strlen(timeout)) {
-        printf("comm timeout: 60 s (SBN_COMM_TIMEOUT unset: the default)\n");
-    } else {
-        printf("comm timeout: %g s (SBN_COMM_TIMEOUT)\n", strtod(timeout, NULL));
-    }
+    else if (!timeout->set)
+        printf("comm timeout: %g s (SBN_COMM_TIMEOUT unset: the default)\n",
+               SBN_COMM_DEFAULT_TIMEOUT);
+    else
+        printf("comm timeout: %g s (SBN_COMM_TIMEOUT%s)\n", env->comm_timeout,
+               env->comm_timeout == SBN_COMM_MAX_TIMEOUT ? ", capped" : "");
     if (comm != NULL) sbn_comm_destroy(comm);
     return bad;
+}
+
+/* demo and verify refuse a bad SBN_COMM_TIMEOUT before running anything, as every
+ * communicator creation of the library would; 1 when refused. */
+static int comm_timeout_refused(void)
+{
+    const sbn__env_var *t = &sbn__env_get()->var[SBN_ENV_COMM_TIMEOUT];
+    if (!t->set || t->valid) return 0;
+    fprintf(stderr, "syncbn: %s\n", t->message);
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -617,6 +646,7 @@ int main(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
     if (strcmp(o.command, "info") == 0) return info();
+    if (comm_timeout_refused()) return 1;
 #ifdef SBN_HAVE_MPI
     if (strcmp(o.backend, "mpi") == 0) {
         MPI_Init(&argc, &argv);

@@ -21,8 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h" /* SBN_COMM_TIMEOUT as the library parsed it */
+
 #define CHECK_EPS 1e-5
 #define CHECK_MOMENTUM 0.1
+
+double check_comm_timeout(void)
+{
+    return sbn__env_get()->var[SBN_ENV_COMM_TIMEOUT].set ? 0.0 : CHECK_TIMEOUT;
+}
 
 void check_split(int64_t n, int world, int rank, int empty_rank, int64_t *first, int64_t *count)
 {

@@ -53,6 +53,14 @@ typedef struct check_result {
     char message[256];
 } check_result;
 
+/*
+ * The timeout the command gives its threads worlds: 0 when SBN_COMM_TIMEOUT is set, so
+ * that the library's rule applies (its value, or SBN_ERR_BAD_VALUE when it is bad),
+ * else CHECK_TIMEOUT (the library's 60 s default is short for a demo's large batches).
+ */
+#define CHECK_TIMEOUT 120.0
+double check_comm_timeout(void);
+
 /* The rows of the global batch owned by `rank` of `world`: [*first, *first + *count). */
 void check_split(int64_t n, int world, int rank, int empty_rank, int64_t *first, int64_t *count);
 /* Runs the configuration on this rank; every rank of the world must call it. */

@@ -36,7 +36,6 @@ extern char **environ;
 #define REPRO_TAG 0x5265 /* the digest's allreduce */
 #define STEPS 2
 #define MAX_WORLD 16
-#define TIMEOUT 120.0
 
 /* ---- the digest ---- */
 
@@ -333,7 +332,7 @@ static sbn_status run_threads_world(const vinputs *in, const vplan *pl, uint64_t
     sbn_comm_t *comms[MAX_WORLD];
     pthread_t threads[MAX_WORLD];
     vjob jobs[MAX_WORLD];
-    sbn_status s = sbn_comm_threads_create(pl->world, TIMEOUT, comms);
+    sbn_status s = sbn_comm_threads_create(pl->world, check_comm_timeout(), comms);
     int r;
     if (s != SBN_OK) return s;
     for (r = 0; r < pl->world; r++) {
@@ -663,7 +662,7 @@ int repro_demo_finish(repro_demo *demo, const check_config *cfg, int mpi, int pr
     one.empty_rank = -1;
     if (rank0 && repro_demo_start(&single, 1, &one)) { /* the same batch on one rank */
         sbn_comm_t *comm = NULL;
-        if (sbn_comm_threads_create(1, TIMEOUT, &comm) == SBN_OK) {
+        if (sbn_comm_threads_create(1, check_comm_timeout(), &comm) == SBN_OK) {
             check_run(&one, comm, &r);
             sbn_comm_destroy(comm);
             d1 = single.digest[0];

@@ -2,8 +2,8 @@
  * aclnn_pool.c - the one thread pool every aclnn op of the process runs on. It is
  * created on first use (the first op's phase 2, or aclrtSetDevice) with a size
  * chosen in this order: the "syncbn": {"num_threads": N} key of the aclInit
- * config file, the SBN_NUM_THREADS environment variable (1..1024; any other value
- * is ignored), else the number of CPUs in the process's affinity mask. A phase 2
+ * config file, the SBN_NUM_THREADS environment variable (1..1024, parsed once by
+ * env.c; any other value is ignored with a warning), else the number of CPUs in the process's affinity mask. A phase 2
  * holds the pool for reading while it runs (a pthread rwlock); aclInit with a new
  * size and aclFinalize take it for writing, so the pool is only replaced or
  * destroyed when no op is using it. Several host threads may run ops at once: the
@@ -21,8 +21,9 @@
 #include <unistd.h>
 
 #include "aclnn_internal.h"
+#include "core/env.h"
 
-#define MAX_POOL_THREADS 1024
+#define MAX_POOL_THREADS SBN_ENV_MAX_THREADS
 
 static pthread_rwlock_t g_pool_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
@@ -62,21 +63,10 @@ int sbn__acl_affinity_cpus(void)
     return online > 0 ? (int)online : 1;
 }
 
-/* SBN_NUM_THREADS when it holds a whole number 1..1024, else 0. */
-static int env_threads(void)
-{
-    const char *s = getenv("SBN_NUM_THREADS");
-    char *end;
-    long v;
-    if (s == NULL || *s == '\0') return 0;
-    v = strtol(s, &end, 10);
-    if (*end != '\0' || v < 1 || v > MAX_POOL_THREADS) return 0;
-    return (int)v;
-}
-
 int sbn__acl_pool_default_threads(void)
 {
-    int n = g_config_threads > 0 ? g_config_threads : env_threads();
+    /* SBN_NUM_THREADS (env.c): 1..1024, else 0 */
+    int n = g_config_threads > 0 ? g_config_threads : sbn__env_get()->num_threads;
     if (n <= 0) n = sbn__acl_affinity_cpus();
     return n > MAX_POOL_THREADS ? MAX_POOL_THREADS : n;
 }

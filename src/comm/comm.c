@@ -499,23 +499,16 @@ static double capped_timeout(double seconds)
 
 sbn_status sbn__comm_timeout(double requested, double *seconds)
 {
-    const char *text = getenv(SBN_COMM_TIMEOUT_ENV), *p;
-    char *end = NULL;
-    double value;
+    const sbn__env *env = sbn__env_get();
+    const sbn__env_var *var = &env->var[SBN_ENV_COMM_TIMEOUT];
 
     if (requested > 0) { /* false for NaN too */
         *seconds = capped_timeout(requested);
         return SBN_OK;
     }
     *seconds = SBN_COMM_DEFAULT_TIMEOUT;
-    for (p = text; p != NULL && (*p == ' ' || *p == '\t'); p++) {}
-    if (p == NULL || *p == '\0') return SBN_OK; /* unset or blank: the default */
-    value = strtod(p, &end);
-    while (end != NULL && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
-    if (end == p || end == NULL || *end != '\0' || !(value > 0))
-        return sbn__error(SBN_ERR_BAD_VALUE, "the environment variable %s is \"%.64s\"; expected "
-                          "a number of seconds greater than 0 (unset it for the default of %g s)",
-                          SBN_COMM_TIMEOUT_ENV, text, SBN_COMM_DEFAULT_TIMEOUT);
-    *seconds = capped_timeout(value); /* an overflow to +inf (ERANGE) is capped as well */
+    if (!var->set) return SBN_OK; /* unset or blank: the default */
+    if (!var->valid) return sbn__error(SBN_ERR_BAD_VALUE, "%s", var->message);
+    *seconds = env->comm_timeout; /* env.c caps it as capped_timeout does */
     return SBN_OK;
 }

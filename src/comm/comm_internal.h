@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/env.h"
 #include "core/internal.h"
 #include "syncbn/comm.h"
 
@@ -32,9 +33,8 @@ enum {
     SBN_HDR_WORDS = 7   /* every word before SBN_HDR_STATUS must agree (56 bytes) */
 };
 
-#define SBN_COMM_DEFAULT_TIMEOUT 60.0 /* seconds */
-#define SBN_COMM_MAX_TIMEOUT 1e8      /* about three years: keeps a deadline representable */
-#define SBN_COMM_TIMEOUT_ENV "SBN_COMM_TIMEOUT"
+/* SBN_COMM_DEFAULT_TIMEOUT and SBN_COMM_MAX_TIMEOUT: core/env.h, whose parser caps the
+ * environment's timeout as sbn__comm_timeout caps an argument. */
 
 
 enum {
@@ -117,10 +117,10 @@ void sbn__comm_release(sbn_comm_t *comm);
 /*
  * The timeout of a backend that waits: `requested` when it is a number > 0
  * (capped at SBN_COMM_MAX_TIMEOUT, so +inf means "practically never"); otherwise
- * (0, negative, NaN) the SBN_COMM_TIMEOUT environment variable when it is set and
- * not empty, which must then be a number > 0 (same cap; surrounding blanks
- * allowed), else SBN_ERR_BAD_VALUE with a sentence quoting it; otherwise
- * SBN_COMM_DEFAULT_TIMEOUT.
+ * (0, negative, NaN) the SBN_COMM_TIMEOUT environment variable (env.c, read once
+ * per process) when it is set and not blank, which must then be a number > 0 (same
+ * cap; surrounding blanks allowed), else SBN_ERR_BAD_VALUE with env.c's sentence
+ * quoting it; otherwise SBN_COMM_DEFAULT_TIMEOUT.
  */
 sbn_status sbn__comm_timeout(double requested, double *seconds);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/env.h"
 #include "core/internal.h"
 
 /*
@@ -30,12 +31,6 @@
  */
 static int g_beyond_override = -1;
 
-int sbn__env_switch(const char *name)
-{
-    const char *e = getenv(name);
-    return e && strcmp(e, "0") == 0 ? 0 : e && strcmp(e, "1") == 0 ? 1 : -1;
-}
-
 void sbn__stream_stores_set(int mode)
 {
     g_beyond_override = mode < 0 ? -1 : mode != 0;
@@ -43,11 +38,10 @@ void sbn__stream_stores_set(int mode)
 
 int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits)
 {
-    static int env_mode = -2; /* benign race: every thread computes the same value */
+    int env_mode = sbn__env_get()->stream_stores; /* -1 when unset or invalid */
     double bytes = 0.0;
     int i;
     if (g_beyond_override >= 0) return g_beyond_override;
-    if (env_mode == -2) env_mode = sbn__env_switch("SBN_STREAM_STORES");
     if (env_mode >= 0) return env_mode;
     if (!suits) return 0;
     for (i = 0; i < n; i++)

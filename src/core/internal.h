@@ -431,9 +431,6 @@ int64_t sbn__cache_bytes(int level);
  * reductions); never when `suits` is 0 (a map whose runs are too short), unless
  * forced (sbn__stream_stores_set, SBN_STREAM_STORES). */
 int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits);
-/* A schedule switch from the environment (SBN_STREAM_STORES, SBN_ROW_TILES): 0 or 1 when
- * the variable is exactly "0" or "1", else -1 (choose by size). */
-int sbn__env_switch(const char *name);
 /* Forces sbn__beyond_cache: -1 by size (the default), 0 never, 1 always (tests; the
  * environment's SBN_STREAM_STORES=0|1 does the same). */
 void sbn__stream_stores_set(int mode);

@@ -1,7 +1,7 @@
 /*
  * dispatch.c - picks the kernel variants once per process: the widest ISA in
  * kernels.inc that was built and that this CPU supports, unless the environment
- * sets SBN_FORCE_SCALAR=1. Every variant gives the same bits (kernels.h), so the
+ * sets SBN_FORCE_SCALAR=1 (env.c). Every variant gives the same bits (kernels.h), so the
  * choice changes speed only.
  */
 #include <pthread.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "kernels/kernels.h"
 
 /* One streaming family in sbn_kdtype order. */
@@ -105,11 +106,10 @@ static void build_streaming(void)
 
 static void choose(void)
 {
-    const char *force = getenv("SBN_FORCE_SCALAR");
     size_t i;
     build_streaming();
     g_chosen = 0;
-    if (force != NULL && strcmp(force, "1") == 0) return;
+    if (sbn__env_get()->force_scalar) return;
     for (i = 0; i < SBN_TABLES; i++)
         if (supported(g_tables[i].isa)) g_chosen = i;
 }

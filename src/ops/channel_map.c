@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
@@ -365,13 +366,11 @@ void sbn__row_tiles_set(int mode)
  * path with one element type). */
 static int64_t row_tile(const map_job *job)
 {
-    static int env_mode = -2; /* benign race: every thread computes the same value */
     const sbn__walk *w = &job->walk;
     int64_t per_channel = (job->kind == SBN_MAP_NORMALIZE ? 3 : 4) * (job->fcoef ? 4 : 8);
     int i, mode = g_row_tiles;
     if (!job->rows || job->kd < 0) return 0;
-    if (env_mode == -2) env_mode = sbn__env_switch("SBN_ROW_TILES");
-    if (mode < 0) mode = env_mode;
+    if (mode < 0) mode = sbn__env_get()->row_tiles; /* -1 when unset or invalid */
     if (mode >= 0) return mode ? SBN_ROW_TILE : 0;
     if (job->beyond_l3) return 0;
     for (i = 0; i < w->ntensors; i++) per_channel += (int64_t)es(w, i);

@@ -14,8 +14,9 @@
  *
  * The block: budget / (R x bytes per element read) channels, at most C / 2T (so there
  * are at least 2T blocks: each lane's scratch and coefficients then fit in the
- * two-pass workspace), where budget is SBN_ONE_PASS_BYTES (bytes; "l2" means half the
- * L2 per core; 0 turns the schedule off), else the size rule of budget_by_size, which
+ * two-pass workspace), where budget is SBN_ONE_PASS_BYTES (parsed by env.c: bytes up to
+ * 2^40; "l2" means half the L2 per core; 0 turns the schedule off; a bad value is
+ * ignored), else the size rule of budget_by_size, which
  * asks the machine description: one pass pays where the second read of a block would
  * otherwise come from a slower level than the one the block sits in (another core's
  * cache, or the L3 instead of this core's L2). It never pays from memory: a block of a
@@ -27,9 +28,8 @@
  * the size rule leaves them to two passes (tests force them with budgets).
  */
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
 
+#include "core/env.h"
 #include "core/internal.h"
 
 #define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
@@ -42,20 +42,9 @@ static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
  * when the schedule is off, ONE_PASS_BY_SIZE when nothing is set. */
 static int64_t budget_bytes(void)
 {
-    static int64_t cached = -1; /* benign race: every thread computes the same value */
-    const char *env;
+    int64_t env = sbn__env_get()->one_pass_bytes; /* -1 when unset or invalid */
     if (g_budget_override >= 0) return g_budget_override;
-    if (cached != -1) return cached;
-    env = getenv("SBN_ONE_PASS_BYTES");
-    cached = ONE_PASS_BY_SIZE;
-    if (env && strcmp(env, "l2") == 0) {
-        cached = sbn__cache_bytes(2) / 2;
-    } else if (env && *env) {
-        char *end;
-        long long v = strtoll(env, &end, 10);
-        cached = *end == '\0' && v >= 0 ? (int64_t)v : 0;
-    }
-    return cached;
+    return env >= 0 ? env : ONE_PASS_BY_SIZE;
 }
 
 /*

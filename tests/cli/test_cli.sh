@@ -105,6 +105,21 @@ expect_usage_error "syncbn: --backend nccl:" "threads or mpi" demo --backend ncc
 expect_usage_error "syncbn: --ranks is not a flag of verify" "--backend" verify --ranks 2
 expect_usage_error "syncbn: --iters is not a flag of verify" "--reproducible" \
   verify --reproducible --iters 2
+# a flag given twice is refused, not silently the last value (issue 25)
+expect_usage_error "syncbn: --ranks is given twice" "once" demo --ranks 2 --ranks 3
+expect_usage_error "syncbn: --shape is given twice" "once" demo --shape 4x3 --iters 1 --shape 5x3
+expect_usage_error "syncbn: --dtype is given twice" "once" demo --dtype f32 --dtype f32
+expect_usage_error "syncbn: --channels-last is given twice" "once" demo --channels-last --channels-last
+expect_usage_error "syncbn: --backend is given twice" "once" verify --backend threads --backend threads
+expect_usage_error "syncbn: --reproducible is given twice" "once" verify --reproducible --reproducible
+# --ranks under --backend mpi was silently ignored: the world is mpirun's processes
+if "$syncbn" info 2>/dev/null | grep -q "^mpi: yes"; then
+  expect_usage_error "syncbn: --ranks 4 with --backend mpi:" "mpirun -np 4" demo --backend mpi --ranks 4
+  expect_usage_error "syncbn: --ranks 2 with --backend mpi:" "threads backend" \
+    demo --ranks 2 --iters 1 --backend mpi
+else
+  expect_usage_error "syncbn: --backend mpi:" "no MPI" demo --backend mpi --ranks 4
+fi
 # --print-digests (hidden) is the mode of verify --reproducible's re-executed child: alone, or
 # on demo, it is refused
 expect_usage_error "syncbn: --print-digests needs --reproducible" "threads backend" \
@@ -112,6 +127,61 @@ expect_usage_error "syncbn: --print-digests needs --reproducible" "threads backe
 expect_usage_error "syncbn: unknown flag '--print-digests'" "demo" \
   demo --reproducible --print-digests
 expect_usage_error "usage: syncbn demo" "--ranks" # no command at all
+
+# --- the environment as the library parses it (issue 25): info prints each SBN_* variable's
+# value or "invalid:", exits 1 on an invalid one; demo and verify refuse a bad SBN_COMM_TIMEOUT
+# expect_info STATUS "STDOUT LINE REGEX" VAR=VALUE...
+expect_info() {
+  local status=$1 regex=$2 out rc
+  shift 2
+  checks=$((checks + 1))
+  out=$(env "$@" timeout 60 "$syncbn" info 2>/dev/null)
+  rc=$?
+  if [ "$rc" -ne "$status" ]; then
+    fail "$* syncbn info: exit $rc, expected $status"
+  elif ! grep -Eq "$regex" <<<"$out"; then
+    fail "$* syncbn info: no line /$regex/ in: $(grep SBN_ <<<"$out" | tr '\n' ' ')"
+  fi
+}
+expect_info 1 '^SBN_STREAM_STORES: invalid: .*"2"' SBN_STREAM_STORES=2
+expect_info 1 '^SBN_ROW_TILES: invalid: .*"yes"' SBN_ROW_TILES=yes
+expect_info 1 '^SBN_ONE_PASS_BYTES: invalid: .*"9223372036854775807"' \
+  SBN_ONE_PASS_BYTES=9223372036854775807
+expect_info 1 '^SBN_FORCE_SCALAR: invalid: .*"2"' SBN_FORCE_SCALAR=2
+expect_info 1 '^SBN_COMM_TIMEOUT: invalid: .*"abc"' SBN_COMM_TIMEOUT=abc
+expect_info 0 '^comm timeout: 1e\+08 s \(SBN_COMM_TIMEOUT, capped\)' SBN_COMM_TIMEOUT=1e400
+expect_info 0 '^SBN_STREAM_STORES: 1 \(always\)' SBN_STREAM_STORES=1
+expect_info 0 '^beyond the cache: always' SBN_STREAM_STORES=1
+expect_info 0 '^row tiles: never' SBN_ROW_TILES=0
+expect_info 0 '^SBN_ONE_PASS_BYTES: [0-9]+ bytes \(l2' SBN_ONE_PASS_BYTES=l2
+expect_info 0 '^threads: 3 \(SBN_NUM_THREADS\)' SBN_NUM_THREADS=" 3 "
+# a warning on stderr for an ignored one, naming it and its value
+checks=$((checks + 1))
+err=$(SBN_ROW_TILES=yes timeout 60 "$syncbn" info 2>&1 >/dev/null)
+if ! grep -q 'warning: the environment variable SBN_ROW_TILES is "yes"' <<<"$err"; then
+  fail "SBN_ROW_TILES=yes syncbn info: no warning on stderr: $err"
+fi
+# expect_env_refused VAR=VALUE -- ARGS... : exit 1, nothing on stdout, stderr names the variable
+expect_env_refused() {
+  local assignment=$1 out err rc
+  shift 2
+  checks=$((checks + 1))
+  out=$(mktemp) err=$(mktemp)
+  env "$assignment" timeout 60 "$syncbn" "$@" >"$out" 2>"$err"
+  rc=$?
+  if [ "$rc" -ne 1 ]; then
+    fail "$assignment syncbn $*: exit $rc, expected 1"
+  elif ! grep -q "SBN_COMM_TIMEOUT is \"${assignment#*=}\"" "$err"; then
+    fail "$assignment syncbn $*: stderr does not name it: $(head -n 1 "$err")"
+  elif [ -s "$out" ]; then
+    fail "$assignment syncbn $*: ran although the environment is refused: $(head -n 1 "$out")"
+  fi
+  rm -f "$out" "$err"
+}
+expect_env_refused SBN_COMM_TIMEOUT=abc -- demo --ranks 2 --shape 4x3 --iters 1
+expect_env_refused SBN_COMM_TIMEOUT=-1 -- demo --ranks 2 --shape 4x3 --iters 1 --reproducible
+expect_env_refused SBN_COMM_TIMEOUT=nan -- verify
+expect_env_refused SBN_COMM_TIMEOUT=0 -- verify --reproducible
 
 # --- good flags still work (tiny runs)
 expect_demo_ok --ranks 2 --shape 4x3x2x2 --iters 1

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "mpi_cases.h"
+#include "support/env_now.h"
 #include "syncbn/comm_mpi.h"
 
 #define ENV_TIMEOUT 2.0        /* what ctest puts in SBN_COMM_TIMEOUT */
@@ -194,7 +195,7 @@ static void bad_environment_values(void)
     double v = 1.0;
     size_t k;
     for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        setenv("SBN_COMM_TIMEOUT", bad[k], 1);
+        tsup_setenv_now("SBN_COMM_TIMEOUT", bad[k]);
         if (k + 1 == sizeof bad / sizeof bad[0]) {
             /* Blank means unset: the default 60 s, and creation works. */
             EXPECT_STATUS(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK);
@@ -211,7 +212,7 @@ static void bad_environment_values(void)
         sbn_comm_destroy(comm);
         comm = NULL;
     }
-    setenv("SBN_COMM_TIMEOUT", "2", 1);
+    tsup_setenv_now("SBN_COMM_TIMEOUT", "2");
 }
 
 /*
