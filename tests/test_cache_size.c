@@ -1,5 +1,5 @@
 /*
- * test_cache_size.c - the cache sizes the size-based schedules use (cache_size.c)
+ * test_cache_size.c - the cache sizes the size-based schedules use (machine.c)
  * and the rule built on them (sbn__beyond_cache). Where the kernel describes the
  * caches in /sys, the sizes are its per-instance sizes (the C library's sysconf
  * can be far off: 320 MiB for a 32 MiB L3 on an AMD EPYC VM), read here with a

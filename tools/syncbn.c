@@ -548,14 +548,24 @@ static int cpus_in_affinity_mask(void)
     return online > 0 ? (int)online : 1;
 }
 
-/* The cache sizes the size-based schedules use (cache_size.c) and what they decide. */
+/* The cache sizes the schedules use (machine.c), where each came from, and what the
+ * size rules of plan.c decide from them. */
 static void print_caches(const sbn__env *env)
 {
     int streams = env->stream_stores, tiles = env->row_tiles; /* -1: unset or invalid */
     double l1 = (double)sbn__cache_bytes(1), l2 = (double)sbn__cache_bytes(2);
     double l3 = (double)sbn__cache_bytes(3), mib = 1048576.0;
+    const sbn__machine *m = sbn__machine_get();
+    int level;
     printf("caches: L1d %.4g KiB, L2 %.4g MiB, L3 %.4g MiB (one instance each)\n", l1 / 1024.0,
            l2 / mib, l3 / mib);
+    for (level = 0; level < 3; level++) { /* where each size came from */
+        const sbn__cache_level *c = &m->cache[level];
+        printf("  L%d: %s", level + 1, c->source);
+        if (c->sharing > 0) printf("; shared by %d CPUs", c->sharing);
+        if (c->reported > 0) printf("; reported %.4g MiB", (double)c->reported / mib);
+        printf("\n");
+    }
     if (tiles >= 0)
         printf("row tiles: %s (SBN_ROW_TILES=%d)\n", tiles ? "always" : "never", tiles);
     else

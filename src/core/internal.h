@@ -311,7 +311,42 @@ struct sbn_pool {
  * pool is NULL or threads <= 1, pool itself when threads >= its width. */
 sbn_pool_t *sbn__pool_team(sbn_pool_t *pool, int threads, sbn_pool_t *view);
 
-/* ---- how many threads a loop takes (src/ops/plan.c) ---- */
+/* ---- every schedule decision (src/ops/plan.c) ---- */
+/* The shares of the L3 beyond which a map streams its stores (channels-last rows: on one
+ * thread, or with rows of SBN_ROWS_STREAM_MIN_BYTES or more) and a row reduction
+ * prefetches; the mechanism is in plan.c, and `syncbn info` prints them. */
+#define SBN_MAP_STREAM_SHARE 0.9
+#define SBN_ROWS_STREAM_SHARE 0.5
+#define SBN_ROWS_STREAM_MIN_BYTES 512
+#define SBN_REDUCE_PREFETCH_SHARE 0.5
+/* Whether the n tensors of a map or a reduction together exceed `share` of the L3, so
+ * that it takes the kernels for data beyond the cache (sbn__kernels_streaming:
+ * non-temporal stores in maps, prefetch in AVX-512 row reductions); never when `suits`
+ * is 0, unless forced (sbn__stream_stores_set, SBN_STREAM_STORES). */
+int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits);
+/* Forces sbn__beyond_cache: -1 by size (the default), 0 never, 1 always (tests; the
+ * environment's SBN_STREAM_STORES=0|1 does the same). */
+void sbn__stream_stores_set(int mode);
+/* A map's stores over its n tensors (the output last), walked as w (rows: the row path)
+ * on pool: 1 to stream them past the cache; *beyond_l3 is set when the tensors exceed
+ * the whole L3. */
+int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, int rows,
+                         const sbn_pool_t *pool, int *beyond_l3);
+/* The row path's tile width in channels (0: whole rows) and, in *tile_rows, its rows. */
+int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs, int backward,
+                           int beyond_l3, int64_t *tile_rows);
+/* The row path's tiles: -1 by size (the default), 0 never, 1 always (tests; the
+ * environment's SBN_ROW_TILES=0|1 does the same). Speed only, never bits. */
+void sbn__row_tiles_set(int mode);
+/*
+ * Channels per block of the one-pass schedule for which a block's inputs (R x
+ * bytes_per_element bytes a channel) fit a thread's cache budget, with at least 2T
+ * blocks; 0 when the two-pass schedule should run instead.
+ */
+int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_pool_t *pool);
+/* Sets the per-thread budget in bytes (0: two passes always; -1: back to the default, the
+ * environment's SBN_ONE_PASS_BYTES or else the size rule of plan.c). Tests. */
+void sbn__one_pass_set_budget(int64_t bytes);
 /* The threads of pool that `work_ns` nanoseconds of work keep busy: 1 for NULL or a
  * small loop, at most the pool's width and the CPUs of this process. */
 int sbn__plan_width(const sbn_pool_t *pool, double work_ns);
@@ -397,10 +432,6 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
 typedef enum sbn__map_kind { SBN_MAP_NORMALIZE, SBN_MAP_BACKWARD } sbn__map_kind;
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
                       double *coef, sbn_tensor *out, sbn_pool_t *pool);
-/* The row path's tiles of channels x rows (rows wider than the L1 with their
- * coefficients): -1 by size (the default), 0 never, 1 always (tests; the environment's
- * SBN_ROW_TILES=0|1 does the same). Speed only, never bits. */
-void sbn__row_tiles_set(int mode);
 
 /* ---- the machine (src/core/machine.c) ---- */
 typedef struct sbn__cache_level {
@@ -417,34 +448,8 @@ typedef struct sbn__machine {
 const sbn__machine *sbn__machine_get(void);
 /* Bytes of this machine's level-1, 2 or 3 data cache (per instance): sbn__machine_get's. */
 int64_t sbn__cache_bytes(int level);
-/* The shares of the L3 the ops pass to sbn__beyond_cache (the A/Bs behind them sit at
- * their uses, channel_map.c and channel_reduce.c; `syncbn info` prints them): maps 0.9,
- * channels-last row maps 0.5 on one thread or with rows of SBN_ROWS_STREAM_MIN_BYTES or
- * more, reductions 0.5 (what else the op moves evicts their inputs). */
-#define SBN_MAP_STREAM_SHARE 0.9
-#define SBN_ROWS_STREAM_SHARE 0.5
-#define SBN_ROWS_STREAM_MIN_BYTES 512 /* per row, with 2 or more threads */
-#define SBN_REDUCE_PREFETCH_SHARE 0.5
-/* Whether the n tensors of a map or a reduction together exceed `share` of the L3
- * (above), so that it takes the kernels for data beyond the cache
- * (sbn__kernels_streaming: non-temporal stores in maps, prefetch in AVX-512 row
- * reductions); never when `suits` is 0 (a map whose runs are too short), unless
- * forced (sbn__stream_stores_set, SBN_STREAM_STORES). */
-int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits);
-/* Forces sbn__beyond_cache: -1 by size (the default), 0 never, 1 always (tests; the
- * environment's SBN_STREAM_STORES=0|1 does the same). */
-void sbn__stream_stores_set(int mode);
 
 /* ---- the one-pass schedule of batch_norm / batch_norm_backward (src/ops/one_pass.c) ---- */
-/*
- * Channels per block for which a block's inputs (R x bytes_per_element bytes a
- * channel) fit a thread's cache budget, with at least 2T blocks; 0 when the
- * two-pass schedule should run instead.
- */
-int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_pool_t *pool);
-/* Sets the per-thread budget in bytes (0: two passes always; -1: back to the default, the
- * environment's SBN_ONE_PASS_BYTES or else the size rule of one_pass.c). Tests. */
-void sbn__one_pass_set_budget(int64_t bytes);
 /* The view of channels [c0, c0 + cn) of t (same strides). */
 sbn_tensor sbn__channel_slice(const sbn_tensor *t, int64_t c0, int64_t cn);
 /* Calls fn(ctx, lane, c0, cn) for every block, lane = the pool lane running it (0..T-1):

@@ -10,7 +10,8 @@
  * the room after them) and each element takes two or three float operations with
  * fused multiply-adds (kernels.h; the error bound is in docs/numerics.md). With an
  * fp64 tensor, or a coefficient out of float's normal range, it computes in double
- * as the fp64 kernels do. Tasks follow memory (task_plan.c): the plane path maps
+ * as the fp64 kernels do. Every schedule decision comes from plan.c (the team, the
+ * tasks, the stores, the tiles). Tasks follow memory: the plane path maps
  * each run along the innermost walk dim for every channel of a block in turn (one
  * runs kernel call, each channel's run with its coefficients), the
  * row path (channels-last, (N, C)) maps runs of whole rows (rows too wide for the
@@ -22,19 +23,18 @@
  * the contiguous one. Each element is read before it is written, so output ==
  * input is safe. When the map's tensors together are far larger than the
  * last-level cache, the kernels write the output with non-temporal stores
- * (sbn__beyond_cache, cache_size.c): same bits, a third less memory traffic.
+ * (sbn__plan_map_stores): same bits, a third less memory traffic.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/env.h"
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
 typedef struct map_job {
     const sbn_kernels *kern; /* the maps of whole runs and rows (maybe streaming) */
     int streaming;           /* kern is the table beyond the cache: fence after each task */
-    int beyond_l3;           /* the tensors exceed the whole L3 (row_tile) */
+    int beyond_l3;           /* the tensors exceed the whole L3 (no row tiles then) */
     sbn__map_kind kind;
     sbn__walk walk; /* tensor 0 = in0, 1 = in1 (BACKWARD), last = out */
     sbn__plan plan;
@@ -44,6 +44,7 @@ typedef struct map_job {
     int rows;       /* the row path */
     int unit;       /* unit inner strides (plane path) */
     int64_t tile;   /* row path: channels a kernel call takes (tiles of rows too wide), or 0 */
+    int64_t tile_rows; /* rows of a tile */
 } map_job;
 
 typedef struct map_task {
@@ -148,26 +149,6 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     }
 }
 
-/*
- * Rows whose coefficients and elements together exceed the L1 (fp32 normalize over
- * 2048 channels: 24 KiB of float coefficients and 8 KiB of x and of y a row) are
- * mapped in tiles of SBN_ROW_TILE channels x SBN_ROW_TILE_ROWS rows, so that a tile's
- * coefficients stay in L1 for its rows; a row at a time, each row's coefficients came
- * back from L2. Kernels alone, AMD EPYC Zen 4 VM (32 KiB L1d), min ns/element whole
- * rows -> tiles: AVX-512 fp32 normalize over 2048 channels 0.151 -> 0.093 (256 KiB a
- * tensor, L2), 0.217 -> 0.124 (4 MiB, L3), backward 0.370 -> 0.281 (4 MiB); bf16
- * backward 0.219 -> 0.167; fp64 normalize over 1024 channels 0.441 -> 0.286; AVX2 fp32
- * normalize over 2048 0.202 -> 0.141. Rows that fit gained nothing (fp32 backward over
- * 1024 channels, 28 KiB: 0.182 -> 0.180; bf16 normalize over 2048, 32 KiB: 0.091 ->
- * 0.095), and tiles lost against non-temporal stores from memory (fp32 normalize over
- * 1024 channels, 32 MiB: 0.31 -> 0.50): only the cached kernels tile. Ops, ABBA min ms:
- * 8x2048x7x7 fp32 channels-last eval 0.166 -> 0.132 (1 thread), 0.098 -> 0.072 (2),
- * backward 0.460 -> 0.398, 0.262 -> 0.220; at 32x2048x7x7 (12.5 MiB, from an L3 shared
- * with the VM's neighbours) no change beyond noise. Elementwise maps: the tiles change
- * no bit.
- */
-#define SBN_ROW_TILE 512
-#define SBN_ROW_TILE_ROWS 16
 
 /* Rows [r0, r0 + rows) of the task's channels [c, c + cn) through the row kernels. */
 static void map_rows(const map_job *job, const map_task *mt, char *const *ptr,
@@ -202,7 +183,7 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
     double a[SBN_CONVERT_PIECE], b[SBN_CONVERT_PIECE];
     (void)at;
     if (job->kd >= 0) { /* whole rows in one call, or tiles of SBN_ROW_TILE_ROWS rows */
-        int64_t rows = job->tile ? SBN_ROW_TILE_ROWS : len, tile = job->tile ? job->tile : mt->cn;
+        int64_t rows = job->tile ? job->tile_rows : len, tile = job->tile ? job->tile : mt->cn;
         for (r = 0; r < len; r += rows)
             for (c = 0; c < mt->cn; c += tile)
                 map_rows(job, mt, ptr, stride, r, len - r < rows ? len - r : rows, c,
@@ -253,65 +234,6 @@ static void map_tasks(void *ctx, int64_t begin, int64_t end)
     if (job->streaming) order_streaming_stores();
 }
 
-/*
- * Whether the output is written in stretches long enough for non-temporal stores:
- * rows always (consecutive rows are consecutive memory in the row path's tensors),
- * planes when a run spans SBN_STREAM_RUN_BYTES or more. Each run's head before its
- * first 64-byte line is written through the cache, and lines shared between cached
- * and non-temporal stores of neighbouring runs cost far more than they save. fp32
- * eval, AMD EPYC Zen 4 VM, cached vs streaming, 1 thread: 64x2048x7x7 (runs of 196
- * bytes) 1.53-1.58 vs 2.19-2.49 ms, 64x512x14x14 (784 bytes) 1.25-1.47 vs 2.15-2.25,
- * 32x512x28x28 (3136 bytes) 3.03-3.40 vs 2.56-2.57, 32x64x56x56 (12544 bytes)
- * 1.36-1.46 vs 1.10-1.17.
- */
-#define SBN_STREAM_RUN_BYTES 2048
-
-static int long_runs(const sbn__walk *w, int rows)
-{
-    int i;
-    if (rows) return 1;
-    for (i = 0; i < w->ntensors; i++)
-        if (w->stride[i][w->ndims - 1] != 1 ||
-            w->size[w->ndims - 1] * (int64_t)sbn_dtype_size(w->dtype[i]) < SBN_STREAM_RUN_BYTES)
-            return 0;
-    return 1;
-}
-
-/*
- * Channels-last row maps stream from half the L3 (the rule above: 0.9 of it); with 2 or
- * more threads only rows that write 512 bytes or more. A cached store reads its line
- * and later writes it back, and the traffic to the L3 is what a row map at this size
- * waits on; the non-temporal stores also leave the L1 to x and the coefficients.
- * fp32 channels-last, AMD EPYC Zen 4 VM (32 MiB L3), 1 thread, min/median ms cached ->
- * streaming (ABBA): 32x2048x7x7 (x + y = 0.8 of the L3) eval 0.86/1.27 -> 0.52/0.78,
- * fwd-train 1.35/1.87 -> 0.94/1.46; 24x2048x7x7 (0.6) eval 0.50/1.00 -> 0.38/0.55,
- * fwd-train 0.84/1.58 -> 0.70/0.94; 32x128x28x28 (0.8) fwd-train 1.01/1.65 -> 0.85/0.95,
- * eval 0.42/0.72 -> 0.46/0.52; at 0.4 of the L3 (16x2048x7x7) cached stores still won by
- * minimums (eval 0.236 -> 0.267). 2 threads, bench_ops binaries before/after, three ABBA
- * rounds, min / median of medians (oneDNN's median, which streams): 32x2048x7x7 eval
- * 0.376/0.776 -> 0.334/0.640 (0.524), fwd-train 0.772/1.166 -> 0.696/0.920 (0.827);
- * 32x512x14x14 fwd-train 0.562/1.173 -> 0.525/0.823 (0.777), eval 0.185/0.592 ->
- * 0.259/0.503 (0.529); 32x128x28x28 fwd-train 0.554/0.969 -> 0.514/0.770 (0.687), eval
- * 0.166/0.543 -> 0.242/0.500 (0.519); bf16 32x1024x14x14 eval 0.345/0.745 -> 0.420/0.567.
- * Cached stores keep the fastest single calls (the minimums) but the slower typical one.
- * Rows of 128 bytes lost at 2 threads (bf16 32x64x56x56 eval 0.309/0.456 -> 0.393/0.574,
- * fwd-train 1.163 -> 1.331 by medians): they keep cached stores there. Before
- * 2026-12-03 evening two threads kept 0.9 for all rows. Same bits either way.
- */
-/* (SBN_MAP_STREAM_SHARE, SBN_ROWS_STREAM_SHARE, SBN_ROWS_STREAM_MIN_BYTES: internal.h) */
-
-/* The share of the L3 beyond which a map streams its stores: half of it for channels-last
- * rows on one thread or of SBN_ROWS_STREAM_MIN_BYTES or more (`out` is the row's output),
- * 0.9 otherwise. */
-static double stream_share(const map_job *job, const sbn_tensor *out, const sbn_pool_t *pool)
-{
-    int one_thread = pool == NULL || sbn_pool_threads(pool) == 1;
-    int64_t row_bytes = job->walk.channels * (int64_t)sbn_dtype_size(out->dtype);
-    return job->rows && (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES)
-               ? SBN_ROWS_STREAM_SHARE
-               : SBN_MAP_STREAM_SHARE;
-}
-
 /* Every tensor fp32, fp16 or bf16: the float form applies. */
 static int float_types(const sbn__walk *w)
 {
@@ -346,39 +268,6 @@ static void float_coefs(void *ctx, int64_t begin, int64_t end)
     if (!ok) __atomic_store_n(&fj->out_of_range, 1, __ATOMIC_RELAXED);
 }
 
-static int g_row_tiles = -1; /* sbn__row_tiles_set (tests) */
-
-void sbn__row_tiles_set(int mode)
-{
-    g_row_tiles = mode < 0 ? -1 : mode != 0;
-}
-
-/* The row path's tile width: SBN_ROW_TILE when a row's coefficients (3 or 4 a channel,
- * float or double) and its elements in every tensor exceed the L1 and the tensors fit
- * the L3 (with cached stores, or streaming ones from half the L3); 0 (whole rows)
- * otherwise. Tiles with streaming stores lose from memory (fp32 normalize over 1024
- * channels 0.31 -> 0.50 ns/element) but win from the L3: fp32 NHWC 32x2048x7x7 (x + y
- * = 0.77 of the L3), SBN_ROW_TILES=1 against whole rows, 3 ABBA rounds, min/median of
- * medians ms: 2 threads fwd-train 0.701/0.795 -> 0.571/0.766, eval 0.477/0.539 ->
- * 0.476/0.513; 1 thread fwd-train 0.906/1.082 -> 0.905/1.001, eval 0.493/0.667 ->
- * 0.501/0.621 (its backward, 1.2 of the L3, 2.280 -> 2.339, keeps whole rows).
- * sbn__row_tiles_set or the environment's SBN_ROW_TILES=0|1 force either (any row
- * path with one element type). */
-static int64_t row_tile(const map_job *job)
-{
-    const sbn__walk *w = &job->walk;
-    int64_t per_channel = (job->kind == SBN_MAP_NORMALIZE ? 3 : 4) * (job->fcoef ? 4 : 8);
-    int i, mode = g_row_tiles;
-    if (!job->rows || job->kd < 0) return 0;
-    if (mode < 0) mode = sbn__env_get()->row_tiles; /* -1 when unset or invalid */
-    if (mode >= 0) return mode ? SBN_ROW_TILE : 0;
-    if (job->beyond_l3) return 0;
-    for (i = 0; i < w->ntensors; i++) per_channel += (int64_t)es(w, i);
-    return w->channels > SBN_ROW_TILE && w->channels * per_channel > sbn__cache_bytes(1)
-               ? SBN_ROW_TILE
-               : 0;
-}
-
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
                       double *coef, sbn_tensor *out, sbn_pool_t *pool)
 {
@@ -396,10 +285,8 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
-    job.streaming = sbn__beyond_cache(tensors, n, stream_share(&job, out, pool),
-                                      long_runs(&job.walk, job.rows));
+    job.streaming = sbn__plan_map_stores(tensors, n, &job.walk, job.rows, pool, &job.beyond_l3);
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
-    job.beyond_l3 = job.streaming && sbn__beyond_cache(tensors, n, 1.0, 1);
     job.fcoef = NULL;
     if (float_types(&job.walk)) {
         float_coefs_job fj = {kind, coef, job.walk.channels, (float *)(coef + 4 * job.walk.channels),
@@ -412,7 +299,8 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
         else
             job.kd = -1; /* out of float's range: the double form, through pieces */
     }
-    job.tile = row_tile(&job);
+    job.tile = sbn__plan_row_tile(&job.walk, job.rows, job.kd, job.fcoef != NULL,
+                                  kind == SBN_MAP_BACKWARD, job.beyond_l3, &job.tile_rows);
     /* No state to carry: one block of every channel keeps the sweep in memory order. */
     if (job.rows)
         sbn__plan_row_map(&job.plan, &job.walk, pool);

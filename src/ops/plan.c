@@ -1,22 +1,35 @@
 /*
- * plan.c - how many of a pool's threads take part in one loop of an op. Waking a
- * worker, handing it the loop and joining it costs about a microsecond when it is
- * spinning (two cache-line transfers: the gate word and the loop's descriptor) and
- * tens of microseconds when it sleeps; a loop pays that once per extra thread. So a
- * loop runs on as many threads as its work keeps busy for SBN_TEAM_MIN_NS each, never
- * more than the pool has nor more than the CPUs this process may run on (a pool of 16
- * threads on a 2-CPU machine would otherwise time-slice its workers against the
- * caller, which waits for each). Work is estimated from what the loop moves or
- * computes: SBN_NS_PER_BYTE for the streaming engines (a core reads and writes about
- * 20 GB/s from its caches), SBN_NS_PER_CHANNEL for a per-channel finish (a division, a
- * square root and a few loads and stores), SBN_NS_PER_CHUNK for merging one chunk's
- * partial moments (Chan's update, one division). The split never changes the bits:
- * every reduction's order is fixed by the shape alone (task_plan.c), so the team size
- * is a matter of speed only. Tests run every loop on the whole pool
- * (sbn__plan_full_teams), so the splits they ask for are the splits they get.
+ * plan.c - every schedule decision of the ops, in one place: how many of a pool's
+ * threads a loop takes, how a pass is cut into tasks, whether a map's stores stream
+ * past the cache and a reduction prefetches, whether channels-last rows are mapped in
+ * tiles, and whether a training step runs in one pass over cache-sized blocks. Each
+ * decision starts from the machine description (machine.c: the CPUs of the process and
+ * the L1d, L2 and L3 sizes) and the call (bytes, channels, rows, layout, dtypes, the
+ * team); each constant is named once below with the mechanism that sets it, and the
+ * bench case that shows it (the measurements are in docs/performance.md). The
+ * environment's overrides (SBN_STREAM_STORES, SBN_ROW_TILES, SBN_ONE_PASS_BYTES) come
+ * parsed from env.c, and the tests' setters sit beside them. The engines (channel_reduce.c,
+ * row_reduce.c, channel_map.c, one_pass.c) carry out what this file decides. No decision
+ * changes a bit: every reduction's order is fixed by the shape alone (chunks of
+ * SBN_CHUNK, merged in index order), and a map has no order to keep.
  */
+#include "core/env.h"
 #include "core/internal.h"
 
+/* ---- teams: how many threads a loop takes ---- */
+
+/*
+ * A worker woken for a loop costs about a microsecond when it is spinning (its slot's
+ * cache line, the loop's descriptor) and tens when it sleeps; a loop pays that once per
+ * extra thread. So it runs on as many threads as its work keeps busy for
+ * SBN_TEAM_MIN_NS each, never more than the pool nor the CPUs of the process (a pool of
+ * 16 on 2 CPUs would time-slice its workers against the caller, which waits for each).
+ * Work is estimated from what the loop moves or computes: SBN_NS_PER_BYTE streamed (a
+ * core reads and writes about 20 GB/s from its caches), SBN_NS_PER_CHANNEL for a
+ * channel's finish (a division, a square root, a few loads and stores) and
+ * SBN_NS_PER_CHUNK for merging one chunk's partial moments (Chan's update). Bench case:
+ * bench_pool, small ops on pools of 1 to 16 threads (2x64x8x8 runs alike on all).
+ */
 #define SBN_TEAM_MIN_NS 4000.0
 #define SBN_NS_PER_BYTE 0.05
 #define SBN_NS_PER_CHANNEL 60.0
@@ -33,6 +46,11 @@ void sbn__plan_full_teams(int on)
 void sbn__plan_set_cpus(int cpus)
 {
     g_cpus = cpus > 0 ? cpus : 0;
+}
+
+static int64_t pool_threads(const sbn_pool_t *pool)
+{
+    return pool ? sbn_pool_threads(pool) : 1;
 }
 
 int sbn__plan_width(const sbn_pool_t *pool, double work_ns)
@@ -65,4 +83,277 @@ double sbn__plan_channels_ns(int64_t channels, int64_t chunks)
 sbn_pool_t *sbn__plan_team(sbn_pool_t *pool, double work_ns, sbn_pool_t *view)
 {
     return sbn__pool_team(pool, sbn__plan_width(pool, work_ns), view);
+}
+
+/* ---- tasks: how a pass is cut ---- */
+
+/*
+ * Rows are split into segments of whole chunks (SBN_CHUNK rows of every channel),
+ * channels into blocks; task t is (segment t / blocks, block t % blocks). Each thread
+ * gets about one segment, so it sweeps one stretch of memory once, in order (segments
+ * of a quarter of that length broke the hardware prefetchers' streams: bench_ops
+ * 32x64x56x56 fp32 at 2 threads). A chunk never straddles two segments, so the split
+ * changes speed, never bits.
+ */
+static void split_chunks(sbn__plan *plan, const sbn__walk *w, int64_t want)
+{
+    int64_t seg_chunks = (w->chunks + want - 1) / want;
+    plan->segments = (w->chunks + seg_chunks - 1) / seg_chunks;
+    plan->seg_rows = seg_chunks * SBN_CHUNK;
+}
+
+void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool)
+{
+    int64_t threads = pool_threads(pool), want;
+    plan->block = block < 1 ? 1 : block;
+    plan->blocks = w->channels > 0 ? (w->channels + plan->block - 1) / plan->block : 0;
+    if (w->chunks == 0 || plan->blocks == 0) {
+        plan->segments = plan->seg_rows = 0;
+        return;
+    }
+    want = threads <= 1 ? 1 : (threads + plan->blocks - 1) / plan->blocks;
+    split_chunks(plan, w, want > w->chunks ? w->chunks : want);
+}
+
+/* Row maps split the rows, never the channels: a channel split gave each thread a slice
+ * of every row, which streams no faster than one thread (bench_ops 2x512x32x32 NHWC). */
+void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool)
+{
+    int64_t threads = pool_threads(pool);
+    plan->block = w->channels > 0 ? w->channels : 1;
+    plan->blocks = w->channels > 0 ? 1 : 0;
+    if (w->reduction == 0 || plan->blocks == 0) {
+        plan->segments = plan->seg_rows = 0;
+        return;
+    }
+    plan->segments = threads < w->reduction ? threads : w->reduction;
+    plan->seg_rows = (w->reduction + plan->segments - 1) / plan->segments;
+    plan->segments = (w->reduction + plan->seg_rows - 1) / plan->seg_rows;
+}
+
+void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_t *r0,
+                    int64_t *r1, int64_t *c0, int64_t *cn)
+{
+    int64_t s = t / plan->blocks, b = t % plan->blocks;
+    *r0 = s * plan->seg_rows;
+    *r1 = *r0 + plan->seg_rows;
+    if (*r1 > w->reduction) *r1 = w->reduction;
+    *c0 = b * plan->block;
+    *cn = w->channels - *c0 < plan->block ? w->channels - *c0 : plan->block;
+}
+
+int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
+{
+    int64_t threads = pool_threads(pool);
+    return w->chunks < threads ? (w->channels + threads - 1) / threads : w->channels;
+}
+
+/*
+ * The plane maps split the channels in T blocks also when T segments of whole chunks
+ * would be uneven: when the largest (ceil(chunks / T) chunks) holds more than
+ * SBN_UNEVEN_NUM / SBN_UNEVEN_DEN of an even share of the rows, the slowest thread would
+ * wait longer than the cost of reading channel blocks in short pieces (bench_ops
+ * 32x512x14x14 NCHW at 2 threads: 4 chunks of rows mapped as 4096 and 2176). The row
+ * reductions keep whole-chunk segments: split by channels, the sums of two tensors read
+ * half rows (bench_ops 32x512x14x14 NHWC backward).
+ */
+#define SBN_UNEVEN_NUM 9
+#define SBN_UNEVEN_DEN 8
+
+int64_t sbn__plan_block_map(const sbn__walk *w, sbn_pool_t *pool)
+{
+    int64_t threads = pool_threads(pool), largest;
+    if (threads <= 1 || w->chunks < threads) return sbn__plan_block_all(w, pool);
+    largest = (w->chunks + threads - 1) / threads * SBN_CHUNK;
+    if (largest > w->reduction) largest = w->reduction;
+    if (largest * threads * SBN_UNEVEN_DEN > w->reduction * SBN_UNEVEN_NUM)
+        return (w->channels + threads - 1) / threads;
+    return w->channels;
+}
+
+void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_segments)
+{
+    if (plan->segments <= max_segments) return;
+    split_chunks(plan, w, max_segments);
+}
+
+/* ---- stores and prefetch: beyond the cache ---- */
+
+/*
+ * A cached store reads its line before writing it, so a map from memory to memory
+ * moves 3 bytes per 2; a non-temporal store skips that read but also skips the cache,
+ * which loses while the tensors fit: the output stays in the L3 for whoever reads it
+ * next. So a map streams its stores once its tensors pass SBN_MAP_STREAM_SHARE of the
+ * L3 (the rest of the L3 holds what else the program keeps there; bench_ops
+ * 32x128x28x28 and 4096x1024 fp32 eval on either side of the L3 size). Channels-last
+ * row maps stream from SBN_ROWS_STREAM_SHARE: their traffic to the L3 is what they wait
+ * on, and streaming leaves the L1 to x and the coefficients (bench_ops 32x2048x7x7 NHWC
+ * eval); with 2 or more threads only rows that write SBN_ROWS_STREAM_MIN_BYTES or more,
+ * since narrower rows write partial lines from several threads (bench_ops bf16
+ * 32x64x56x56 NHWC eval). A plane map streams only runs of SBN_STREAM_RUN_BYTES or more:
+ * each run's head before its first full line goes through the cache, and lines shared
+ * between cached and streamed neighbours cost more than they save (bench_ops fp32 eval
+ * of 64x2048x7x7 against 32x512x28x28 NCHW). The reductions' inputs, just written by the
+ * op before, stay in an L3 they fit; the AVX-512 row reductions prefetch the next block
+ * of short rows once their inputs pass SBN_REDUCE_PREFETCH_SHARE, where the rest of
+ * the op's traffic evicts them (bench_ops bf16 32x64x56x56 NHWC backward).
+ */
+#define SBN_STREAM_RUN_BYTES 2048
+
+static int g_beyond_override = -1; /* sbn__stream_stores_set (tests) */
+
+void sbn__stream_stores_set(int mode)
+{
+    g_beyond_override = mode < 0 ? -1 : mode != 0;
+}
+
+int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits)
+{
+    int env_mode = sbn__env_get()->stream_stores; /* -1 when unset or invalid */
+    double bytes = 0.0;
+    int i;
+    if (g_beyond_override >= 0) return g_beyond_override;
+    if (env_mode >= 0) return env_mode;
+    if (!suits) return 0;
+    for (i = 0; i < n; i++)
+        bytes += (double)sbn_tensor_numel(t[i]) * (double)sbn_dtype_size(t[i]->dtype);
+    return bytes > share * (double)sbn__cache_bytes(3);
+}
+
+/* Whether the output is written in stretches long enough for non-temporal stores: rows
+ * always (consecutive rows are consecutive memory in the row path's tensors), planes
+ * when a run spans SBN_STREAM_RUN_BYTES or more in every tensor. */
+static int long_runs(const sbn__walk *w, int rows)
+{
+    int i;
+    if (rows) return 1;
+    for (i = 0; i < w->ntensors; i++)
+        if (w->stride[i][w->ndims - 1] != 1 ||
+            w->size[w->ndims - 1] * (int64_t)sbn_dtype_size(w->dtype[i]) < SBN_STREAM_RUN_BYTES)
+            return 0;
+    return 1;
+}
+
+int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, int rows,
+                         const sbn_pool_t *pool, int *beyond_l3)
+{
+    int one_thread = pool_threads(pool) == 1, streaming;
+    int64_t row_bytes = w->channels * (int64_t)sbn_dtype_size(t[n - 1]->dtype);
+    double share = rows && (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES)
+                       ? SBN_ROWS_STREAM_SHARE
+                       : SBN_MAP_STREAM_SHARE;
+    streaming = sbn__beyond_cache(t, n, share, long_runs(w, rows));
+    *beyond_l3 = streaming && sbn__beyond_cache(t, n, 1.0, 1);
+    return streaming;
+}
+
+/* ---- row tiles ---- */
+
+/*
+ * Rows whose coefficients and elements together exceed the L1 (fp32 normalize over 2048
+ * channels: 24 KiB of float coefficients and 8 KiB of x and of y a row) are mapped in
+ * tiles of SBN_ROW_TILE channels x SBN_ROW_TILE_ROWS rows, so that a tile's coefficients
+ * stay in the L1 for its rows; a row at a time, each row's coefficients come back from
+ * the L2 (bench_kernels row_normalize over 2048 channels; bench_ops 8x2048x7x7 NHWC
+ * eval). Beyond the L3 the rows stream their stores and tiles would break the streams:
+ * whole rows there. Elementwise maps: the tiles change no bit.
+ */
+#define SBN_ROW_TILE 512
+#define SBN_ROW_TILE_ROWS 16
+
+static int g_row_tiles = -1; /* sbn__row_tiles_set (tests) */
+
+void sbn__row_tiles_set(int mode)
+{
+    g_row_tiles = mode < 0 ? -1 : mode != 0;
+}
+
+int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs, int backward,
+                           int beyond_l3, int64_t *tile_rows)
+{
+    int64_t per_channel = (backward ? 4 : 3) * (float_coefs ? 4 : 8);
+    int i, mode = g_row_tiles;
+    *tile_rows = SBN_ROW_TILE_ROWS;
+    if (!rows || kd < 0) return 0;
+    if (mode < 0) mode = sbn__env_get()->row_tiles; /* -1 when unset or invalid */
+    if (mode >= 0) return mode ? SBN_ROW_TILE : 0;
+    if (beyond_l3) return 0;
+    for (i = 0; i < w->ntensors; i++) per_channel += (int64_t)sbn_dtype_size(w->dtype[i]);
+    return w->channels > SBN_ROW_TILE && w->channels * per_channel > sbn__cache_bytes(1)
+               ? SBN_ROW_TILE
+               : 0;
+}
+
+/* ---- one pass ---- */
+
+/*
+ * A training step reads x (and dy) twice, to reduce and to map. One pass over blocks of
+ * channels (one_pass.c) reads each block a second time from the cache it sits in, with
+ * half a core's L2 as the budget of a block's inputs. The size rule, channels-first only
+ * (a channels-last block reads a slice of every row, wasting most of each line):
+ *  - with 2 or more threads, inputs (R x C x bytes per element) that fit the team's
+ *    budgets together: each thread's blocks stay in its own L2 from the reduction to the
+ *    map, where two passes would read most of the second from other cores' caches
+ *    (bench_ops 2x512x32x32 and 8x256x28x28 NCHW at 16 threads);
+ *  - otherwise, at any thread count, inputs within half the L3 whose blocks are read in
+ *    N pieces of SBN_ONE_PASS_MIN_PIECE or more: the second read then comes from the L2
+ *    instead of the L3. Shorter pieces stream badly (the hardware prefetchers restart at
+ *    each piece and stop at page ends): pieces of 16 KiB lost on a 1 MiB-L2 machine,
+ *    25-32 KiB won on a 2 MiB-L2 one (bench/scale.sh's closing A/B, 32x64x56x56 fp32 and
+ *    32x2048x7x7 bf16 NCHW). From memory it never pays: N scattered pieces stream far
+ *    slower than the whole tensor in memory order.
+ * The block is budget / (R x bytes per element) channels, at most C / 2T, so that there
+ * are at least 2T blocks (each lane's scratch and coefficients then fit in the two-pass
+ * workspace); a channels-last block forced by a budget is a multiple of
+ * SBN_ONE_PASS_MIN_ROW_BYTES a row (narrower slices waste most of each line).
+ */
+#define SBN_ONE_PASS_MIN_PIECE ((int64_t)24 << 10)
+#define SBN_ONE_PASS_MIN_ROW_BYTES 512
+#define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
+
+static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
+
+void sbn__one_pass_set_budget(int64_t bytes)
+{
+    g_budget_override = bytes < 0 ? -1 : bytes;
+}
+
+/* The per-thread byte budget set by a test or the environment; 0 when the schedule is
+ * off, ONE_PASS_BY_SIZE when nothing is set. */
+static int64_t budget_bytes(void)
+{
+    int64_t env = sbn__env_get()->one_pass_bytes; /* -1 when unset or invalid */
+    if (g_budget_override >= 0) return g_budget_override;
+    return env >= 0 ? env : ONE_PASS_BY_SIZE;
+}
+
+static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_element,
+                              int64_t threads)
+{
+    int64_t inputs, budget = sbn__cache_bytes(2) / 2;
+    if (x->strides[1] == 1) return 0;
+    if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs)) return 0;
+    if (threads >= 2 && inputs <= threads * budget) return budget;
+    if (inputs > sbn__cache_bytes(3) / 2) return 0;
+    return budget / x->shape[0] >= SBN_ONE_PASS_MIN_PIECE ? budget : 0;
+}
+
+int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_pool_t *pool)
+{
+    int64_t channels = x->shape[1], r = sbn_tensor_numel(x) / (channels > 0 ? channels : 1);
+    int64_t threads = pool_threads(pool), budget = budget_bytes(), per_channel, block;
+    if (r == 0 || channels < 2) return 0;
+    if (budget == ONE_PASS_BY_SIZE) budget = budget_by_size(x, r, bytes_per_element, threads);
+    if (budget == 0) return 0;
+    if (!sbn__mul_i64(r, (int64_t)bytes_per_element, &per_channel)) return 0;
+    block = budget / per_channel;
+    if (block > channels / (2 * threads)) block = channels / (2 * threads);
+    if (block < 1) return 0;
+    if (x->strides[1] == 1) { /* channels-last: a block reads `block` neighbours of each row */
+        int64_t quantum = SBN_ONE_PASS_MIN_ROW_BYTES / (int64_t)bytes_per_element;
+        if (quantum < 1) quantum = 1;
+        if (block < quantum) return 0;
+        block -= block % quantum;
+    }
+    return block;
 }
