@@ -41,6 +41,7 @@
 #include "core/env.h"         /* sbn__env_get(): the SBN_* variables as the library parsed them */
 #include "core/internal.h"    /* sbn__cache_bytes(): what the schedules use */
 #include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
+#include "syncbn_agree.h"
 #include "syncbn_check.h"
 #include "syncbn_repro.h"
 #ifdef SBN_HAVE_MPI
@@ -386,12 +387,18 @@ static int run_threads(const check_config *cfg, int ranks, check_result *out)
 
 #ifdef SBN_HAVE_MPI
 static int g_mpi_rank;
+/* A communicator that is not made fails this rank's run (its status in out), so that the
+ * ranks still meet at the agreement after the run (agree_count). */
 static int run_mpi(const check_config *cfg, check_result *out)
 {
     sbn_comm_t *comm = NULL;
-    if (sbn_comm_mpi_create(MPI_COMM_WORLD, &comm) != SBN_OK) {
-        fprintf(stderr, "syncbn: %s\n", sbn_last_error());
-        return 0;
+    sbn_status s = sbn_comm_mpi_create(MPI_COMM_WORLD, &comm);
+    if (s != SBN_OK) {
+        fprintf(stderr, "syncbn: rank %d: %s\n", g_mpi_rank, sbn_last_error());
+        memset(out, 0, sizeof *out);
+        out->status = s;
+        snprintf(out->message, sizeof out->message, "%s", sbn_last_error());
+        return 1;
     }
     check_run(cfg, comm, out);
     sbn_comm_destroy(comm);
@@ -459,7 +466,7 @@ static int demo(options *o)
     int world = world_size(o), printer = is_printer(o), mpi = strcmp(o->backend, "mpi") == 0, rc;
     int64_t first, count;
     repro_demo digests;
-    int j;
+    int j, started, failed;
     o->cfg.verbose = 1;
     o->cfg.progress = 1;
     if (o->cfg.empty_rank >= world) o->cfg.empty_rank = -1;
@@ -478,10 +485,9 @@ static int demo(options *o)
         printf("\n");
     }
     /* --reproducible: every rank's outputs are digested (one slot per rank of this process) */
-    if (o->cfg.reproducible && !repro_demo_start(&digests, mpi ? 1 : world, &o->cfg)) {
-        fprintf(stderr, "syncbn: out of memory\n");
-        return 1;
-    }
+    started = !o->cfg.reproducible || repro_demo_start(&digests, mpi ? 1 : world, &o->cfg);
+    if (!started) fprintf(stderr, "syncbn: out of memory\n");
+    if (mpi ? agree_count(!started, SBN_OK) > 0 : !started) return 1; /* every rank alike */
     if (!run_one(o, &o->cfg, &r)) return 1;
     rc = check_passed(&r) ? 0 : 1;
     if (printer) {
@@ -489,8 +495,17 @@ static int demo(options *o)
         printf("%s\n", rc == 0 ? "demo: SyncBN over the ranks matches whole-batch BN"
                               : "demo: MISMATCH against whole-batch BN");
     }
+    /* under MPI every rank learns whether any run failed before the digests' collective */
+    failed = mpi ? agree_count(SBN_FAILED(r.status), r.status) : SBN_FAILED(r.status);
+    if (failed > 0 && o->cfg.reproducible) {
+        if (printer)
+            printf("demo --reproducible: the run failed on %d of %d ranks; no digests compared\n",
+                   failed, world);
+        repro_demo_free(&digests);
+        return 1;
+    }
     if (o->cfg.reproducible) rc |= repro_demo_finish(&digests, &o->cfg, mpi, printer);
-    return rc;
+    return rc | (failed > 0);
 }
 
 static int verify(options *o)
@@ -521,7 +536,10 @@ static int verify(options *o)
                     o->ranks = world;
                     if (!run_one(o, &cfg, &r)) return 1;
                     runs++;
-                    if (!check_passed(&r)) failures++;
+                    /* under MPI a case fails on every rank when it failed on one */
+                    if (world_fixed ? agree_count(!check_passed(&r), r.status) > 0
+                                    : !check_passed(&r))
+                        failures++;
                     if (printer && (!check_passed(&r) || getenv("SBN_VERBOSE"))) {
                         printf("%s world %d shape %lldx%lldx%lldx%lld %s %s empty rank %d:\n",
                                check_passed(&r) ? "ok  " : "FAIL", world, (long long)cfg.shape[0],
@@ -650,6 +668,30 @@ static int comm_timeout_refused(void)
     return 1;
 }
 
+#ifdef SBN_HAVE_MPI
+/*
+ * What every MPI process must share (agree_same_flags): the options that decide which
+ * collectives the command makes, normalized (flag order and spelling do not matter;
+ * --threads, a per-process pool, may differ). `shown`: the command line for messages.
+ */
+static void flags_text(const options *o, int argc, char **argv, char *flags, size_t size,
+                       char *shown, size_t shown_size)
+{
+    size_t n = 0;
+    int d, i;
+    n += (size_t)snprintf(flags, size, "%s reproducible=%d digests=%d iters=%d dtype=%s "
+                          "channels_last=%d empty=%d cumulative=%d shape=", o->command,
+                          o->cfg.reproducible, o->print_digests, o->cfg.iters,
+                          sbn_dtype_name(o->cfg.dtype), o->cfg.channels_last, o->cfg.empty_rank,
+                          o->cfg.cumulative);
+    for (d = 0; d < o->cfg.rank && n < size; d++)
+        n += (size_t)snprintf(flags + n, size - n, "%s%lld", d ? "x" : "", (long long)o->cfg.shape[d]);
+    shown[0] = '\0';
+    for (i = 1, n = 0; i < argc && n < shown_size; i++)
+        n += (size_t)snprintf(shown + n, shown_size - n, "%s%s", i > 1 ? " " : "", argv[i]);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     options o;
@@ -659,18 +701,22 @@ int main(int argc, char **argv)
     if (comm_timeout_refused()) return 1;
 #ifdef SBN_HAVE_MPI
     if (strcmp(o.backend, "mpi") == 0) {
+        char flags[512], shown[512];
         MPI_Init(&argc, &argv);
         MPI_Comm_rank(MPI_COMM_WORLD, &g_mpi_rank);
+        /* the first collective of every rank, whatever its flags: are they everyone's? */
+        agree_open();
+        flags_text(&o, argc, argv, flags, sizeof flags, shown, sizeof shown);
+        if (!agree_same_flags(flags, shown)) rc = USAGE_ERROR;
     }
 #endif
-    if (strcmp(o.command, "demo") == 0)
-        rc = demo(&o);
-    else if (strcmp(o.command, "verify") == 0)
-        rc = verify(&o);
-    else
-        rc = USAGE_ERROR; /* parse() accepts only demo and verify */
+    if (rc != USAGE_ERROR) /* else refused on every rank alike: nothing runs */
+        rc = strcmp(o.command, "demo") == 0 ? demo(&o) : verify(&o); /* parse() knows no other */
 #ifdef SBN_HAVE_MPI
-    if (strcmp(o.backend, "mpi") == 0) MPI_Finalize();
+    if (strcmp(o.backend, "mpi") == 0) {
+        agree_close();
+        MPI_Finalize();
+    }
 #endif
     return rc;
 }

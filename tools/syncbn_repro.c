@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE /* environ */
 #include "syncbn_repro.h"
+#include "syncbn_agree.h"
 
 #include <pthread.h>
 #include <spawn.h>
@@ -565,7 +566,9 @@ static int verify_mpi(void)
                              : sbn_comm_fail(comm, s);
         sbn_comm_destroy(comm);
         good = s == SBN_OK && sw == SBN_OK && agree && dw == d1;
-        MPI_Allreduce(&good, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        /* every rank's verdict through the command's timed communicator, never a raw
+         * collective that a rank on another path would leave waiting */
+        all = agree_count(!good, sw != SBN_OK ? sw : s) == 0;
         case_name(&k_cases[i], name, sizeof name);
         if (rank == 0 && all)
             printf("ok    %-40s digest %016llx: %d MPI processes equal W = 1\n", name,
@@ -634,7 +637,7 @@ int repro_demo_start(repro_demo *demo, int slots, check_config *cfg)
     return 1;
 }
 
-static void demo_free(repro_demo *demo)
+void repro_demo_free(repro_demo *demo)
 {
     free(demo->digest), free(demo->agree), free(demo->status);
 }
@@ -646,7 +649,6 @@ int repro_demo_finish(repro_demo *demo, const check_config *cfg, int mpi, int pr
     check_result r;
     uint64_t d1 = 0;
     int equal = 0, agree = 1, rank0 = 1, i;
-    (void)mpi; /* read only when MPI is built */
     for (i = 0; i < demo->slots; i++)
         if (!demo->agree[i] || demo->digest[i] != demo->digest[0] || demo->status[i] != SBN_OK)
             agree = 0;
@@ -670,10 +672,12 @@ int repro_demo_finish(repro_demo *demo, const check_config *cfg, int mpi, int pr
                     d1 == demo->digest[0];
         }
     }
-    if (rank0) demo_free(&single);
-#ifdef SBN_HAVE_MPI
-    if (mpi) MPI_Bcast(&equal, 1, MPI_INT, 0, MPI_COMM_WORLD);
-#endif
+    if (rank0) repro_demo_free(&single);
+    if (mpi) { /* rank 0's verdict, through the command's timed communicator (a sum) */
+        double verdict = rank0 ? equal : 0;
+        agree_sum(&verdict, 1);
+        equal = verdict != 0;
+    }
     if (printer) {
         printf("demo --reproducible: digest %016llx of every step's y, grad_input, save_mean, "
                "save_invstd and running stats%s\n", (unsigned long long)demo->digest[0],
@@ -681,6 +685,6 @@ int repro_demo_finish(repro_demo *demo, const check_config *cfg, int mpi, int pr
         printf("demo --reproducible: W = 1 digest %016llx: %s\n", (unsigned long long)d1,
                equal ? "equal, the same bits as one rank" : "DIFFERENT from one rank");
     }
-    demo_free(demo);
+    repro_demo_free(demo);
     return equal ? 0 : 1;
 }

@@ -62,5 +62,7 @@ int repro_demo_start(repro_demo *demo, int slots, check_config *cfg);
  * every rank returns rank 0's verdict.
  */
 int repro_demo_finish(repro_demo *demo, const check_config *cfg, int mpi, int printer);
+/* Frees the state without comparing (a run that failed). */
+void repro_demo_free(repro_demo *demo);
 
 #endif /* SYNCBN_TOOLS_REPRO_H */
