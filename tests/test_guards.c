@@ -4,7 +4,8 @@
  * used to get wrong: strides whose extents overflow 64 bits (an output aliased
  * onto its own input, two outputs at one address), a workspace inside an input or
  * an output, size arithmetic that wrapped (gather_moments, layer workspace size,
- * contiguous strides), misaligned f64/f16/bf16 data, NaN and Inf data hidden as
+ * contiguous strides), a gather_moments count past 2^53 refused without naming that
+ * limit, misaligned f64/f16/bf16 data, NaN and Inf data hidden as
  * variance 0, a momentum reported with too few digits, and a layer that changed
  * its state before refusing an argument. Each case asserts the status, that
  * sbn_last_error() names the argument, and that no buffer changed on a refusal.
@@ -144,6 +145,30 @@ static void gather_moments_huge_world(void)
                                       NULL, NULL, NULL, NULL);
     CHECK_MSG(s == SBN_ERR_TOO_LARGE, "got %s (%s)", sbn_status_name(s), sbn_last_error());
     CHECK_MSG(error_has("parts"), "message: %s", sbn_last_error());
+}
+
+/* A count past 2^53 (1e300) was refused as "counts must be finite and >= 0", which it
+ * is: the message must name the real limit. 2^53 itself is accepted, its successor not. */
+static void gather_moments_count_limit(void)
+{
+    static const double bad[] = {1e300, 9007199254740994.0, INFINITY, NAN, -1.0};
+    sbn_moments parts[4] = {{3, 1, 2}, {5, 2, 4}, {1, 0, 0}, {2, 1, 1}}, total[2];
+    unsigned k;
+    for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        sbn_status s;
+        parts[2].count = bad[k]; /* rank 1, channel 0 */
+        s = sbn_gather_moments(parts, 2, 2, 0.1, 1e-5, NULL, NULL, total, NULL, NULL);
+        CHECK_MSG(s == SBN_ERR_BAD_VALUE, "count %g: got %s (%s)", bad[k], sbn_status_name(s),
+                  sbn_last_error());
+        CHECK_MSG(error_has("parts[rank 1][channel 0].count") && error_has("2^53") &&
+                      error_has("9007199254740992"),
+                  "count %g: message: %s", bad[k], sbn_last_error());
+    }
+    parts[2].count = SBN_MOMENTS_MAX_COUNT;
+    CHECK_STATUS(sbn_gather_moments(parts, 2, 2, 0.1, 1e-5, NULL, NULL, total, NULL, NULL),
+                 SBN_OK);
+    CHECK_MSG(total[0].count == SBN_MOMENTS_MAX_COUNT + 3.0, "total count %.17g",
+              total[0].count);
 }
 
 /* C = 2^50 and W = 2^20: C * (W + 2) * 24 bytes wrapped around. The layer's arrays
@@ -375,6 +400,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(input_stride_overflow),
     SBN_TEST_CASE(workspace_inside_input),
     SBN_TEST_CASE(gather_moments_huge_world),
+    SBN_TEST_CASE(gather_moments_count_limit),
     SBN_TEST_CASE(layer_workspace_size_wraps),
     SBN_TEST_CASE(contiguous_shape_overflow),
     SBN_TEST_CASE(misaligned_data),
