@@ -263,10 +263,15 @@ static double moments_m2(const double *v, int64_t r, double *mean)
     return m.m2;
 }
 
-/* NaN, Inf and squares past DBL_MAX used to be clamped to variance 0, for some R only. */
+/*
+ * NaN, Inf and squares past DBL_MAX used to be clamped to variance 0, for some R only;
+ * then finite data whose squared deviations pass DBL_MAX gave M2 = NaN (Inf - Inf)
+ * where docs/numerics.md promises M2 = +Inf and invstd 0. NaN data: mean and M2 NaN;
+ * an Inf: M2 NaN; +-1e200 (mean near 0, or 1.25e200): M2 = +Inf, a finite mean.
+ */
 static void non_finite_variance(void)
 {
-    static const int64_t lengths[] = {5, 2048, 2049, 5000};
+    static const int64_t lengths[] = {2, 5, 8, 64, 2048, 2049, 5000};
     static const double bad[] = {NAN, INFINITY, -INFINITY};
     unsigned i, k;
     for (i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
@@ -276,13 +281,19 @@ static void non_finite_variance(void)
             for (j = 0; j < r; j++) v[j] = (double)(j % 5);
             v[r / 2] = bad[k];
             m2 = moments_m2(v, r, &mean);
-            CHECK_MSG(!isfinite(m2), "R %lld with %g: M2 %g (mean %g)", (long long)r, bad[k], m2,
-                      mean);
+            CHECK_MSG(isnan(m2) && (!isnan(bad[k]) || isnan(mean)), "R %lld with %g: M2 %g "
+                      "(mean %g); expected M2 NaN (and mean NaN for a NaN)", (long long)r,
+                      bad[k], m2, mean);
         }
-        for (j = 0; j < r; j++) v[j] = j % 2 ? 1e200 : -1e200;
-        m2 = moments_m2(v, r, &mean);
+        for (k = 0; k < 2; k++) {
+            for (j = 0; j < r; j++)
+                v[j] = k == 0 ? (j % 2 ? 1e200 : -1e200) : 1e200 + (j % 2 ? 1e200 : -5e199);
+            m2 = moments_m2(v, r, &mean);
+            CHECK_MSG(m2 == INFINITY && isfinite(mean), "R %lld of %s: M2 %g, mean %g; "
+                      "expected M2 +Inf and a finite mean", (long long)r,
+                      k == 0 ? "+-1e200" : "1e200 + {1e200, -5e199}", m2, mean);
+        }
         free(v);
-        CHECK_MSG(!isfinite(m2), "R %lld of +-1e200: M2 %g", (long long)r, m2);
     }
     {   /* and sbn_stats reports invstd NaN, not 1/sqrt(eps) */
         float x[8] = {1, 2, NAN, 4, 5, 6, 7, 8}, mean[2], invstd[2];
@@ -297,6 +308,21 @@ static void non_finite_variance(void)
         free(ws);
         CHECK_MSG(isnan(invstd[0]), "invstd[0] %g", invstd[0]);
         CHECK_MSG(isfinite(invstd[1]), "invstd[1] %g", invstd[1]);
+    }
+    {   /* ... and invstd 0 (PyTorch's) for squares past DBL_MAX */
+        double x[8] = {2e200, 1, 1e200, 2, 2e200, 3, 1e200, 4}, mean[2], invstd[2];
+        int64_t shape[2] = {4, 2};
+        sbn_tensor xv = sbn_tensor_contiguous(x, SBN_F64, 2, shape);
+        sbn_tensor mv = sbn_tensor_1d(mean, SBN_F64, 2), iv = sbn_tensor_1d(invstd, SBN_F64, 2);
+        size_t bytes;
+        void *ws;
+        sbn_stats_workspace_size(&xv, &bytes);
+        ws = malloc(bytes);
+        CHECK_STATUS(sbn_stats(&xv, 1e-5, &mv, &iv, ws, bytes, NULL), SBN_OK);
+        free(ws);
+        CHECK_MSG(invstd[0] == 0.0 && fabs(mean[0] - 1.5e200) <= 1e-15 * 1.5e200,
+                  "channel 0: mean %.17g, invstd %g; expected 1.5e200, 0", mean[0], invstd[0]);
+        CHECK_MSG(isfinite(invstd[1]) && invstd[1] > 0, "invstd[1] %g", invstd[1]);
     }
 }
 
