@@ -7,7 +7,7 @@
  * status and SBN_ERR_PEER_FAILED naming it on every peer; a rank with another C or
  * dtype, one that calls backward instead of forward or forward instead of
  * backward, give SBN_ERR_COMM_MISMATCH on every rank with a sentence naming both
- * calls; a rank that skips the call leaves its peers SBN_ERR_TIMEOUT after the
+ * calls (the forward exchanges 3C + 2 accumulators, the backward 2C + 1); a rank that skips the call leaves its peers SBN_ERR_TIMEOUT after the
  * world's 0.5 s timeout. In every case y, save_*, the running stats,
  * num_batches_tracked, global_count and the gradients keep their bytes on every
  * rank. The NaN guard: an Inf or NaN on one rank gives SBN_NON_FINITE_STATS and
@@ -156,19 +156,19 @@ static const err_case k_err_cases[] = {
     {"save_mean NULL", 2, 0, K_SAVE_NULL, SBN_ERR_NULL_ARGUMENT, SBN_ERR_PEER_FAILED,
      "save_mean", "rank 0 (SBN_ERR_NULL_ARGUMENT)", NULL},
     {"other C", 3, 2, K_CHANNELS, SBN_ERR_COMM_MISMATCH, SBN_ERR_COMM_MISMATCH,
-     "rank 2 called allreduce_merge (count 13,", "rank 2 called allreduce_merge (count 13,",
-     "rank 0 called allreduce_merge (count 10,"},
+     "rank 2 called allreduce_merge (count 14,", "rank 2 called allreduce_merge (count 14,",
+     "rank 0 called allreduce_merge (count 11,"},
     {"other dtype", 4, 1, K_DTYPE, SBN_ERR_COMM_MISMATCH, SBN_ERR_COMM_MISMATCH, NULL, NULL,
-     "rank 1 called allreduce_merge (count 10,"},
+     "rank 1 called allreduce_merge (count 11,"},
     {"backward instead of forward", 3, 1, K_BACKWARD_INSTEAD, SBN_ERR_COMM_MISMATCH,
-     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 1 called allreduce_merge (count 6,"},
+     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 1 called allreduce_merge (count 7,"},
     {"skipped forward", 3, 2, K_SKIP, SBN_OK, SBN_ERR_TIMEOUT, NULL, "rank 2 missing", NULL},
     {"backward grad_input shape", 3, 1, K_BWD_GI_SHAPE, SBN_ERR_BAD_SHAPE, SBN_ERR_PEER_FAILED,
      "grad_input has shape", "rank 1 (SBN_ERR_BAD_SHAPE)", NULL},
     {"backward global_count 0", 2, 1, K_BWD_COUNT, SBN_ERR_BAD_VALUE, SBN_ERR_PEER_FAILED,
      "global_count is 0", "rank 1 (SBN_ERR_BAD_VALUE)", NULL},
     {"forward instead of backward", 4, 2, K_BWD_FORWARD_INSTEAD, SBN_ERR_COMM_MISMATCH,
-     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 2 called allreduce_merge (count 10,"},
+     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 2 called allreduce_merge (count 11,"},
     {"skipped backward", 2, 1, K_BWD_SKIP, SBN_OK, SBN_ERR_TIMEOUT, NULL, "rank 1 missing",
      NULL},
 };
