@@ -59,6 +59,13 @@ typedef struct sbn_syncbn_timing {
     double elemt_seconds;  /* merge and elementwise passes */
 } sbn_syncbn_timing;
 
+/*
+ * Every rank of a training call must pass the same eps, momentum (unused, so free,
+ * when cumulative), cumulative, nan_guard, sync_grad_params and reproducible: C, the
+ * dtype and a digest of these travel in the tag of every collective of the layer,
+ * and a rank that differs gets SBN_ERR_COMM_MISMATCH on every rank (each sentence
+ * naming that rank's own values) instead of results that silently diverge.
+ */
 typedef struct sbn_syncbn_config {
     double eps;               /* default 1e-5 */
     double momentum;          /* default 0.1; unused when cumulative */

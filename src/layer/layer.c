@@ -27,6 +27,7 @@
  *   passes)
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -142,11 +143,63 @@ static void lap(const sbn_syncbn_config *config, double *bucket, double *mark)
     *mark = t;
 }
 
-/* Ranks must agree on C, the dtype, the phase and the mode. */
+/* FNV-1a, 64 bits, over n bytes, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+/*
+ * A digest of what changes the results and must be the same on every rank: C and
+ * the config's eps, momentum (0 when cumulative, where it is unused), cumulative,
+ * nan_guard and sync_grad_params, each canonical (flags 0 or 1, +0 for -0).
+ */
+static uint64_t config_digest(const sbn_tensor *x, const sbn_syncbn_config *config)
+{
+    double eps = config->eps + 0.0, momentum = config->cumulative ? 0.0 : config->momentum + 0.0;
+    int64_t words[4];
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    words[0] = x->shape[1];
+    words[1] = config->cumulative != 0;
+    words[2] = config->nan_guard != 0;
+    words[3] = config->sync_grad_params != 0;
+    h = fnv1a(h, words, sizeof words);
+    h = fnv1a(h, &eps, sizeof eps);
+    return fnv1a(h, &momentum, sizeof momentum);
+}
+
+/*
+ * The tag the ranks must agree on, checked by the comm's header: bits 0-1 the
+ * phase, bit 2 the reproducible mode, bits 3-6 the dtype, bits 7-62 the digest of C
+ * and the config, so ranks that disagree on any of them get SBN_ERR_COMM_MISMATCH on
+ * every rank instead of diverging (C also shows in the block's count).
+ */
 static int64_t make_tag(const sbn_tensor *x, const sbn_syncbn_config *config, int phase)
 {
-    return (x->shape[1] << 8) | ((int64_t)x->dtype << 4) | ((config->reproducible != 0) << 2) |
+    uint64_t h = config_digest(x, config);
+    h = (h ^ (h >> 56)) & ((UINT64_C(1) << 56) - 1);
+    return (int64_t)(h << 7) | ((int64_t)x->dtype << 3) | ((config->reproducible != 0) << 2) |
            phase;
+}
+
+/* A mismatch of the layer's collective: its sentence goes on with what this rank's tag
+ * holds, so that the logs of two ranks show which field differs. */
+static sbn_status explain_mismatch(sbn_status s, const sbn_tensor *x,
+                                   const sbn_syncbn_config *config)
+{
+    char prev[512];
+    if (s != SBN_ERR_COMM_MISMATCH) return s;
+    snprintf(prev, sizeof prev, "%s", sbn_last_error());
+    return sbn__error(s, "%s; the SyncBN layer's tag holds the phase, the dtype and a digest of C "
+                      "and the config, which every rank must share: this rank has C %lld, %s, "
+                      "reproducible %d, eps %.17g, momentum %.17g, cumulative %d, nan_guard %d, "
+                      "sync_grad_params %d", prev, (long long)x->shape[1],
+                      sbn_dtype_name(x->dtype), config->reproducible != 0, config->eps,
+                      config->momentum, config->cumulative != 0, config->nan_guard != 0,
+                      config->sync_grad_params != 0);
 }
 
 static sbn_status check_config(const sbn_syncbn_config *config)
@@ -345,7 +398,7 @@ static sbn_status merge_forward(sbn_comm_t *comm, const sbn_syncbn_config *confi
                                             sizeof(sbn__rsum), sbn__rsum_merge_bytes,
                                             make_tag(x, config, PHASE_FORWARD));
     lap(config, &timing->comm_seconds, mark);
-    if (s != SBN_OK) return s;
+    if (s != SBN_OK) return explain_mismatch(s, x, config);
     if ((s = check_world_units(x, &ws->acc[SBN_LAYER_FWD_UNITS(channels)])) != SBN_OK) return s;
     count = sbn__layer_count(ws->acc, channels);
     units = sbn__rsum_value(&ws->acc[SBN_LAYER_FWD_UNITS(channels)]);
@@ -363,7 +416,7 @@ static sbn_status merge_forward(sbn_comm_t *comm, const sbn_syncbn_config *confi
     s = sbn_comm_allreduce_merge(comm, ws->acc, SBN_LAYER_FWD_ACCS(channels), sizeof(sbn__rsum),
                                  sbn__rsum_merge_bytes, make_tag(x, config, PHASE_CENTRED));
     lap(config, &timing->comm_seconds, mark);
-    if (s != SBN_OK) return s;
+    if (s != SBN_OK) return explain_mismatch(s, x, config);
     for (c = 0; c < channels; c++)
         if (redo[c] != 0.0)
             ws->merged[c] = sbn__layer_finish_moments(ws->acc, channels, c, count, centre[c],
@@ -565,7 +618,7 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
                                      sizeof(sbn__rsum), sbn__rsum_merge_bytes,
                                      make_tag(x, config, PHASE_BACKWARD));
         lap(config, &timing->comm_seconds, &mark);
-        if (s != SBN_OK) return s;
+        if (s != SBN_OK) return explain_mismatch(s, x, config);
         s = check_world_units(x, &ws.acc[SBN_LAYER_BWD_UNITS(channels)]);
         if (s != SBN_OK) return s;
         for (c = 0; c < 2 * channels; c++) ws.sums[c] = sbn__rsum_value(&ws.acc[c]);

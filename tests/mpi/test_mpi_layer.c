@@ -11,9 +11,10 @@
  * f32 and bf16, channels-first and channels-last. Also: an all-empty world
  * (SBN_NO_SAMPLES everywhere, running stats bit-unchanged, backward succeeds),
  * eval called on rank 0 alone while the others wait in an MPI_Barrier of their
- * own (a collective inside eval would deadlock, which ctest's timeout reports), and
- * a rank with eps = -1 (SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED on its
- * peers). No fork harness under MPI: the cases run in sequence, each process
+ * own (a collective inside eval would deadlock, which ctest's timeout reports), a
+ * rank with eps = -1 (SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED on its peers),
+ * and a rank whose config differs (eps in forward, sync_grad_params in backward:
+ * SBN_ERR_COMM_MISMATCH on every process). No fork harness under MPI: the cases run in sequence, each process
  * counts its failures, the counts are summed with MPI_Allreduce and rank 0 prints
  * "N passed, N failed"; the exit status is non-zero on any failure. Tolerances as
  * in test_layer.c (docs/numerics.md).
@@ -403,11 +404,47 @@ static void failing_rank(void)
     small_free(&t);
 }
 
+/*
+ * The last process passes another eps (forward), or sync_grad_params only in backward:
+ * SBN_ERR_COMM_MISMATCH on every process, each sentence naming its own value, no output
+ * written by the refused forward.
+ */
+static void config_mismatch(void)
+{
+    sbn_comm_t *comm = NULL;
+    sbn_syncbn_config cfg;
+    small t;
+    int64_t nbt = 0, count = -1;
+    int odd = g_rank == g_size - 1;
+    unsigned char *ys;
+    sbn_status st;
+    small_make(&t, 1 + g_rank % 2, 0.5);
+    ys = tsup_snapshot(&t.y);
+    sbn_syncbn_config_default(&cfg);
+    if (odd) cfg.eps = 1e-3;
+    EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    st = small_forward(comm, &cfg, &t, &nbt, &count);
+    EXPECT_STATUS_OF(st, SBN_ERR_COMM_MISMATCH, "forward with eps differing on the last rank");
+    EXPECT_HAS(odd ? "eps 0.001," : "eps 1.0000000000000001e-05,");
+    EXPECT(tsup_unchanged(&t.y, ys) && nbt == 0 && count == -1, "a refused call wrote outputs");
+    cfg.eps = 1e-5;
+    EXPECT_STATUS_OF(small_forward(comm, &cfg, &t, &nbt, &count), SBN_OK, "forward, same config");
+    if (odd) cfg.sync_grad_params = 1;
+    st = sbn_syncbn_backward(comm, &cfg, &t.x.view, &t.x.view, &t.w.view, NULL, NULL, &t.sm.view,
+                             &t.si.view, count, &t.y.view, &t.gw.view, &t.gb.view, t.ws, t.bytes,
+                             NULL);
+    EXPECT_STATUS_OF(st, SBN_ERR_COMM_MISMATCH, "backward with sync_grad_params on one rank");
+    EXPECT_HAS(odd ? "sync_grad_params 1" : "sync_grad_params 0");
+    sbn_comm_destroy(comm);
+    free(ys);
+    small_free(&t);
+}
+
 int main(int argc, char **argv)
 {
     static const mpi_case cases[] = {
-        {"property", property}, {"all_empty", all_empty}, {"eval_alone", eval_alone},
-        {"failing_rank", failing_rank},
+        {"property", property},         {"all_empty", all_empty}, {"eval_alone", eval_alone},
+        {"failing_rank", failing_rank}, {"config_mismatch", config_mismatch},
     };
     return mpi_run_cases(&argc, &argv, cases, TSUP_COUNT(cases), NULL);
 }
