@@ -263,6 +263,22 @@ static double moments_m2(const double *v, int64_t r, double *mean)
     return m.m2;
 }
 
+/* sbn_stats of x (4, 2) of dtype dt, eps 1e-5, into f64 mean and invstd. */
+static sbn_status stats_4x2(void *x, sbn_dtype dt, double mean[2], double invstd[2])
+{
+    int64_t shape[2] = {4, 2};
+    sbn_tensor xv = sbn_tensor_contiguous(x, dt, 2, shape);
+    sbn_tensor mv = sbn_tensor_1d(mean, SBN_F64, 2), iv = sbn_tensor_1d(invstd, SBN_F64, 2);
+    size_t bytes;
+    void *ws;
+    sbn_status s;
+    sbn_stats_workspace_size(&xv, &bytes);
+    ws = malloc(bytes);
+    s = sbn_stats(&xv, 1e-5, &mv, &iv, ws, bytes, NULL);
+    free(ws);
+    return s;
+}
+
 /*
  * NaN, Inf and squares past DBL_MAX used to be clamped to variance 0, for some R only;
  * then finite data whose squared deviations pass DBL_MAX gave M2 = NaN (Inf - Inf)
@@ -296,30 +312,15 @@ static void non_finite_variance(void)
         free(v);
     }
     {   /* and sbn_stats reports invstd NaN, not 1/sqrt(eps) */
-        float x[8] = {1, 2, NAN, 4, 5, 6, 7, 8}, mean[2], invstd[2];
-        int64_t shape[2] = {4, 2};
-        sbn_tensor xv = sbn_tensor_contiguous(x, SBN_F32, 2, shape);
-        sbn_tensor mv = sbn_tensor_1d(mean, SBN_F32, 2), iv = sbn_tensor_1d(invstd, SBN_F32, 2);
-        size_t bytes;
-        void *ws;
-        sbn_stats_workspace_size(&xv, &bytes);
-        ws = malloc(bytes);
-        CHECK_STATUS(sbn_stats(&xv, 1e-5, &mv, &iv, ws, bytes, NULL), SBN_OK);
-        free(ws);
+        float x[8] = {1, 2, NAN, 4, 5, 6, 7, 8};
+        double mean[2], invstd[2];
+        CHECK_STATUS(stats_4x2(x, SBN_F32, mean, invstd), SBN_OK);
         CHECK_MSG(isnan(invstd[0]), "invstd[0] %g", invstd[0]);
         CHECK_MSG(isfinite(invstd[1]), "invstd[1] %g", invstd[1]);
     }
     {   /* ... and invstd 0 (PyTorch's) for squares past DBL_MAX */
         double x[8] = {2e200, 1, 1e200, 2, 2e200, 3, 1e200, 4}, mean[2], invstd[2];
-        int64_t shape[2] = {4, 2};
-        sbn_tensor xv = sbn_tensor_contiguous(x, SBN_F64, 2, shape);
-        sbn_tensor mv = sbn_tensor_1d(mean, SBN_F64, 2), iv = sbn_tensor_1d(invstd, SBN_F64, 2);
-        size_t bytes;
-        void *ws;
-        sbn_stats_workspace_size(&xv, &bytes);
-        ws = malloc(bytes);
-        CHECK_STATUS(sbn_stats(&xv, 1e-5, &mv, &iv, ws, bytes, NULL), SBN_OK);
-        free(ws);
+        CHECK_STATUS(stats_4x2(x, SBN_F64, mean, invstd), SBN_OK);
         CHECK_MSG(invstd[0] == 0.0 && fabs(mean[0] - 1.5e200) <= 1e-15 * 1.5e200,
                   "channel 0: mean %.17g, invstd %g; expected 1.5e200, 0", mean[0], invstd[0]);
         CHECK_MSG(isfinite(invstd[1]) && invstd[1] > 0, "invstd[1] %g", invstd[1]);
