@@ -10,7 +10,9 @@
  * Argument errors still come first (a NULL output is 100000 with or without a
  * device), a copy or set of 0 bytes still succeeds, the frees and the use of
  * existing streams need no device, and a thread that made another thread's
- * context current (aclrtSetCurrentContext) has one.
+ * context current (aclrtSetCurrentContext) has one. A current context destroyed
+ * by another thread is none: the create calls, aclrtGetCurrentContext and
+ * aclrtGetDevice all refuse with 107002.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -363,6 +365,12 @@ static void destroyed_context_is_none(void)
     CHECK(aclrtMemset(buf, 8, 2, 8) == ACL_ERROR_RT_CONTEXT_NULL && buf[7] == 1);
     CHECK(aclrtCreateEvent((aclrtEvent *)&p) == ACL_ERROR_RT_CONTEXT_NULL && p == NULL);
     CHECK(aclrtSynchronizeDevice() == ACL_ERROR_RT_CONTEXT_NULL);
+    {   /* the device query agrees with the context query: neither is current */
+        int32_t dev = 77;
+        aclrtContext cur = NULL;
+        CHECK(aclrtGetCurrentContext(&cur) == ACL_ERROR_RT_CONTEXT_NULL && cur == NULL);
+        CHECK(aclrtGetDevice(&dev) == ACL_ERROR_RT_CONTEXT_NULL && dev == 77);
+    }
     CHECK(aclrtSetDevice(0) == ACL_SUCCESS);
     CHECK(aclrtMemset(buf, 8, 2, 8) == ACL_SUCCESS && buf[7] == 2);
 }

@@ -4,7 +4,8 @@
  * used to get wrong: strides whose extents overflow 64 bits (an output aliased
  * onto its own input, two outputs at one address), a workspace inside an input or
  * an output, size arithmetic that wrapped (gather_moments, layer workspace size,
- * contiguous strides), misaligned f64/f16/bf16 data, NaN and Inf data hidden as
+ * contiguous strides), a gather_moments count past 2^53 refused without naming that
+ * limit, misaligned f64/f16/bf16 data, NaN and Inf data hidden as
  * variance 0, a momentum reported with too few digits, and a layer that changed
  * its state before refusing an argument. Each case asserts the status, that
  * sbn_last_error() names the argument, and that no buffer changed on a refusal.
@@ -146,6 +147,30 @@ static void gather_moments_huge_world(void)
     CHECK_MSG(error_has("parts"), "message: %s", sbn_last_error());
 }
 
+/* A count past 2^53 (1e300) was refused as "counts must be finite and >= 0", which it
+ * is: the message must name the real limit. 2^53 itself is accepted, its successor not. */
+static void gather_moments_count_limit(void)
+{
+    static const double bad[] = {1e300, 9007199254740994.0, INFINITY, NAN, -1.0};
+    sbn_moments parts[4] = {{3, 1, 2}, {5, 2, 4}, {1, 0, 0}, {2, 1, 1}}, total[2];
+    unsigned k;
+    for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        sbn_status s;
+        parts[2].count = bad[k]; /* rank 1, channel 0 */
+        s = sbn_gather_moments(parts, 2, 2, 0.1, 1e-5, NULL, NULL, total, NULL, NULL);
+        CHECK_MSG(s == SBN_ERR_BAD_VALUE, "count %g: got %s (%s)", bad[k], sbn_status_name(s),
+                  sbn_last_error());
+        CHECK_MSG(error_has("parts[rank 1][channel 0].count") && error_has("2^53") &&
+                      error_has("9007199254740992"),
+                  "count %g: message: %s", bad[k], sbn_last_error());
+    }
+    parts[2].count = SBN_MOMENTS_MAX_COUNT;
+    CHECK_STATUS(sbn_gather_moments(parts, 2, 2, 0.1, 1e-5, NULL, NULL, total, NULL, NULL),
+                 SBN_OK);
+    CHECK_MSG(total[0].count == SBN_MOMENTS_MAX_COUNT + 3.0, "total count %.17g",
+              total[0].count);
+}
+
 /* C = 2^50 and W = 2^20: C * (W + 2) * 24 bytes wrapped around. The layer's arrays
  * no longer grow with W (C * 248 bytes); at the largest C a view may have, 2^56, the
  * size is either refused or at least that much, never wrapped to a small number. */
@@ -238,10 +263,31 @@ static double moments_m2(const double *v, int64_t r, double *mean)
     return m.m2;
 }
 
-/* NaN, Inf and squares past DBL_MAX used to be clamped to variance 0, for some R only. */
+/* sbn_stats of x (4, 2) of dtype dt, eps 1e-5, into f64 mean and invstd. */
+static sbn_status stats_4x2(void *x, sbn_dtype dt, double mean[2], double invstd[2])
+{
+    int64_t shape[2] = {4, 2};
+    sbn_tensor xv = sbn_tensor_contiguous(x, dt, 2, shape);
+    sbn_tensor mv = sbn_tensor_1d(mean, SBN_F64, 2), iv = sbn_tensor_1d(invstd, SBN_F64, 2);
+    size_t bytes;
+    void *ws;
+    sbn_status s;
+    sbn_stats_workspace_size(&xv, &bytes);
+    ws = malloc(bytes);
+    s = sbn_stats(&xv, 1e-5, &mv, &iv, ws, bytes, NULL);
+    free(ws);
+    return s;
+}
+
+/*
+ * NaN, Inf and squares past DBL_MAX used to be clamped to variance 0, for some R only;
+ * then finite data whose squared deviations pass DBL_MAX gave M2 = NaN (Inf - Inf)
+ * where docs/numerics.md promises M2 = +Inf and invstd 0. NaN data: mean and M2 NaN;
+ * an Inf: M2 NaN; +-1e200 (mean near 0, or 1.25e200): M2 = +Inf, a finite mean.
+ */
 static void non_finite_variance(void)
 {
-    static const int64_t lengths[] = {5, 2048, 2049, 5000};
+    static const int64_t lengths[] = {2, 5, 8, 64, 2048, 2049, 5000};
     static const double bad[] = {NAN, INFINITY, -INFINITY};
     unsigned i, k;
     for (i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
@@ -251,27 +297,33 @@ static void non_finite_variance(void)
             for (j = 0; j < r; j++) v[j] = (double)(j % 5);
             v[r / 2] = bad[k];
             m2 = moments_m2(v, r, &mean);
-            CHECK_MSG(!isfinite(m2), "R %lld with %g: M2 %g (mean %g)", (long long)r, bad[k], m2,
-                      mean);
+            CHECK_MSG(isnan(m2) && (!isnan(bad[k]) || isnan(mean)), "R %lld with %g: M2 %g "
+                      "(mean %g); expected M2 NaN (and mean NaN for a NaN)", (long long)r,
+                      bad[k], m2, mean);
         }
-        for (j = 0; j < r; j++) v[j] = j % 2 ? 1e200 : -1e200;
-        m2 = moments_m2(v, r, &mean);
+        for (k = 0; k < 2; k++) {
+            for (j = 0; j < r; j++)
+                v[j] = k == 0 ? (j % 2 ? 1e200 : -1e200) : 1e200 + (j % 2 ? 1e200 : -5e199);
+            m2 = moments_m2(v, r, &mean);
+            CHECK_MSG(m2 == INFINITY && isfinite(mean), "R %lld of %s: M2 %g, mean %g; "
+                      "expected M2 +Inf and a finite mean", (long long)r,
+                      k == 0 ? "+-1e200" : "1e200 + {1e200, -5e199}", m2, mean);
+        }
         free(v);
-        CHECK_MSG(!isfinite(m2), "R %lld of +-1e200: M2 %g", (long long)r, m2);
     }
     {   /* and sbn_stats reports invstd NaN, not 1/sqrt(eps) */
-        float x[8] = {1, 2, NAN, 4, 5, 6, 7, 8}, mean[2], invstd[2];
-        int64_t shape[2] = {4, 2};
-        sbn_tensor xv = sbn_tensor_contiguous(x, SBN_F32, 2, shape);
-        sbn_tensor mv = sbn_tensor_1d(mean, SBN_F32, 2), iv = sbn_tensor_1d(invstd, SBN_F32, 2);
-        size_t bytes;
-        void *ws;
-        sbn_stats_workspace_size(&xv, &bytes);
-        ws = malloc(bytes);
-        CHECK_STATUS(sbn_stats(&xv, 1e-5, &mv, &iv, ws, bytes, NULL), SBN_OK);
-        free(ws);
+        float x[8] = {1, 2, NAN, 4, 5, 6, 7, 8};
+        double mean[2], invstd[2];
+        CHECK_STATUS(stats_4x2(x, SBN_F32, mean, invstd), SBN_OK);
         CHECK_MSG(isnan(invstd[0]), "invstd[0] %g", invstd[0]);
         CHECK_MSG(isfinite(invstd[1]), "invstd[1] %g", invstd[1]);
+    }
+    {   /* ... and invstd 0 (PyTorch's) for squares past DBL_MAX */
+        double x[8] = {2e200, 1, 1e200, 2, 2e200, 3, 1e200, 4}, mean[2], invstd[2];
+        CHECK_STATUS(stats_4x2(x, SBN_F64, mean, invstd), SBN_OK);
+        CHECK_MSG(invstd[0] == 0.0 && fabs(mean[0] - 1.5e200) <= 1e-15 * 1.5e200,
+                  "channel 0: mean %.17g, invstd %g; expected 1.5e200, 0", mean[0], invstd[0]);
+        CHECK_MSG(isfinite(invstd[1]) && invstd[1] > 0, "invstd[1] %g", invstd[1]);
     }
 }
 
@@ -375,6 +427,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(input_stride_overflow),
     SBN_TEST_CASE(workspace_inside_input),
     SBN_TEST_CASE(gather_moments_huge_world),
+    SBN_TEST_CASE(gather_moments_count_limit),
     SBN_TEST_CASE(layer_workspace_size_wraps),
     SBN_TEST_CASE(contiguous_shape_overflow),
     SBN_TEST_CASE(misaligned_data),

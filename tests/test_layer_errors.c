@@ -7,7 +7,10 @@
  * status and SBN_ERR_PEER_FAILED naming it on every peer; a rank with another C or
  * dtype, one that calls backward instead of forward or forward instead of
  * backward, give SBN_ERR_COMM_MISMATCH on every rank with a sentence naming both
- * calls; a rank that skips the call leaves its peers SBN_ERR_TIMEOUT after the
+ * calls (the forward exchanges 3C + 2 accumulators, the backward 2C + 1); a rank
+ * whose config differs in eps, momentum, cumulative, nan_guard, sync_grad_params
+ * (in forward, or only in backward) or reproducible gives SBN_ERR_COMM_MISMATCH on
+ * every rank, each sentence naming that rank's own value; a rank that skips the call leaves its peers SBN_ERR_TIMEOUT after the
  * world's 0.5 s timeout. In every case y, save_*, the running stats,
  * num_batches_tracked, global_count and the gradients keep their bytes on every
  * rank. The NaN guard: an Inf or NaN on one rank gives SBN_NON_FINITE_STATS and
@@ -132,7 +135,9 @@ static sbn_status bwd(tsup_rank *cx, rank_bufs *rb, const sbn_syncbn_config *cfg
 
 typedef enum odd_kind {
     K_EPS, K_MOMENTUM, K_WORKSPACE, K_Y_SHAPE, K_SAVE_NULL, K_CHANNELS, K_DTYPE,
-    K_BACKWARD_INSTEAD, K_SKIP, K_BWD_GI_SHAPE, K_BWD_COUNT, K_BWD_FORWARD_INSTEAD, K_BWD_SKIP
+    K_BACKWARD_INSTEAD, K_SKIP, K_CFG_EPS, K_CFG_MOMENTUM, K_CFG_CUMULATIVE, K_CFG_NAN_GUARD,
+    K_CFG_SYNC, K_CFG_REPRO,
+    K_BWD_GI_SHAPE, K_BWD_COUNT, K_BWD_FORWARD_INSTEAD, K_BWD_SKIP, K_BWD_CFG_SYNC
 } odd_kind;
 
 typedef struct err_case {
@@ -156,21 +161,37 @@ static const err_case k_err_cases[] = {
     {"save_mean NULL", 2, 0, K_SAVE_NULL, SBN_ERR_NULL_ARGUMENT, SBN_ERR_PEER_FAILED,
      "save_mean", "rank 0 (SBN_ERR_NULL_ARGUMENT)", NULL},
     {"other C", 3, 2, K_CHANNELS, SBN_ERR_COMM_MISMATCH, SBN_ERR_COMM_MISMATCH,
-     "rank 2 called allreduce_merge (count 13,", "rank 2 called allreduce_merge (count 13,",
-     "rank 0 called allreduce_merge (count 10,"},
+     "rank 2 called allreduce_merge (count 14,", "rank 2 called allreduce_merge (count 14,",
+     "rank 0 called allreduce_merge (count 11,"},
     {"other dtype", 4, 1, K_DTYPE, SBN_ERR_COMM_MISMATCH, SBN_ERR_COMM_MISMATCH, NULL, NULL,
-     "rank 1 called allreduce_merge (count 10,"},
+     "rank 1 called allreduce_merge (count 11,"},
     {"backward instead of forward", 3, 1, K_BACKWARD_INSTEAD, SBN_ERR_COMM_MISMATCH,
-     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 1 called allreduce_merge (count 6,"},
+     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 1 called allreduce_merge (count 7,"},
     {"skipped forward", 3, 2, K_SKIP, SBN_OK, SBN_ERR_TIMEOUT, NULL, "rank 2 missing", NULL},
     {"backward grad_input shape", 3, 1, K_BWD_GI_SHAPE, SBN_ERR_BAD_SHAPE, SBN_ERR_PEER_FAILED,
      "grad_input has shape", "rank 1 (SBN_ERR_BAD_SHAPE)", NULL},
     {"backward global_count 0", 2, 1, K_BWD_COUNT, SBN_ERR_BAD_VALUE, SBN_ERR_PEER_FAILED,
      "global_count is 0", "rank 1 (SBN_ERR_BAD_VALUE)", NULL},
     {"forward instead of backward", 4, 2, K_BWD_FORWARD_INSTEAD, SBN_ERR_COMM_MISMATCH,
-     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 2 called allreduce_merge (count 10,"},
+     SBN_ERR_COMM_MISMATCH, NULL, NULL, "rank 2 called allreduce_merge (count 11,"},
     {"skipped backward", 2, 1, K_BWD_SKIP, SBN_OK, SBN_ERR_TIMEOUT, NULL, "rank 1 missing",
      NULL},
+    /* ranks with another config (every field that changes a result) */
+    {"other eps", 3, 1, K_CFG_EPS, SBN_ERR_COMM_MISMATCH, SBN_ERR_COMM_MISMATCH, "eps 0.001,",
+     "eps 1.0000000000000001e-05,", "the SyncBN layer's tag"},
+    {"other momentum", 2, 0, K_CFG_MOMENTUM, SBN_ERR_COMM_MISMATCH, SBN_ERR_COMM_MISMATCH,
+     "momentum 0.5,", "momentum 0.10000000000000001,", "the SyncBN layer's tag"},
+    {"cumulative on one rank", 4, 3, K_CFG_CUMULATIVE, SBN_ERR_COMM_MISMATCH,
+     SBN_ERR_COMM_MISMATCH, "cumulative 1", "cumulative 0", "the SyncBN layer's tag"},
+    {"nan_guard on one rank", 3, 2, K_CFG_NAN_GUARD, SBN_ERR_COMM_MISMATCH,
+     SBN_ERR_COMM_MISMATCH, "nan_guard 1", "nan_guard 0", "the SyncBN layer's tag"},
+    {"sync_grad_params on one rank", 2, 1, K_CFG_SYNC, SBN_ERR_COMM_MISMATCH,
+     SBN_ERR_COMM_MISMATCH, "sync_grad_params 1", "sync_grad_params 0", "the SyncBN layer's tag"},
+    {"reproducible on one rank", 3, 0, K_CFG_REPRO, SBN_ERR_COMM_MISMATCH,
+     SBN_ERR_COMM_MISMATCH, "reproducible 1", "reproducible 0", "the SyncBN layer's tag"},
+    {"backward sync_grad_params on one rank", 3, 2, K_BWD_CFG_SYNC, SBN_ERR_COMM_MISMATCH,
+     SBN_ERR_COMM_MISMATCH, "sync_grad_params 1", "sync_grad_params 0",
+     "called allreduce_merge (count 7,"},
 };
 
 static void rank_err(tsup_rank *cx)
@@ -215,6 +236,13 @@ static void rank_err(tsup_rank *cx)
             break;
         case K_BWD_COUNT: got = bwd(cx, &rb, &cfg, 0); break;
         case K_BWD_FORWARD_INSTEAD: got = fwd(cx, &rb, &cfg); break;
+        case K_CFG_EPS: cfg.eps = 1e-3; got = fwd(cx, &rb, &cfg); break;
+        case K_CFG_MOMENTUM: cfg.momentum = 0.5; got = fwd(cx, &rb, &cfg); break;
+        case K_CFG_CUMULATIVE: cfg.cumulative = 1; got = fwd(cx, &rb, &cfg); break;
+        case K_CFG_NAN_GUARD: cfg.nan_guard = 1; got = fwd(cx, &rb, &cfg); break;
+        case K_CFG_SYNC: cfg.sync_grad_params = 1; got = fwd(cx, &rb, &cfg); break;
+        case K_CFG_REPRO: cfg.reproducible = 1; got = fwd(cx, &rb, &cfg); break;
+        case K_BWD_CFG_SYNC: cfg.sync_grad_params = 1; got = bwd(cx, &rb, &cfg, rb.count); break;
         case K_SKIP:
         case K_BWD_SKIP: break; /* calls nothing */
         }

@@ -4,13 +4,23 @@
  * communicator from comm.h.
  *
  * Forward (training): local moments (count, mean, M2) of x, deposited as
- * order-independent sums (count*mean, count*mean^2, M2: exact products), one
- * allreduce of 3C + 1 accumulators merged exactly, the global mean and M2 finished
- * from them on every rank, the running-stat update (unbiased variance; momentum,
- * or the cumulative average 1/num_batches_tracked), then
- * y = (x - mean) * invstd * w + b. Backward (training): local sum_dy and
- * sum_dy_xmu, one allreduce of 2C accumulators, then grad_input with the global
- * count; grad_weight and grad_bias are this rank's share unless sync_grad_params.
+ * order-independent sums (count*mean, count*mean^2, M2: exact products, scaled
+ * past DBL_MAX), one allreduce of 3C + 2 accumulators merged exactly, the global
+ * mean and M2 finished from them on every rank (a second allreduce around the mean
+ * found for channels whose |mean| is too large for their spread, about 1e8 std
+ * and beyond, or constant: then the sums hold only deviations), the running-stat
+ * update (unbiased variance; momentum, or the cumulative average
+ * 1/num_batches_tracked), then y = (x - mean) * invstd * w + b. Finite f64 data
+ * whose variance passes DBL_MAX gives M2 = +Inf, invstd 0 and y = b, as
+ * sbn_batch_norm. Backward (training): local sum_dy and sum_dy_xmu, one allreduce
+ * of 2C + 1 accumulators, then grad_input with the global count; grad_weight and
+ * grad_bias are this rank's share unless sync_grad_params.
+ *
+ * Limit: the exact accumulators take at most 2^31 - 1 deposits each, so a world may
+ * hold at most SBN_SYNCBN_MAX_UNITS = 715827875 units per channel (samples in
+ * reproducible mode; ranks with samples in the default mode); past it forward and
+ * backward return SBN_ERR_TOO_LARGE (a rank's own batch before the exchange, the
+ * merged world after it, on every rank), never a wrapped sum.
  * The accumulators are 56 bytes each and their merge is exactly associative, so
  * the result does not depend on the reduction tree of the backend (MPI's own
  * algorithms, a tree of threads) and each rank sends and receives O(C) bytes
@@ -39,6 +49,9 @@
 extern "C" {
 #endif
 
+/* The most units per channel a world may hold: (2^31 - 1 - 20) / 3 (see above). */
+#define SBN_SYNCBN_MAX_UNITS 715827875
+
 /* Seconds spent in each part of the calls that were given this struct (accumulated). */
 typedef struct sbn_syncbn_timing {
     double stats_seconds;  /* local reductions (stats, backward_reduce) */
@@ -46,6 +59,13 @@ typedef struct sbn_syncbn_timing {
     double elemt_seconds;  /* merge and elementwise passes */
 } sbn_syncbn_timing;
 
+/*
+ * Every rank of a training call must pass the same eps, momentum (unused, so free,
+ * when cumulative), cumulative, nan_guard, sync_grad_params and reproducible: C, the
+ * dtype and a digest of these travel in the tag of every collective of the layer,
+ * and a rank that differs gets SBN_ERR_COMM_MISMATCH on every rank (each sentence
+ * naming that rank's own values) instead of results that silently diverge.
+ */
 typedef struct sbn_syncbn_config {
     double eps;               /* default 1e-5 */
     double momentum;          /* default 0.1; unused when cumulative */
@@ -73,7 +93,8 @@ sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, size_t *byt
  * channel over all ranks (for backward).
  * Statuses: SBN_NO_SAMPLES when every rank is empty (running stats untouched),
  * SBN_SINGLE_SAMPLE when the world holds one sample per channel, SBN_NON_FINITE_STATS
- * when nan_guard refused an update; failures as the ops plus the comm statuses.
+ * when nan_guard refused an update; failures as the ops plus the comm statuses, and
+ * SBN_ERR_TOO_LARGE past SBN_SYNCBN_MAX_UNITS units.
  * A rank whose arguments are invalid announces its failure to its peers
  * (SBN_ERR_PEER_FAILED there) instead of leaving them waiting.
  */

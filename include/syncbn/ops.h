@@ -71,9 +71,14 @@ sbn_status sbn_gather_stats_with_counts(const sbn_tensor *mean_all, const sbn_te
 /*
  * gather_moments: the native merge of parts[j * C + c] (j = rank 0..W-1), double
  * (count, mean, M2) from sbn_stats_moments, without going through invstd.
+ * Every count must be in [0, SBN_MOMENTS_MAX_COUNT] = [0, 2^53] (9007199254740992,
+ * the largest integer up to which a double holds every count exactly); NaN, a
+ * negative or a larger count is SBN_ERR_BAD_VALUE naming the rank, the channel and
+ * the value.
  * Same outputs, running-stat rules and statuses as gather_stats_with_counts; any
  * of total (the merged moments, [C] structs), mean and invstd may be NULL.
  */
+#define SBN_MOMENTS_MAX_COUNT 9007199254740992.0 /* 2^53 */
 sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, int64_t channels,
                               double momentum, double eps, sbn_tensor *running_mean,
                               sbn_tensor *running_var, sbn_moments *total, sbn_tensor *mean,

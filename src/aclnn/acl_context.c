@@ -113,9 +113,10 @@ static void *default_context_of(int32_t device)
     return handle;
 }
 
+/* -1 when the thread has no live current context (see has_context). */
 int32_t sbn__acl_current_device(void)
 {
-    return g_device;
+    return has_context() ? g_device : -1;
 }
 
 /* ---- devices ---- */
@@ -150,9 +151,11 @@ SBN_API aclError aclrtGetDevice(int32_t *deviceId)
 {
     if (deviceId == NULL)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice", "deviceId is NULL");
-    if (g_device < 0)
+    /* the device is the current context's: none when another thread destroyed it */
+    if (!has_context())
         return sbn__acl_fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetDevice",
-                             "this thread has no current device (call aclrtSetDevice first)");
+                             "this thread has no current device (call aclrtSetDevice first; "
+                             "a context destroyed by another thread leaves none)");
     *deviceId = g_device;
     return ACL_SUCCESS;
 }

@@ -406,6 +406,14 @@ void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t);
 #define SBN_ROW_SLOT_DOUBLES(C) ((size_t)(C) * (2 * 16 + 1))
 #define SBN_PLANE_BLOCK 64 /* channels per plane-path task */
 
+/*
+ * Channel c of a MOMENTS walk again when the chunked pass left its mean or M2
+ * non-finite: if every element is finite, *mean and *m2 are recomputed on x * 2^-k
+ * (the same chunked scheme) and scaled back, so M2 is +Inf only when it passes
+ * DBL_MAX; with a NaN or Inf element they are left as they are (moments_wide.c).
+ */
+void sbn__moments_wide(const sbn__walk *w, int64_t c, double *mean, double *m2);
+
 /* Workspace bytes that sbn__channel_reduce needs for x's shape. */
 size_t sbn__channel_reduce_bytes(const sbn_tensor *x);
 /*

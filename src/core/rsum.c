@@ -3,12 +3,14 @@
  * raises the window when the term's top bin is above it, splits the term's two's
  * complement integer into the 4 window bins (at most 3 bins hold its 53 significant
  * bits; bins below hold 0, bins above hold its sign extension) and adds each 32-bit
- * part to its digit; nothing is carried, so no digit depends on the order. Merging
- * aligns the two windows the same way and adds integers. Only sbn__rsum_value carries:
- * on a local copy it forms the signed integer D = sum_k digit[k] 2^(32k) - neg 2^128
- * (units of 2^(32 lo - 1074)) in 32-bit limbs, takes its sign and rounds |D| once to
- * 53 bits (or to the subnormal grid) with a round and a sticky bit. Digit arithmetic
- * is done in uint64 so that even an overfull accumulator wraps instead of being UB.
+ * part to its digit; nothing is carried, so no digit depends on the order. A deposit
+ * at an offset of `bins` bins (sbn__rsum_add_scaled) is the same split, `bins` bins
+ * higher. Merging aligns the two windows the same way and adds integers. Only
+ * sbn__rsum_value carries: on a local copy it forms the signed integer D = sum_k
+ * digit[k] 2^(32k) - neg 2^128 (units of 2^(32 lo - 1074)) in 32-bit limbs, takes its
+ * sign and rounds |D| once to 53 bits (or to the subnormal grid) with a round and a
+ * sticky bit. Digit arithmetic is done in uint64 so that even an overfull accumulator
+ * wraps instead of being UB.
  */
 #include <math.h>
 #include <string.h>
@@ -63,6 +65,11 @@ void sbn__rsum_clear(sbn__rsum *a, size_t n)
 
 void sbn__rsum_add(sbn__rsum *a, double t)
 {
+    sbn__rsum_add_scaled(a, t, 0);
+}
+
+void sbn__rsum_add_scaled(sbn__rsum *a, double t, int64_t bins)
+{
     uint64_t bits, m, low, high, sign, fill;
     int64_t biased, sh, top_bin, d;
     uint32_t part[7];
@@ -79,15 +86,15 @@ void sbn__rsum_add(sbn__rsum *a, double t)
     if (biased == 0) { /* subnormal: T = m */
         if (m == 0) return;
         sh = 0;
-        top_bin = high_bit53(m) >> 5;
+        top_bin = (high_bit53(m) >> 5) + bins;
     } else { /* normal: T = (2^52 + m) 2^(biased - 1), highest bit biased + 51 */
         m |= UINT64_C(1) << RSUM_FRAC_BITS;
         sh = biased - 1;
-        top_bin = (biased + 51) >> 5;
+        top_bin = ((biased + 51) >> 5) + bins;
     }
     if (top_bin > a->top) rsum_raise(a, top_bin);
 
-    /* |T| = (high:low) 2^(32 b0), b0 = sh / 32: at most 85 bits, i.e. bins b0 .. b0 + 2 */
+    /* |T| = (high:low) 2^(32 b0), b0 = sh / 32 + bins: at most 85 bits, bins b0 .. b0 + 2 */
     low = m << (sh & 31);
     high = (m >> 1) >> (63 - (sh & 31)); /* m >> (64 - r), also for r = 0 */
     /* T < 0: the two's complement of the 128-bit (high:low), without a branch */
@@ -102,7 +109,7 @@ void sbn__rsum_add(sbn__rsum *a, double t)
     part[5] = (uint32_t)(high & RSUM_LIMB_MASK);
     part[6] = (uint32_t)fill;
     /* window bin lo + k = b0 + (d + k - 3), d = top - b0 >= top_bin - b0 >= 0 */
-    d = a->top - (sh >> 5);
+    d = a->top - ((sh >> 5) + bins);
     for (k = 0; k < SBN_RSUM_DIGITS; k++)
         a->digit[k] = add_wrap(a->digit[k], part[d + k < 6 ? d + k : 6]);
     a->neg = add_wrap(a->neg, (uint64_t)negative);
@@ -127,13 +134,13 @@ void sbn__rsum_merge(sbn__rsum *inout, const sbn__rsum *in, size_t n)
 }
 
 /*
- * Bytes from a peer are not trusted to hold a state sbn__rsum_add could make: a top
- * outside -1..65 would send the window arithmetic out of range, so such a state is
- * replaced by NaN (a loud, propagating result) instead of being merged.
+ * Bytes from a peer are not trusted to hold a state a deposit could make: a top
+ * outside -1..SBN_RSUM_MAX_TOP would send the window arithmetic out of range, so such a
+ * state is replaced by NaN (a loud, propagating result) instead of being merged.
  */
 static void rsum_sanitize(sbn__rsum *a)
 {
-    if (a->top >= RSUM_EMPTY_TOP && a->top <= 65) return;
+    if (a->top >= RSUM_EMPTY_TOP && a->top <= SBN_RSUM_MAX_TOP) return;
     memset(a, 0, sizeof *a);
     a->top = RSUM_EMPTY_TOP;
     a->flags = SBN_RSUM_NAN;
@@ -157,6 +164,11 @@ void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n)
 
 int sbn__rsum_parts(const sbn__rsum *a, double parts[SBN_RSUM_PARTS])
 {
+    return sbn__rsum_parts_scaled(a, 0, parts);
+}
+
+int sbn__rsum_parts_scaled(const sbn__rsum *a, int64_t bins, double parts[SBN_RSUM_PARTS])
+{
     int64_t lo = a->top - (SBN_RSUM_DIGITS - 1), k;
     int np = 0;
     if (a->top < 0) return 0;
@@ -165,10 +177,12 @@ int sbn__rsum_parts(const sbn__rsum *a, double parts[SBN_RSUM_PARTS])
         int64_t bin = lo + k;
         if (bin < 0) continue; /* below the grid: always 0 */
         if (d & RSUM_LIMB_MASK)
-            parts[np++] = ldexp((double)(d & RSUM_LIMB_MASK), (int)(32 * bin - 1074));
-        if (d >> 32) parts[np++] = ldexp((double)(d >> 32), (int)(32 * (bin + 1) - 1074));
+            parts[np++] = ldexp((double)(d & RSUM_LIMB_MASK), (int)(32 * (bin - bins) - 1074));
+        if (d >> 32)
+            parts[np++] = ldexp((double)(d >> 32), (int)(32 * (bin + 1 - bins) - 1074));
     }
-    if (a->neg != 0) parts[np++] = -ldexp((double)a->neg, (int)(32 * (a->top + 1) - 1074));
+    if (a->neg != 0)
+        parts[np++] = -ldexp((double)a->neg, (int)(32 * (a->top + 1 - bins) - 1074));
     return np;
 }
 
@@ -280,6 +294,11 @@ static double round_to_double(const uint32_t mag[RSUM_LIMBS], int negative, int6
 
 double sbn__rsum_value(const sbn__rsum *a)
 {
+    return sbn__rsum_value_scaled(a, 0);
+}
+
+double sbn__rsum_value_scaled(const sbn__rsum *a, int64_t bins)
+{
     const int64_t both = SBN_RSUM_POS_INF | SBN_RSUM_NEG_INF;
     uint32_t mag[RSUM_LIMBS];
     int negative;
@@ -289,5 +308,5 @@ double sbn__rsum_value(const sbn__rsum *a)
     if (a->top < 0) return 0.0;
     negative = rsum_magnitude(a, mag);
     if (high_bit(mag) < 0) return 0.0;
-    return round_to_double(mag, negative, 32 * (a->top - (SBN_RSUM_DIGITS - 1)) - 1074);
+    return round_to_double(mag, negative, 32 * (a->top - (SBN_RSUM_DIGITS - 1) - bins) - 1074);
 }

@@ -20,6 +20,15 @@
 /* Bins in the window of an accumulator. */
 #define SBN_RSUM_DIGITS 4
 /*
+ * The highest top bin a state may have. Plain doubles reach bin 65 (DBL_MAX); terms
+ * deposited at an offset (sbn__rsum_add_scaled, t * 2^(32 bins)) reach higher, which
+ * is how the SyncBN layer sums squares and products past DBL_MAX (bin 101 at most
+ * there). A merged state with a top outside -1..SBN_RSUM_MAX_TOP is corrupt.
+ */
+#define SBN_RSUM_MAX_TOP 127
+/* The largest offset sbn__rsum_add_scaled takes: 65 + 62 = SBN_RSUM_MAX_TOP. */
+#define SBN_RSUM_MAX_BINS 62
+/*
  * The most terms (deposits, summed over all merged accumulators) one accumulator may
  * take: every digit is a sum of parts < 2^32, so 2^31 - 1 terms keep it below 2^63.
  * The caller guarantees it (SyncBN adds at most one term per sample and channel);
@@ -36,8 +45,9 @@
  * The accumulator: 7 int64 words, 56 bytes, no padding (it travels as bytes between
  * ranks; both sides have the same endianness).
  *
- *   top       the highest top bin of all finite nonzero terms so far, 0..65 (the top bin
- *             of a term is the bin of the highest set bit of |T|; DBL_MAX has bin 65);
+ *   top       the highest top bin of all finite nonzero terms so far, 0..SBN_RSUM_MAX_TOP
+ *             (the top bin of a term is the bin of the highest set bit of |T|; DBL_MAX
+ *             has bin 65, a term t * 2^(32 b) of sbn__rsum_add_scaled t's bin + b);
  *             -1 when the accumulator holds no finite nonzero term (empty).
  *   digit[k]  the sum of every term's part in bin lo + k, lo = top - 3 (k = 0 is the
  *             lowest bin of the window). Bins below 0 hold no grid bits: always 0.
@@ -82,6 +92,13 @@ void sbn__rsum_clear(sbn__rsum *a, size_t n);
  */
 void sbn__rsum_add(sbn__rsum *a, double t);
 /*
+ * Deposits the exact value t * 2^(32 bins), 0 <= bins <= SBN_RSUM_MAX_BINS, on the same
+ * grid: its parts are t's, `bins` bins higher, so the state is the one any other
+ * split of the same exact term (t' * 2^(32 b') = t * 2^(32 bins)) would give, and
+ * terms past DBL_MAX can be summed. bins = 0 is sbn__rsum_add.
+ */
+void sbn__rsum_add_scaled(sbn__rsum *a, double t, int64_t bins);
+/*
  * inout[i] = inout[i] (+) in[i] for i < n: both windows are raised to the higher top,
  * digits and neg are added as integers, flags are ORed. Exactly associative and
  * commutative; the result is what adding both sets of terms to one accumulator gives.
@@ -89,8 +106,8 @@ void sbn__rsum_add(sbn__rsum *a, double t);
  */
 void sbn__rsum_merge(sbn__rsum *inout, const sbn__rsum *in, size_t n);
 /* sbn__rsum_merge on untyped buffers of n accumulators (any alignment): a merge callback.
- * A state whose top is outside -1..65 (not one sbn__rsum_add can make: corrupt bytes from
- * a peer) merges as NaN instead of being trusted. */
+ * A state whose top is outside -1..SBN_RSUM_MAX_TOP (not one a deposit can make: corrupt
+ * bytes from a peer) merges as NaN instead of being trusted. */
 void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n);
 /*
  * V correctly rounded to the nearest double, ties to even: NaN when a NaN or both
@@ -99,6 +116,9 @@ void sbn__rsum_merge_bytes(void *inout, const void *in, size_t n);
  * zeros, or terms that cancel). Subnormal results are rounded once, directly.
  */
 double sbn__rsum_value(const sbn__rsum *a);
+/* V * 2^(-32 bins) (bins >= 0) rounded once as sbn__rsum_value rounds V: finite where
+ * V itself is past DBL_MAX. bins = 0 is sbn__rsum_value. */
+double sbn__rsum_value_scaled(const sbn__rsum *a, int64_t bins);
 /* The most doubles sbn__rsum_parts writes. */
 #define SBN_RSUM_PARTS (2 * SBN_RSUM_DIGITS + 1)
 /*
@@ -110,6 +130,10 @@ double sbn__rsum_value(const sbn__rsum *a);
  * represented. Returns the number written (0 for an empty accumulator).
  */
 int sbn__rsum_parts(const sbn__rsum *a, double parts[SBN_RSUM_PARTS]);
+/* The same for V * 2^(-32 bins) (bins >= 0): every part is exact while the state's
+ * bins lo - bins .. top + 1 - bins lie within doubles' range (top - bins <= 45 keeps
+ * every part below 2^431 within the term limit). bins = 0 is sbn__rsum_parts. */
+int sbn__rsum_parts_scaled(const sbn__rsum *a, int64_t bins, double parts[SBN_RSUM_PARTS]);
 /* 1 when a and b hold the same state (for canonical states: the same multiset of terms). */
 int sbn__rsum_equal(const sbn__rsum *a, const sbn__rsum *b);
 

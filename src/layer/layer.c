@@ -10,12 +10,24 @@
  * so every rank finishes the same bits whatever the reduction tree, and each rank
  * sends and receives O(C) bytes whatever the world size.
  *
+ * A channel whose mean is far from 0 compared with its spread (|mean|/std past about
+ * 1e8, or a constant channel) is not trusted to that exchange: every rank finds the same channels untrusted in the same merged
+ * sums, and all of them exchange once more, depositing their units around the mean
+ * found (layer_sums.h), so the sums hold only deviations.
+ *
+ * The accumulators take at most SBN_LAYER_MAX_UNITS units per channel over the world
+ * (one deposit term each, 2^31 - 1 in all): each rank checks its own units before the
+ * exchange (announcing a refusal), and every rank refuses a merged world past it with
+ * the same SBN_ERR_TOO_LARGE, so no sum wraps silently.
+ *
  * Workspace (64-byte aligned), C channels, whatever the world size:
  *   local moments [C]{count, mean, M2} | merged [C] | mean [C] | invstd [C] |
- *   sums [2C] | accumulators [3C + 1] | the ops' own workspace (the largest of
- *   them and of the per-sample passes)
+ *   sums [2C] (forward: the centres and the channels to centre) | accumulators
+ *   [3C + 2] | the ops' own workspace (the largest of them and of the per-sample
+ *   passes)
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,8 +35,9 @@
 #include "layer/layer_sums.h"
 #include "syncbn/layer.h"
 
-/* Tags that the ranks must agree on: channels, dtype and which exchange it is. */
-enum { PHASE_FORWARD = 1, PHASE_BACKWARD = 2 };
+/* Tags that the ranks must agree on: channels, dtype and which exchange it is (the
+ * forward's second, centred exchange of ill-conditioned channels has its own). */
+enum { PHASE_FORWARD = 1, PHASE_BACKWARD = 2, PHASE_CENTRED = 3 };
 
 typedef struct layer_ws {
     sbn_moments *local, *merged;
@@ -38,8 +51,8 @@ typedef struct layer_ws {
 static size_t arrays_bytes(int64_t channels)
 {
     size_t moments = sbn__sat_mul((size_t)channels, 2 * sizeof(sbn_moments));
-    size_t accs = sbn__sat_mul(sbn__sat_add(sbn__sat_mul((size_t)channels, 3), 1),
-                               sizeof(sbn__rsum));
+    size_t accs = sbn__sat_mul(sbn__sat_add(sbn__sat_mul((size_t)channels, 3), 2),
+                               sizeof(sbn__rsum)); /* SBN_LAYER_FWD_ACCS, the larger block */
     return sbn__sat_add(sbn__sat_add(moments, sbn__sat_mul((size_t)channels, 4 * sizeof(double))),
                         accs);
 }
@@ -130,11 +143,63 @@ static void lap(const sbn_syncbn_config *config, double *bucket, double *mark)
     *mark = t;
 }
 
-/* Ranks must agree on C, the dtype, the phase and the mode. */
+/* FNV-1a, 64 bits, over n bytes, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+/*
+ * A digest of what changes the results and must be the same on every rank: C and
+ * the config's eps, momentum (0 when cumulative, where it is unused), cumulative,
+ * nan_guard and sync_grad_params, each canonical (flags 0 or 1, +0 for -0).
+ */
+static uint64_t config_digest(const sbn_tensor *x, const sbn_syncbn_config *config)
+{
+    double eps = config->eps + 0.0, momentum = config->cumulative ? 0.0 : config->momentum + 0.0;
+    int64_t words[4];
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    words[0] = x->shape[1];
+    words[1] = config->cumulative != 0;
+    words[2] = config->nan_guard != 0;
+    words[3] = config->sync_grad_params != 0;
+    h = fnv1a(h, words, sizeof words);
+    h = fnv1a(h, &eps, sizeof eps);
+    return fnv1a(h, &momentum, sizeof momentum);
+}
+
+/*
+ * The tag the ranks must agree on, checked by the comm's header: bits 0-1 the
+ * phase, bit 2 the reproducible mode, bits 3-6 the dtype, bits 7-62 the digest of C
+ * and the config, so ranks that disagree on any of them get SBN_ERR_COMM_MISMATCH on
+ * every rank instead of diverging (C also shows in the block's count).
+ */
 static int64_t make_tag(const sbn_tensor *x, const sbn_syncbn_config *config, int phase)
 {
-    return (x->shape[1] << 8) | ((int64_t)x->dtype << 4) | ((config->reproducible != 0) << 2) |
+    uint64_t h = config_digest(x, config);
+    h = (h ^ (h >> 56)) & ((UINT64_C(1) << 56) - 1);
+    return (int64_t)(h << 7) | ((int64_t)x->dtype << 3) | ((config->reproducible != 0) << 2) |
            phase;
+}
+
+/* A mismatch of the layer's collective: its sentence goes on with what this rank's tag
+ * holds, so that the logs of two ranks show which field differs. */
+static sbn_status explain_mismatch(sbn_status s, const sbn_tensor *x,
+                                   const sbn_syncbn_config *config)
+{
+    char prev[512];
+    if (s != SBN_ERR_COMM_MISMATCH) return s;
+    snprintf(prev, sizeof prev, "%s", sbn_last_error());
+    return sbn__error(s, "%s; the SyncBN layer's tag holds the phase, the dtype and a digest of C "
+                      "and the config, which every rank must share: this rank has C %lld, %s, "
+                      "reproducible %d, eps %.17g, momentum %.17g, cumulative %d, nan_guard %d, "
+                      "sync_grad_params %d", prev, (long long)x->shape[1],
+                      sbn_dtype_name(x->dtype), config->reproducible != 0, config->eps,
+                      config->momentum, config->cumulative != 0, config->nan_guard != 0,
+                      config->sync_grad_params != 0);
 }
 
 static sbn_status check_config(const sbn_syncbn_config *config)
@@ -243,29 +308,119 @@ static int merged_finite(const sbn_moments *merged, int64_t channels)
     return 1;
 }
 
+/* This rank's units: its samples (reproducible, when they hold elements), else 1
+ * for a batch with elements. */
+static int64_t local_units(const sbn_syncbn_config *config, const sbn_tensor *x)
+{
+    int64_t numel = sbn_tensor_numel(x);
+    if (numel == 0) return 0;
+    return config->reproducible ? x->shape[0] : 1;
+}
+
+static sbn_status too_many_units(const sbn_tensor *x, double units, const char *whose)
+{
+    char shape[160];
+    return sbn__error(SBN_ERR_TOO_LARGE,
+                      "x has shape %s and %s %.0f units per channel (samples in reproducible "
+                      "mode, ranks with samples otherwise), but the layer's exact accumulators "
+                      "take at most %lld: 3 x units + 20 deposits each, up to 2^31 - 1",
+                      sbn__shape_str(x, shape, sizeof shape), whose, units,
+                      (long long)SBN_LAYER_MAX_UNITS);
+}
+
+/* Before the exchange: this rank's own units. */
+static sbn_status check_local_units(const sbn_syncbn_config *config, const sbn_tensor *x)
+{
+    int64_t units = local_units(config, x);
+    if (units <= SBN_LAYER_MAX_UNITS) return SBN_OK;
+    return too_many_units(x, (double)units, "this rank holds");
+}
+
+/* After it: the world's, the same merged value (so the same verdict) on every rank. */
+static sbn_status check_world_units(const sbn_tensor *x, const sbn__rsum *units_acc)
+{
+    double units = sbn__rsum_value(units_acc);
+    if (units <= (double)SBN_LAYER_MAX_UNITS) return SBN_OK;
+    return too_many_units(x, units, "the world holds");
+}
+
 /*
  * This rank's part of the forward statistics, deposited into the cleared
  * accumulators: reproducible, one unit per sample; else one unit per channel for
- * the whole local batch (its moments from sbn_stats_moments).
+ * the whole local batch (its moments from sbn_stats_moments, kept in ws->local for
+ * the centred exchange). centre NULL: the first exchange; else each unit's mean is
+ * deposited as mean - centre[c].
  */
 static sbn_status deposit_forward(const sbn_syncbn_config *config, const sbn_tensor *x,
-                                  layer_ws *ws, sbn_pool_t *pool)
+                                  const double *centre, layer_ws *ws, sbn_pool_t *pool)
 {
     const int64_t channels = x->shape[1];
     int64_t c;
     sbn_status s;
     sbn__rsum_clear(ws->acc, SBN_LAYER_FWD_ACCS(channels));
     if (config->reproducible) {
-        sbn__layer_sample_moments(x, ws->acc, sbn__ws_align(ws->ops), pool);
+        sbn__layer_sample_moments(x, centre, ws->acc, sbn__ws_align(ws->ops), pool);
         return SBN_OK;
     }
-    s = sbn_stats_moments(x, ws->local, ws->ops, ws->ops_bytes, pool);
-    if (s != SBN_OK) return s;
+    if (centre == NULL) {
+        s = sbn_stats_moments(x, ws->local, ws->ops, ws->ops_bytes, pool);
+        if (s != SBN_OK) return s;
+    }
     if (channels == 0 || !(ws->local[0].count > 0)) return SBN_OK;
-    for (c = 0; c < channels; c++)
-        sbn__layer_deposit_moments(ws->acc, channels, c, ws->local[c].count, ws->local[c].mean,
+    for (c = 0; c < channels; c++) {
+        double m = ws->local[c].mean;
+        if (centre != NULL && centre[c] != 0.0) m -= centre[c];
+        sbn__layer_deposit_moments(ws->acc, channels, c, ws->local[c].count, m,
                                    ws->local[c].m2);
+    }
     sbn__rsum_add(&ws->acc[3 * channels], ws->local[0].count);
+    sbn__rsum_add(&ws->acc[SBN_LAYER_FWD_UNITS(channels)], 1.0);
+    return SBN_OK;
+}
+
+/*
+ * The merged forward statistics of every channel into ws->merged: from the first
+ * exchange, then, when any channel is not trusted (layer_sums.h), from a second one
+ * around the means found (ws->sums: centres [C], then 1 for the channels redone).
+ * Returns a comm status or a failure of the units check.
+ */
+static sbn_status merge_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                                const sbn_tensor *x, layer_ws *ws, sbn_pool_t *pool,
+                                double *mark)
+{
+    const int64_t channels = x->shape[1];
+    double *centre = ws->sums, *redo = ws->sums + channels, count, units;
+    sbn_syncbn_timing unused = {0, 0, 0};
+    sbn_syncbn_timing *timing = config->timing ? config->timing : &unused;
+    int64_t c;
+    int again = 0, trusted;
+    sbn_status s = sbn_comm_allreduce_merge(comm, ws->acc, SBN_LAYER_FWD_ACCS(channels),
+                                            sizeof(sbn__rsum), sbn__rsum_merge_bytes,
+                                            make_tag(x, config, PHASE_FORWARD));
+    lap(config, &timing->comm_seconds, mark);
+    if (s != SBN_OK) return explain_mismatch(s, x, config);
+    if ((s = check_world_units(x, &ws->acc[SBN_LAYER_FWD_UNITS(channels)])) != SBN_OK) return s;
+    count = sbn__layer_count(ws->acc, channels);
+    units = sbn__rsum_value(&ws->acc[SBN_LAYER_FWD_UNITS(channels)]);
+    for (c = 0; c < channels; c++) {
+        ws->merged[c] = sbn__layer_finish_moments(ws->acc, channels, c, count, 0.0, units,
+                                                  &trusted);
+        centre[c] = trusted ? 0.0 : ws->merged[c].mean;
+        redo[c] = !trusted;
+        again |= !trusted;
+    }
+    if (!again) return SBN_OK;
+    s = deposit_forward(config, x, centre, ws, pool);
+    if (s != SBN_OK) return sbn_comm_fail(comm, s);
+    lap(config, &timing->stats_seconds, mark);
+    s = sbn_comm_allreduce_merge(comm, ws->acc, SBN_LAYER_FWD_ACCS(channels), sizeof(sbn__rsum),
+                                 sbn__rsum_merge_bytes, make_tag(x, config, PHASE_CENTRED));
+    lap(config, &timing->comm_seconds, mark);
+    if (s != SBN_OK) return explain_mismatch(s, x, config);
+    for (c = 0; c < channels; c++)
+        if (redo[c] != 0.0)
+            ws->merged[c] = sbn__layer_finish_moments(ws->acc, channels, c, count, centre[c],
+                                                      units, &trusted);
     return SBN_OK;
 }
 
@@ -281,7 +436,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     sbn_syncbn_timing *timing = config && config->timing ? config->timing : &unused;
     sbn_status s, result = SBN_OK;
     sbn_tensor mean_view, invstd_view;
-    double mark = now_seconds(), factor, count;
+    double mark = now_seconds(), factor;
     int64_t channels, c, batches;
     int tracking = running_mean != NULL || running_var != NULL, update = 1;
     layer_ws ws;
@@ -299,13 +454,13 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
         return forward_local(config, x, weight, bias, running_mean, running_var, y, save_mean,
                              save_invstd, global_count, &ws, pool);
 
-    /* 1. this rank's units into the accumulators, 2. one allreduce of 3C + 1 of them */
-    s = deposit_forward(config, x, &ws, pool);
+    /* 1. this rank's units into the accumulators, 2. one allreduce of 3C + 2 of them
+     * (two for ill-conditioned channels), merged into the global moments */
+    s = check_local_units(config, x);
+    if (s == SBN_OK) s = deposit_forward(config, x, NULL, &ws, pool);
     if (s != SBN_OK) return sbn_comm_fail(comm, s);
     lap(config, &timing->stats_seconds, &mark);
-    s = sbn_comm_allreduce_merge(comm, ws.acc, SBN_LAYER_FWD_ACCS(channels), sizeof(sbn__rsum),
-                                 sbn__rsum_merge_bytes, make_tag(x, config, PHASE_FORWARD));
-    lap(config, &timing->comm_seconds, &mark);
+    s = merge_forward(comm, config, x, &ws, pool, &mark);
     if (s != SBN_OK) return s;
 
     /* 3. the global statistics, the same bits on every rank (PyTorch counts every
@@ -314,9 +469,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     factor = config->cumulative ? (batches > 0 ? 1.0 / (double)batches : 0.0) : config->momentum;
     mean_view = sbn_tensor_1d(ws.mean, SBN_F64, channels);
     invstd_view = sbn_tensor_1d(ws.invstd, SBN_F64, channels);
-    count = sbn__layer_count(ws.acc, channels);
     for (c = 0; c < channels; c++) {
-        ws.merged[c] = sbn__layer_finish_moments(ws.acc, channels, c, count);
         result = sbn__combine_status(result, sbn__finish_channel(&ws.merged[c], c, factor,
                                                                  config->eps, NULL, NULL,
                                                                  &mean_view, &invstd_view));
@@ -402,6 +555,7 @@ static sbn_status deposit_backward(const sbn_syncbn_config *config, const sbn_te
     int64_t c;
     sbn_status s;
     sbn__rsum_clear(ws->acc, SBN_LAYER_BWD_ACCS(channels));
+    if ((s = check_local_units(config, x)) != SBN_OK) return s;
     if (config->reproducible) {
         sbn__layer_sample_sums(dy, x, save_mean, ws->acc, sbn__ws_align(ws->ops), pool);
         for (c = 0; c < 2 * channels; c++) ws->mean[c] = sbn__rsum_value(&ws->acc[c]);
@@ -411,6 +565,7 @@ static sbn_status deposit_backward(const sbn_syncbn_config *config, const sbn_te
                             ws->ops, ws->ops_bytes, pool);
     if (s != SBN_OK) return s;
     for (c = 0; c < 2 * channels; c++) sbn__rsum_add(&ws->acc[c], ws->mean[c]);
+    sbn__rsum_add(&ws->acc[SBN_LAYER_BWD_UNITS(channels)], (double)local_units(config, x));
     return SBN_OK;
 }
 
@@ -451,7 +606,7 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
     }
 
     /* 1. this rank's sums into the accumulators (its own share kept in mean/invstd);
-     * 2. one allreduce of 2C accumulators when grad_input or synced params need them */
+     * 2. one allreduce of 2C + 1 accumulators when grad_input or synced params need them */
     sum_dy = sbn_tensor_1d(ws.sums, SBN_F64, channels);
     sum_dy_xmu = sbn_tensor_1d(ws.sums + channels, SBN_F64, channels);
     s = deposit_backward(config, dy, x, save_mean, save_invstd, &ws, pool);
@@ -463,6 +618,8 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
                                      sizeof(sbn__rsum), sbn__rsum_merge_bytes,
                                      make_tag(x, config, PHASE_BACKWARD));
         lap(config, &timing->comm_seconds, &mark);
+        if (s != SBN_OK) return explain_mismatch(s, x, config);
+        s = check_world_units(x, &ws.acc[SBN_LAYER_BWD_UNITS(channels)]);
         if (s != SBN_OK) return s;
         for (c = 0; c < 2 * channels; c++) ws.sums[c] = sbn__rsum_value(&ws.acc[c]);
     }

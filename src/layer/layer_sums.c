@@ -21,35 +21,62 @@
 
 /* ---- deposits and finish ---- */
 
-/* Deposits a * b exactly: the rounded product and, when finite, its error (fma);
- * a == 1 (a unit of one element) needs no split. */
-static void add_product(sbn__rsum *acc, double a, double b)
+/*
+ * Squares and products of means past 2^511 pass DBL_MAX, so every factor v is taken
+ * as v' * 2^(32 b) with |v'| < 2^448 (b = 0 below 2^448, else the fewest bins that
+ * bring it there: v' is then normal and exact) and every product is deposited at
+ * its offset (sbn__rsum_add_scaled). Products of two such factors and a count
+ * (< 2^63) stay below 2^960, their rounding errors normal: the deposited exact
+ * terms are those the unscaled products give whenever these do not overflow, so
+ * the bits only change where they used to be Inf or NaN.
+ */
+#define SCALE_EXP 448
+
+typedef struct scaled {
+    double v;     /* the factor / 2^(32 bins) */
+    int64_t bins; /* 0 .. 18 */
+} scaled;
+
+static scaled scale_of(double v)
+{
+    scaled s = {v, 0};
+    if (fabs(v) >= 0x1p448 && isfinite(v)) {
+        s.bins = (ilogb(v) - SCALE_EXP + 32) / 32; /* ilogb(v') = ilogb(v) - 32 bins < 448 */
+        s.v = ldexp(v, (int)(-32 * s.bins));
+    }
+    return s;
+}
+
+/* Deposits a * b * 2^(32 bins) exactly: the rounded product and, when finite, its
+ * error (fma); a == 1 (a unit of one element) needs no split. */
+static void add_product(sbn__rsum *acc, double a, double b, int64_t bins)
 {
     double p = a * b;
-    sbn__rsum_add(acc, p);
-    if (a != 1.0 && isfinite(p)) sbn__rsum_add(acc, fma(a, b, -p));
+    sbn__rsum_add_scaled(acc, p, bins);
+    if (a != 1.0 && isfinite(p)) sbn__rsum_add_scaled(acc, fma(a, b, -p), bins);
 }
 
 /*
- * Deposits count * v * v as two doubles whose sum is within 2^-104 of it (relative):
- * v*v = h + l exactly (fma), count*h = p + e exactly, then p and round(e + count*l).
- * Deterministic, which is all the accumulators need; the error is far below their
- * 2^-96 truncation.
+ * Deposits count * v * v * 2^(64 v.bins) as two doubles whose sum is within 2^-104
+ * of it (relative): v*v = h + l exactly (fma), count*h = p + e exactly, then p and
+ * round(e + count*l). Deterministic, which is all the accumulators need; the error
+ * is far below their 2^-96 truncation.
  */
-static void add_scaled_square(sbn__rsum *acc, double count, double v)
+static void add_scaled_square(sbn__rsum *acc, double count, scaled v)
 {
-    double h = v * v, p = count * h;
-    sbn__rsum_add(acc, p);
+    double h = v.v * v.v, p = count * h;
+    sbn__rsum_add_scaled(acc, p, 2 * v.bins);
     if (!isfinite(p)) return;
-    if (count == 1.0) sbn__rsum_add(acc, fma(v, v, -h)); /* v*v = h + l exactly */
-    else sbn__rsum_add(acc, fma(count, h, -p) + count * fma(v, v, -h));
+    if (count == 1.0) sbn__rsum_add_scaled(acc, fma(v.v, v.v, -h), 2 * v.bins);
+    else sbn__rsum_add_scaled(acc, fma(count, h, -p) + count * fma(v.v, v.v, -h), 2 * v.bins);
 }
 
 void sbn__layer_deposit_moments(sbn__rsum *acc, int64_t channels, int64_t c, double count,
                                 double mean, double m2)
 {
-    add_product(&acc[c], count, mean);
-    add_scaled_square(&acc[channels + c], count, mean);
+    scaled m = scale_of(mean);
+    add_product(&acc[c], count, m.v, m.bins);
+    add_scaled_square(&acc[channels + c], count, m);
     if (m2 != 0) sbn__rsum_add(&acc[2 * channels + c], m2);
 }
 
@@ -58,24 +85,60 @@ double sbn__layer_count(const sbn__rsum *acc, int64_t channels)
     return sbn__rsum_value(&acc[3 * channels]);
 }
 
+/*
+ * g = round(P) / N, from P * 2^(-32 b) when P's top bin passes 62 (P past about
+ * 2^900): the same bits as round(P) / N where that is finite, since the scaling is
+ * exact and the scaled value normal.
+ */
+static double global_mean(const sbn__rsum *p, double n)
+{
+    int64_t b = p->top > 62 ? p->top - 62 : 0;
+    return ldexp(sbn__rsum_value_scaled(p, b) / n, (int)(32 * b));
+}
+
+/*
+ * 0 when M2's error bound is not below 2^-45 of it. The bound: the truncation of
+ * the finish's nt <= 3 units + 20 terms, each below 2^(32 (top - 3) - 1074), plus
+ * 2^-101 Q for the double-double deposits of S m^2 and N g^2 (2^-104 each) and the
+ * rounding of g (N (mean - g)^2 <= 2^-104 Q). Compared 32 sb bits down, in range.
+ */
+static int m2_trusted(const sbn__rsum *m2, const sbn__rsum *q, double units)
+{
+    int64_t top = m2->top, sb = top > 40 ? top - 40 : 0;
+    double r, bound;
+    if (m2->flags != 0 || top < 0) return 1; /* NaN/Inf data, or nothing but zeros */
+    r = sbn__rsum_value_scaled(m2, sb);
+    bound = ldexp(3.0 * units + 20.0, (int)(32 * (top - 3 - sb) - 1074)) +
+            ldexp(sbn__rsum_value_scaled(q, sb), -101);
+    return r >= ldexp(bound, 45);
+}
+
 sbn_moments sbn__layer_finish_moments(const sbn__rsum *acc, int64_t channels, int64_t c,
-                                      double n)
+                                      double n, double centre, double units, int *trusted)
 {
     sbn_moments out = {0.0, 0.0, 0.0};
     double parts[SBN_RSUM_PARTS], g;
+    scaled gs, two_g;
     sbn__rsum m2;
+    int64_t pb;
     int k, np;
+    *trusted = 1;
     if (!(n > 0)) return out;
-    g = sbn__rsum_value(&acc[c]) / n;
-    /* M2 = M + Q - 2 g P + N g^2 */
+    g = global_mean(&acc[c], n);
+    gs = scale_of(g);
+    two_g.v = -2.0 * gs.v; /* exact */
+    two_g.bins = gs.bins;
+    /* M2 = M + Q - 2 g P + N g^2, P's parts scaled by 2^(-32 pb) to stay below 2^431 */
     m2 = acc[channels + c];
     sbn__rsum_merge(&m2, &acc[2 * channels + c], 1);
-    np = sbn__rsum_parts(&acc[c], parts);
-    for (k = 0; k < np; k++) add_product(&m2, -2.0 * g, parts[k]);
-    add_scaled_square(&m2, n, g);
+    pb = acc[c].top > 45 ? acc[c].top - 45 : 0;
+    np = sbn__rsum_parts_scaled(&acc[c], pb, parts);
+    for (k = 0; k < np; k++) add_product(&m2, two_g.v, parts[k], two_g.bins + pb);
+    add_scaled_square(&m2, n, gs);
+    *trusted = m2_trusted(&m2, &acc[channels + c], units);
     out.count = n;
-    out.mean = g;
-    out.m2 = sbn__rsum_value(&m2);
+    out.mean = centre == 0.0 ? g : centre + g;
+    out.m2 = sbn__rsum_value(&m2); /* +Inf when M2 passes DBL_MAX */
     if (out.m2 < 0) out.m2 = 0; /* truncation below 2^-96 of the largest term; NaN stays */
     return out;
 }
@@ -156,8 +219,14 @@ static void load_sample(const sbn_tensor *x, int64_t n, double *out)
     sbn__load_run(p, x->dtype, x->strides[1], x->shape[1], out);
 }
 
-void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratch,
-                               sbn_pool_t *pool)
+/* A unit's mean about channel c's centre (centre NULL: 0; m - 0 would turn -0 into +0). */
+static double about(const double *centre, int64_t c, double m)
+{
+    return centre != NULL && centre[c] != 0.0 ? m - centre[c] : m;
+}
+
+void sbn__layer_sample_moments(const sbn_tensor *x, const double *centre, sbn__rsum *acc,
+                               void *scratch, sbn_pool_t *pool)
 {
     const int64_t n = x->shape[0], channels = x->shape[1], s = sample_size(x);
     const int64_t gmax = sbn__layer_group_samples(x);
@@ -168,9 +237,10 @@ void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratc
         for (n0 = 0; n0 < n; n0++) {
             load_sample(x, n0, row);
             for (k = 0; k < channels; k++)
-                sbn__layer_deposit_moments(acc, channels, k, 1.0, row[k], 0.0);
+                sbn__layer_deposit_moments(acc, channels, k, 1.0, about(centre, k, row[k]), 0.0);
         }
         sbn__rsum_add(&acc[3 * channels], (double)n);
+        sbn__rsum_add(&acc[SBN_LAYER_FWD_UNITS(channels)], (double)n);
         return;
     }
     for (n0 = 0; n0 < n; n0 += gmax) {
@@ -179,10 +249,11 @@ void sbn__layer_sample_moments(const sbn_tensor *x, sbn__rsum *acc, void *scratc
         double *rs = group_scratch(x, gmax, scratch), *out = group_out(&v, rs);
         sbn__channel_reduce(SBN_REDUCE_MOMENTS, &v, NULL, NULL, out, rs, pool);
         for (k = 0; k < g * channels; k++)
-            sbn__layer_deposit_moments(acc, channels, k % channels, (double)s, out[2 * k],
-                                       out[2 * k + 1]);
+            sbn__layer_deposit_moments(acc, channels, k % channels, (double)s,
+                                       about(centre, k % channels, out[2 * k]), out[2 * k + 1]);
     }
     sbn__rsum_add(&acc[3 * channels], (double)n * (double)s);
+    sbn__rsum_add(&acc[SBN_LAYER_FWD_UNITS(channels)], (double)n);
 }
 
 void sbn__layer_sample_sums(const sbn_tensor *dy, const sbn_tensor *x, const sbn_tensor *mean,
@@ -194,6 +265,7 @@ void sbn__layer_sample_sums(const sbn_tensor *dy, const sbn_tensor *x, const sbn
     sbn_tensor center;
     int64_t n0, k, c;
     if (n == 0 || sample_size(x) == 0) return;
+    sbn__rsum_add(&acc[SBN_LAYER_BWD_UNITS(channels)], (double)n);
     if (sample_size(x) == 1) { /* one element per unit: the kernels' two sums, directly */
         double *row = scratch, *drow = row + channels, *means = drow + channels;
         for (c = 0; c < channels; c++) means[c] = sbn__load1(mean, c);

@@ -10,6 +10,8 @@
  *             M2 = sum(d^2) - sum(d)^2/n; chunks merged with Chan's formula.
  *             Because the shift is one of the chunk's values, n*(mean - shift)^2
  *             <= M2 and the cancellation in M2 costs at most a factor n + 1.
+ *             A channel whose merged mean or M2 is not finite is redone in
+ *             scaled doubles when its data is finite (moments_wide.c).
  *   SUMS:     sum(x), sum(x^2) (shift 0), added chunk by chunk.
  *   BACKWARD: sum(dy), sum(dy * (x - center)), added chunk by chunk.
  * The arithmetic depends on the shape alone, not on the layout, the thread count
@@ -44,7 +46,8 @@ void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, double shift, doub
         double m2 = sb - sa * sa / (double)n;
         part[0] = shift + sa / (double)n;
         /* rounding can leave a tiny negative M2: clamp it, but let NaN (from NaN or
-         * Inf data, or squares past DBL_MAX) through, so non-finite data gives a
+         * Inf data, or squares past DBL_MAX, which merge_channels then redoes in
+         * scaled doubles, moments_wide.c) through, so non-finite data gives a
          * non-finite variance whatever R and the chunking */
         part[1] = m2 < 0 ? 0.0 : m2;
     } else {
@@ -252,6 +255,9 @@ static void merge_channels(void *ctx, int64_t begin, int64_t end)
             for (k = 0; k < w->chunks; k++)
                 sbn__moments_merge(&total, (double)sbn__walk_chunk_len(w, k), part[2 * k],
                                    part[2 * k + 1]);
+            /* squares past DBL_MAX on finite data: again in scaled doubles */
+            if (!isfinite(total.mean) || !isfinite(total.m2))
+                sbn__moments_wide(w, c, &total.mean, &total.m2);
             job->out[2 * c] = total.mean;
             job->out[2 * c + 1] = total.m2;
         } else {

@@ -93,9 +93,11 @@ SBN_API sbn_status sbn_gather_moments(const sbn_moments *parts, int64_t world, i
     if ((s = sbn__check_view_memory(&parts_view, "parts")) != SBN_OK) return s;
     if (total && (s = sbn__check_view_memory(&total_view, "total")) != SBN_OK) return s;
     for (j = 0; j < cells; j++) {
-        if (!(parts[j].count >= 0) || parts[j].count > 9.007199254740992e15)
+        if (!(parts[j].count >= 0) || parts[j].count > SBN_MOMENTS_MAX_COUNT)
             return sbn__error(SBN_ERR_BAD_VALUE,
-                              "parts[rank %lld][channel %lld].count is %.17g; counts must be finite and >= 0",
+                              "parts[rank %lld][channel %lld].count is %.17g; counts must be in "
+                              "[0, 2^53] (9007199254740992, the largest count a double holds "
+                              "exactly)",
                               (long long)(j / channels), (long long)(j % channels), parts[j].count);
     }
     inputs[0].t = &parts_view;

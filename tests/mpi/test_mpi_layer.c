@@ -11,9 +11,10 @@
  * f32 and bf16, channels-first and channels-last. Also: an all-empty world
  * (SBN_NO_SAMPLES everywhere, running stats bit-unchanged, backward succeeds),
  * eval called on rank 0 alone while the others wait in an MPI_Barrier of their
- * own (a collective inside eval would deadlock, which ctest's timeout reports), and
- * a rank with eps = -1 (SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED on its
- * peers). No fork harness under MPI: the cases run in sequence, each process
+ * own (a collective inside eval would deadlock, which ctest's timeout reports), a
+ * rank with eps = -1 (SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED on its peers),
+ * and a rank whose config differs (eps in forward, sync_grad_params in backward:
+ * SBN_ERR_COMM_MISMATCH on every process). No fork harness under MPI: the cases run in sequence, each process
  * counts its failures, the counts are summed with MPI_Allreduce and rank 0 prints
  * "N passed, N failed"; the exit status is non-zero on any failure. Tolerances as
  * in test_layer.c (docs/numerics.md).
@@ -376,38 +377,74 @@ static void eval_alone(void)
     small_free(&t);
 }
 
-/* The last process passes eps = -1: SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED elsewhere. */
-static void failing_rank(void)
+/*
+ * The last process forwards with eps = odd_eps, the others with 1e-5: each gets its
+ * status and a sentence holding its needle (NULL: not checked), and nothing is written.
+ */
+static void odd_eps_forward(double odd_eps, sbn_status want_odd, sbn_status want_peers,
+                            const char *has_odd, const char *has_peers)
 {
     sbn_comm_t *comm = NULL;
     sbn_syncbn_config cfg;
     small t;
     int64_t nbt = 0, count = -1;
     int odd = g_rank == g_size - 1;
+    const char *needle = odd ? has_odd : has_peers;
     unsigned char *ys;
-    sbn_status st;
-    char name[64];
     small_make(&t, 1 + g_rank % 2, 0.5);
     ys = tsup_snapshot(&t.y);
     sbn_syncbn_config_default(&cfg);
-    if (odd) cfg.eps = -1.0;
-    snprintf(name, sizeof name, "rank %d (SBN_ERR_BAD_VALUE)", g_size - 1);
+    if (odd) cfg.eps = odd_eps;
     EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
-    st = small_forward(comm, &cfg, &t, &nbt, &count);
-    EXPECT_STATUS_OF(st, odd ? SBN_ERR_BAD_VALUE : SBN_ERR_PEER_FAILED, "forward");
-    EXPECT(odd || strstr(sbn_last_error(), name) != NULL, "message \"%s\" lacks \"%s\"",
-           sbn_last_error(), name);
+    EXPECT_STATUS_OF(small_forward(comm, &cfg, &t, &nbt, &count), odd ? want_odd : want_peers,
+                     "forward");
+    if (needle) EXPECT_HAS(needle);
     EXPECT(tsup_unchanged(&t.y, ys) && nbt == 0 && count == -1, "a failed call wrote outputs");
     sbn_comm_destroy(comm);
     free(ys);
     small_free(&t);
 }
 
+/* The last process passes eps = -1: SBN_ERR_BAD_VALUE there, SBN_ERR_PEER_FAILED elsewhere. */
+static void failing_rank(void)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank %d (SBN_ERR_BAD_VALUE)", g_size - 1);
+    odd_eps_forward(-1.0, SBN_ERR_BAD_VALUE, SBN_ERR_PEER_FAILED, NULL, name);
+}
+
+/*
+ * The last process passes another eps (forward), or sync_grad_params only in backward:
+ * SBN_ERR_COMM_MISMATCH on every process, each sentence naming its own value.
+ */
+static void config_mismatch(void)
+{
+    sbn_comm_t *comm = NULL;
+    sbn_syncbn_config cfg;
+    small t;
+    int64_t nbt = 0, count = -1;
+    sbn_status st;
+    odd_eps_forward(1e-3, SBN_ERR_COMM_MISMATCH, SBN_ERR_COMM_MISMATCH, "eps 0.001,",
+                    "eps 1.0000000000000001e-05,");
+    small_make(&t, 1 + g_rank % 2, 0.5);
+    sbn_syncbn_config_default(&cfg);
+    EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
+    EXPECT_STATUS_OF(small_forward(comm, &cfg, &t, &nbt, &count), SBN_OK, "forward, same config");
+    if (g_rank == g_size - 1) cfg.sync_grad_params = 1;
+    st = sbn_syncbn_backward(comm, &cfg, &t.x.view, &t.x.view, &t.w.view, NULL, NULL, &t.sm.view,
+                             &t.si.view, count, &t.y.view, &t.gw.view, &t.gb.view, t.ws, t.bytes,
+                             NULL);
+    EXPECT_STATUS_OF(st, SBN_ERR_COMM_MISMATCH, "backward with sync_grad_params on one rank");
+    EXPECT_HAS(g_rank == g_size - 1 ? "sync_grad_params 1" : "sync_grad_params 0");
+    sbn_comm_destroy(comm);
+    small_free(&t);
+}
+
 int main(int argc, char **argv)
 {
     static const mpi_case cases[] = {
-        {"property", property}, {"all_empty", all_empty}, {"eval_alone", eval_alone},
-        {"failing_rank", failing_rank},
+        {"property", property},         {"all_empty", all_empty}, {"eval_alone", eval_alone},
+        {"failing_rank", failing_rank}, {"config_mismatch", config_mismatch},
     };
     return mpi_run_cases(&argc, &argv, cases, TSUP_COUNT(cases), NULL);
 }

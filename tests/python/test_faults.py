@@ -26,9 +26,9 @@ def test_mismatched_calls_raise_on_every_rank():
     for key in ("extra_forward", "channels"):
         for r, res in enumerate((r0, r1)):
             assert res[key][0] == "CommMismatchError", (key, r, res[key])
-    # the forward's merge of 3C + 1 accumulators met the backward's merge of 2C (C = 3)
-    assert "allreduce_merge (count 10" in r0["extra_forward"][1] and \
-        "allreduce_merge (count 6" in r0["extra_forward"][1], r0["extra_forward"]
+    # the forward's merge of 3C + 2 accumulators met the backward's merge of 2C + 1 (C = 3)
+    assert "allreduce_merge (count 11" in r0["extra_forward"][1] and \
+        "allreduce_merge (count 7" in r0["extra_forward"][1], r0["extra_forward"]
     expect = {"one_d": ("BadInputError", "2D"), "wrong_channels": ("SyncBNError", "[3]"),
               "mismatched_dtype": ("BadInputError", "mismatched dtypes")}
     for key, (cls, words) in expect.items():
