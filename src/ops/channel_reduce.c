@@ -294,15 +294,8 @@ size_t sbn__channel_reduce_bytes(const sbn_tensor *x)
 
 /*
  * The table beyond the cache differs from the default only in its AVX-512 row
- * reductions, which prefetch the next block of short rows (kernels.h). It is taken
- * once the inputs pass half the L3 (SBN_REDUCE_PREFETCH_SHARE), not the whole of it:
- * the rest of the op's traffic (the map's output, the other tensors of a training
- * step) evicts them, and in a loop they come back from memory. bench_ops, AMD EPYC
- * Zen 4 VM (32 MiB L3), channels-last, 2 ABBA rounds, min / median of medians ms,
- * share 1 -> 0.5: bf16 32x64x56x56 bwd (dy and x 25.7 MB) 1 thread 2.862/3.356 ->
- * 2.372/2.543, 2 threads 1.564/1.948 -> 1.235/1.840; f32 32x64x56x56 fwd-train (x
- * 25.7 MB) 1 thread 2.352/3.081 -> 2.179/2.858, 2 threads 1.511/2.182 -> 1.626/2.378
- * (noise either way). Same arithmetic, same bits.
+ * reductions, which prefetch the next block of short rows (kernels.h); plan.c decides
+ * when (sbn__beyond_cache with SBN_REDUCE_PREFETCH_SHARE). Same arithmetic, same bits.
  */
 void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const sbn_tensor *x,
                          const sbn_tensor *center, double *out, double *scratch,
