@@ -273,6 +273,21 @@ def _native_backward(ctx, dy):
     return gi, gw, gb, None
 
 
+def _eager_only(fn):
+    """fn, with torch.compile's tracer (dynamo, torch >= 2) told to leave it alone: its
+    ctypes calls and the C layer's collectives run eagerly, the compiled graph breaks around
+    them. torch 1.x has no dynamo: fn itself."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)  # torch >= 2.1
+    if disable is None:
+        try:
+            import torch._dynamo as dynamo  # torch 2.0
+        except ImportError:
+            return fn
+        disable = dynamo.disable
+    return disable(fn)
+
+
+@_eager_only
 def sync_batch_norm(m, x):
     """The forward of a SyncBN module `m` (ours or torch's) on a CPU tensor `x`."""
     st = state_of(m)
