@@ -32,11 +32,8 @@ def _check_input(m, x):
     if not isinstance(x, torch.Tensor):
         raise _errors.bad_input(_errors.ERR_BAD_VALUE, "input is a %s; expected a torch tensor"
                                 % type(x).__name__)
-    if x.dim() < 2:
-        raise _errors.bad_input(_errors.ERR_BAD_RANK, "expected at least 2D input (got %dD input "
-                                "of shape %s)" % (x.dim(), tuple(x.shape)))
-    if x.dim() > 8:
-        raise _errors.bad_input(_errors.ERR_BAD_RANK, "expected at most 8D input (got %dD)"
+    if x.dim() < 2:  # torch's words (scripts match them)
+        raise _errors.bad_input(_errors.ERR_BAD_RANK, "expected at least 2D input (got %dD input)"
                                 % x.dim())
     if x.size(1) == 0:
         raise _errors.bad_input(_errors.ERR_BAD_SHAPE, "SyncBatchNorm number of input channels "
@@ -287,9 +284,40 @@ def _eager_only(fn):
     return disable(fn)
 
 
+def _plain_eval(m, x):
+    """Eval with running statistics is plain batch norm with no collective: under
+    torch.jit.trace and torch.onnx.export it is torch's F.batch_norm, which both record
+    as one batch_norm node (an autograd.Function with a Python argument cannot be traced)."""
+    if m.training or m.running_mean is None or m.running_var is None:
+        return None
+    tracing = torch.jit.is_tracing()
+    onnx = getattr(torch, "onnx", None)
+    exporting = onnx is not None and getattr(onnx, "is_in_onnx_export", lambda: False)()
+    if not (tracing or exporting):
+        return None
+    return torch.nn.functional.batch_norm(x, m.running_mean, m.running_var, m.weight, m.bias,
+                                          False, 0.0, m.eps)
+
+
+_MAX_RANK = 8  # the C library's views; more dims are flattened after the channel
+
+
 @_eager_only
 def sync_batch_norm(m, x):
     """The forward of a SyncBN module `m` (ours or torch's) on a CPU tensor `x`."""
+    if isinstance(x, torch.Tensor) and x.dim() > _MAX_RANK:
+        # batch norm reduces every dim but the channel's alike: (N, C, d2, ..., dk) is
+        # (N, C, d2 * ... * dk), a view when x's trailing dims are contiguous, else a copy
+        rest = 1
+        for d in x.shape[2:]:
+            rest *= d
+        y = sync_batch_norm(m, x.reshape(x.size(0), x.size(1), rest))
+        state_of(m).input_dim = x.dim()
+        return y.reshape(x.shape)
+    if isinstance(x, torch.Tensor):
+        y = _plain_eval(m, x)
+        if y is not None:
+            return y
     st = state_of(m)
     group = _sync_group(m) if m.training else False
     comm = st.group(m.process_group) if group is not False else st.local()
