@@ -112,7 +112,8 @@ _SIGNATURES = {
 _RESTYPES = {"sbn_status_name": ctypes.c_char_p, "sbn_status_str": ctypes.c_char_p,
              "sbn_last_error": ctypes.c_char_p, "sbn_version": ctypes.c_char_p,
              "sbn_pool_destroy": None, "sbn_pool_threads": _I, "sbn_comm_rank": _I,
-             "sbn_comm_size": _I, "sbn_comm_destroy": None, "sbn_comm_traffic": None, "sbn_syncbn_config_default": None}
+             "sbn_comm_size": _I, "sbn_comm_destroy": None, "sbn_comm_traffic": None,
+             "sbn_syncbn_config_default": None}
 # Functions a library may lack (older builds); their wrappers raise when called.
 _OPTIONAL = {"sbn_fold_conv"}
 

@@ -13,7 +13,10 @@
  * and adds them in rank order 0..W-1, so all ranks get the same bits whatever the
  * backend. allreduce_merge (fixed-size elements, an exact user merge) runs the
  * backend's own algorithm after the header, or, for a backend without one, the
- * same gather-then-rank-order scheme. The header also carries the caller's step
+ * same gather-then-rank-order scheme; a backend with merge_rsum (callbacks with
+ * allreduce_int64) merges the library's own accumulators (merge ==
+ * sbn__rsum_merge_bytes) by integer maxima and sums instead, their tops riding in
+ * the header exchange. The header also carries the caller's step
  * (sbn_comm_set_step): the call number alone can never differ between ranks,
  * since every exchange pairs the k-th call of each rank, so it cannot reveal a
  * rank that skipped a whole step; the caller's step can. The timeout rule shared
