@@ -31,20 +31,36 @@ def free_port():
         return s.getsockname()[1]
 
 
-def time_steps(step, min_reps, min_time, barrier):
-    """Median and min of `step` over at least min_reps calls and min_time seconds."""
+def time_steps(step, min_reps, min_time, agree):
+    """Median and min of `step` over at least min_reps calls and min_time seconds.
+
+    Every rank must make the same number of calls (each step is a collective), so the
+    decision to go on is agreed before each call: agree(wanted) is True when any rank
+    wants another one (it is also the barrier that lines the ranks up before timing)."""
     for _ in range(3):  # warm-up (first calls allocate)
         step()
     times = []
     start = time.perf_counter()
-    while len(times) < min_reps or time.perf_counter() - start < min_time:
-        barrier()
+    while True:
+        wanted = (len(times) < min_reps or time.perf_counter() - start < min_time) and \
+            len(times) < 10 * min_reps
+        if not agree(wanted):
+            break
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-        if len(times) >= 10 * min_reps:
-            break
     return min(times), statistics.median(times), len(times)
+
+
+def agree_any(dist, torch):
+    """agree(wanted) for time_steps: an all_reduce MAX of the ranks' wishes."""
+    flag = torch.zeros(1, dtype=torch.int64)
+
+    def agree(wanted):
+        flag.fill_(int(wanted))
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+    return agree
 
 
 def worker(rank, world, port, args, queue):
@@ -59,6 +75,7 @@ def worker(rank, world, port, args, queue):
     n, c, h, w = args.shape
     local = n // world + (1 if rank < n % world else 0)
     gen = torch.Generator().manual_seed(rank)
+    agree = agree_any(dist, torch)
     results = {}
     for label, shape in (("big", (local, c, h, w)), ("tiny", (2, 4, 2, 2))):
         x = torch.randn(shape, generator=gen).requires_grad_(True)
@@ -74,9 +91,9 @@ def worker(rank, world, port, args, queue):
             y = plain(x)
             y.backward(dy)
 
-        results[label + "-ours"] = time_steps(step_ours, args.min_reps, args.min_time, dist.barrier)
+        results[label + "-ours"] = time_steps(step_ours, args.min_reps, args.min_time, agree)
         results[label + "-plain"] = time_steps(step_plain, args.min_reps, args.min_time,
-                                               dist.barrier)
+                                               agree)
     # where the tiny step's time goes: the same module over a group of one rank (Python,
     # ctypes, views and the C calls, no collective), and the step's collectives alone
     # (what syncbn hands torch.distributed for C = 4: forward a MAX of 64 int64 and a SUM
@@ -86,7 +103,7 @@ def worker(rank, world, port, args, queue):
     groups = [dist.new_group([r]) for r in range(world)]  # every rank makes every group
     alone = sbt.SyncBatchNorm(4, process_group=groups[rank])
     results["tiny-local"] = time_steps(lambda: alone(x).backward(dy), args.min_reps,
-                                       args.min_time, dist.barrier)
+                                       args.min_time, agree)
     bufs = [torch.zeros(n, dtype=torch.int64) for n in (64, 13 * 11, 64, 8 * 11)]
     ops = [dist.ReduceOp.MAX, dist.ReduceOp.SUM] * 2
 
@@ -95,7 +112,7 @@ def worker(rank, world, port, args, queue):
             dist.all_reduce(b, op=op)
 
     results["tiny-collectives"] = time_steps(collectives, args.min_reps, args.min_time,
-                                             dist.barrier)
+                                             agree)
     queue.put((rank, results))
     dist.destroy_process_group()
 

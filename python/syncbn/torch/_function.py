@@ -284,40 +284,58 @@ def _eager_only(fn):
     return disable(fn)
 
 
+def _graph_capture():
+    """True while a tracer records the forward instead of running it: torch.jit.trace,
+    torch.onnx.export, torch.compile / torch.export (torch >= 2, where they say so)."""
+    if torch.jit.is_tracing():
+        return True
+    is_exporting = getattr(getattr(torch, "onnx", None), "is_in_onnx_export", None)
+    if is_exporting is not None and is_exporting():
+        return True
+    compiler = getattr(torch, "compiler", None)
+    for name in ("is_compiling", "is_exporting"):
+        probe = getattr(compiler, name, None)
+        if probe is not None and probe():
+            return True
+    return False
+
+
 def _plain_eval(m, x):
-    """Eval with running statistics is plain batch norm with no collective: under
-    torch.jit.trace and torch.onnx.export it is torch's F.batch_norm, which both record
-    as one batch_norm node (an autograd.Function with a Python argument cannot be traced)."""
+    """Eval with running statistics is plain batch norm with no collective: while a tracer
+    records the forward (or on a tensor subclass such as torch's fake tensors) it is torch's
+    F.batch_norm, which tracers record as one batch_norm node (an autograd.Function with a
+    Python argument and ctypes calls cannot be traced); None otherwise."""
     if m.training or m.running_mean is None or m.running_var is None:
         return None
-    tracing = torch.jit.is_tracing()
-    onnx = getattr(torch, "onnx", None)
-    exporting = onnx is not None and getattr(onnx, "is_in_onnx_export", lambda: False)()
-    if not (tracing or exporting):
-        return None
-    return torch.nn.functional.batch_norm(x, m.running_mean, m.running_var, m.weight, m.bias,
-                                          False, 0.0, m.eps)
+    if type(x) not in (torch.Tensor, torch.nn.Parameter) or _graph_capture():
+        return torch.nn.functional.batch_norm(x, m.running_mean, m.running_var, m.weight,
+                                              m.bias, False, 0.0, m.eps)
+    return None
 
 
 _MAX_RANK = 8  # the C library's views; more dims are flattened after the channel
 
 
-@_eager_only
 def sync_batch_norm(m, x):
     """The forward of a SyncBN module `m` (ours or torch's) on a CPU tensor `x`."""
+    if isinstance(x, torch.Tensor):
+        y = _plain_eval(m, x)  # outside _eager_only: torch.compile traces it without a break
+        if y is not None:
+            return y
+    return _sync_batch_norm(m, x)
+
+
+@_eager_only
+def _sync_batch_norm(m, x):
     if isinstance(x, torch.Tensor) and x.dim() > _MAX_RANK:
         # batch norm reduces every dim but the channel's alike: (N, C, d2, ..., dk) is
         # (N, C, d2 * ... * dk), a view when x's trailing dims are contiguous, else a copy
         rest = 1
         for d in x.shape[2:]:
             rest *= d
-        y = sync_batch_norm(m, x.reshape(x.size(0), x.size(1), rest))
+        y = _sync_batch_norm(m, x.reshape(x.size(0), x.size(1), rest))
         state_of(m).input_dim = x.dim()
         return y.reshape(x.shape)
-    if isinstance(x, torch.Tensor):
-        y = _plain_eval(m, x)
-        if y is not None:
-            return y
     st = state_of(m)
     group = _sync_group(m) if m.training else False
     comm = st.group(m.process_group) if group is not False else st.local()
