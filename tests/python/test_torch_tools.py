@@ -8,7 +8,10 @@
   process where syncbn cannot be imported;
 - bad-input messages read as torch's after the status name;
 - inputs of 9 and 10 dims (torch accepts any rank >= 2) equal torch's batch norm
-  on the same values, forward and backward, in float64.
+  on the same values, forward and backward, in float64;
+- torchvision's resnet18 converted by torch.nn.SyncBatchNorm.convert_sync_batchnorm
+  under patch() (the --sync-bn path of torchvision's reference scripts) equals the
+  BatchNorm2d model outside a process group, and reverts.
 """
 import io
 import pickle
@@ -126,3 +129,32 @@ def test_any_input_rank_equals_batch_norm(dims):
     assert m.seen_input_dim == dims
     m.eval(), ref.eval()
     assert torch.allclose(m(x).reshape(3, 2, -1), ref(x.reshape(3, 2, -1)), atol=1e-12)
+
+
+def test_torchvision_resnet_converts_under_patch_and_reverts():
+    """torchvision's reference scripts (--sync-bn) call torch.nn.SyncBatchNorm's own
+    convert_sync_batchnorm; under patch() the converted resnet18 trains on CPU outside a
+    process group exactly as the BatchNorm2d model it came from (batch statistics of the
+    whole local batch), and revert gives BatchNorm2d layers back."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(2)
+    plain = torchvision.models.resnet18(num_classes=10).double()
+    st.patch()
+    try:
+        import copy
+        synced = nn.SyncBatchNorm.convert_sync_batchnorm(copy.deepcopy(plain))
+        kinds = {type(m) for m in synced.modules()}
+        assert nn.SyncBatchNorm in kinds and nn.BatchNorm2d not in kinds
+        x = torch.randn(4, 3, 32, 32, dtype=torch.float64)
+        want, got = plain(x), synced(x)
+        assert torch.allclose(got, want, atol=1e-9), float((got - want).abs().max())
+        got.sum().backward()
+        want.sum().backward()
+        for (name, a), b in zip(plain.named_parameters(), synced.parameters()):
+            assert torch.allclose(a.grad, b.grad, atol=1e-8), name
+        for (name, a), b in zip(plain.named_buffers(), synced.buffers()):
+            assert torch.allclose(a.double(), b.double(), atol=1e-12), name
+        reverted = st.revert_sync_batchnorm(synced)
+        assert nn.SyncBatchNorm not in {type(m) for m in reverted.modules()}
+    finally:
+        st.unpatch()
