@@ -10,7 +10,10 @@
  * to the callbacks are the same formula at every W (flat); a count mismatch (10
  * against 6) is SBN_ERR_COMM_MISMATCH on every rank naming both calls; a failed
  * rank is SBN_ERR_PEER_FAILED on the others; another merge (xor, not the
- * accumulators) still gives the rank-order result through the allgather.
+ * accumulators) still gives the rank-order result through the allgather. The
+ * layer: reproducible forward + backward over the bus, W = 3 with a split of 3, 0
+ * and 4 samples, gives W = 1's bits (threads backend, whole batch) for y,
+ * grad_input, the saved and running statistics and the synced parameter gradients.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -24,6 +27,7 @@
 #include "harness/harness.h"
 #include "support/world.h"
 #include "syncbn/comm.h"
+#include "syncbn/layer.h"
 
 #define MAXW 5
 
@@ -228,8 +232,141 @@ static void merges_over_int64(void)
                   (unsigned long long)per_w[w], (unsigned long long)per_w[2]);
 }
 
+/* ---- the layer over the bus against W = 1 ---- */
+
+#define LC 3
+#define LN 7
+#define LS 4 /* H * W */
+static const int64_t k_split[3] = {3, 0, 4};
+
+typedef struct layer_out {
+    double y[LN * LC * LS], gi[LN * LC * LS];
+    double mean[LC], invstd[LC], rm[LC], rv[LC], gw[LC], gb[LC];
+} layer_out;
+
+typedef struct layer_ctx {
+    int rank, world, failed;
+    char msg[800];
+    bus *b;
+    endpoint ep;
+    sbn_comm_t *comm; /* W = 1: a threads handle */
+    const double *x, *dy;
+    layer_out *out;
+} layer_ctx;
+
+/* One rank's forward + backward on samples [n0, n0 + n) of x, results into out. */
+static void layer_rank(layer_ctx *c, int64_t n0, int64_t n)
+{
+    int64_t shape[4] = {n, LC, 2, 2}, count = 0, nbt = 0;
+    double w[LC] = {1.25, -0.5, 2.0}, bias[LC] = {0.1, 0.2, -0.3};
+    sbn_tensor x = sbn_tensor_contiguous((void *)(c->x + n0 * LC * LS), SBN_F64, 4, shape);
+    sbn_tensor dy = sbn_tensor_contiguous((void *)(c->dy + n0 * LC * LS), SBN_F64, 4, shape);
+    sbn_tensor y = sbn_tensor_contiguous(c->out->y + n0 * LC * LS, SBN_F64, 4, shape);
+    sbn_tensor gi = sbn_tensor_contiguous(c->out->gi + n0 * LC * LS, SBN_F64, 4, shape);
+    sbn_tensor wt = sbn_tensor_1d(w, SBN_F64, LC), bt = sbn_tensor_1d(bias, SBN_F64, LC);
+    sbn_tensor rm = sbn_tensor_1d(c->out->rm, SBN_F64, LC);
+    sbn_tensor rv = sbn_tensor_1d(c->out->rv, SBN_F64, LC);
+    sbn_tensor sm = sbn_tensor_1d(c->out->mean, SBN_F64, LC);
+    sbn_tensor si = sbn_tensor_1d(c->out->invstd, SBN_F64, LC);
+    sbn_tensor gw = sbn_tensor_1d(c->out->gw, SBN_F64, LC);
+    sbn_tensor gb = sbn_tensor_1d(c->out->gb, SBN_F64, LC);
+    sbn_syncbn_config cfg;
+    size_t bytes;
+    void *ws;
+    int k;
+    for (k = 0; k < LC; k++) {
+        c->out->rm[k] = 0.0;
+        c->out->rv[k] = 1.0;
+    }
+    sbn_syncbn_config_default(&cfg);
+    cfg.reproducible = 1;
+    cfg.sync_grad_params = 1;
+    RSTATUS(c, sbn_syncbn_workspace_size(&x, c->world, &bytes), SBN_OK);
+    ws = malloc(bytes + 1);
+    RNOTE_STATUS(c, sbn_syncbn_forward(c->comm, &cfg, &x, &wt, &bt, &rm, &rv, &nbt, &y, &sm,
+                                       &si, &count, ws, bytes, NULL), SBN_OK);
+    RNOTE_STATUS(c, sbn_syncbn_backward(c->comm, &cfg, &dy, &x, &wt, NULL, NULL, &sm, &si, count,
+                                        &gi, &gw, &gb, ws, bytes, NULL), SBN_OK);
+    RNOTE(c, count == LN * LS, "global count %lld", (long long)count);
+    free(ws);
+}
+
+static void *layer_main(void *p)
+{
+    layer_ctx *c = p;
+    sbn_comm_callbacks cb = {bus_allgather, NULL, NULL, NULL, bus_allreduce_int64};
+    int64_t n0 = 0;
+    int r;
+    c->ep.b = c->b;
+    c->ep.rank = c->rank;
+    for (r = 0; r < c->rank; r++) n0 += k_split[r];
+    if (sbn_comm_callbacks_create(c->rank, c->world, &cb, &c->ep, &c->comm) != SBN_OK) {
+        c->failed = 1;
+        snprintf(c->msg, sizeof c->msg, "create: %s", sbn_last_error());
+        return NULL;
+    }
+    layer_rank(c, n0, k_split[c->rank]);
+    sbn_comm_destroy(c->comm);
+    return NULL;
+}
+
+static void layer_equals_one_rank(void)
+{
+    double x[LN * LC * LS], dy[LN * LC * LS];
+    static layer_out one, ranks[3];
+    layer_ctx ctx[3], solo;
+    pthread_t threads[3];
+    uint64_t s = 12345;
+    bus b;
+    int r, i;
+    for (i = 0; i < LN * LC * LS; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        x[i] = 3.0 + ldexp((double)(s >> 11), -51) - 2.0;
+        dy[i] = ldexp((double)(s >> 20), -43) - 0.5;
+    }
+    memset(&solo, 0, sizeof solo);
+    solo.world = 1;
+    solo.x = x;
+    solo.dy = dy;
+    solo.out = &one;
+    CHECK_OK(sbn_comm_threads_create(1, 0.0, &solo.comm));
+    layer_rank(&solo, 0, LN);
+    sbn_comm_destroy(solo.comm);
+    CHECK_MSG(!solo.failed, "W = 1: %s", solo.msg);
+    memset(&b, 0, sizeof b);
+    pthread_barrier_init(&b.meet, NULL, 3);
+    b.size = 3;
+    for (r = 0; r < 3; r++) {
+        memset(&ctx[r], 0, sizeof ctx[r]);
+        ctx[r].rank = r;
+        ctx[r].world = 3;
+        ctx[r].b = &b;
+        ctx[r].x = x;
+        ctx[r].dy = dy;
+        ctx[r].out = &ranks[r];
+        if (pthread_create(&threads[r], NULL, layer_main, &ctx[r]) != 0) exit(1);
+    }
+    for (r = 0; r < 3; r++) pthread_join(threads[r], NULL);
+    pthread_barrier_destroy(&b.meet);
+    for (r = 0; r < 3; r++) {
+        int64_t lo = 0, k;
+        CHECK_MSG(!ctx[r].failed, "rank %d: %s", r, ctx[r].msg);
+        for (k = 0; k < r; k++) lo += k_split[k];
+        lo *= LC * LS;
+        CHECK(memcmp(ranks[r].y + lo, one.y + lo, (size_t)(k_split[r] * LC * LS) * 8) == 0);
+        CHECK(memcmp(ranks[r].gi + lo, one.gi + lo, (size_t)(k_split[r] * LC * LS) * 8) == 0);
+        CHECK_MSG(memcmp(ranks[r].mean, one.mean, sizeof one.mean) == 0 &&
+                  memcmp(ranks[r].invstd, one.invstd, sizeof one.invstd) == 0 &&
+                  memcmp(ranks[r].rm, one.rm, sizeof one.rm) == 0 &&
+                  memcmp(ranks[r].rv, one.rv, sizeof one.rv) == 0, "rank %d: statistics", r);
+        CHECK_MSG(memcmp(ranks[r].gw, one.gw, sizeof one.gw) == 0 &&
+                  memcmp(ranks[r].gb, one.gb, sizeof one.gb) == 0, "rank %d: gradients", r);
+    }
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(merges_over_int64),
+    SBN_TEST_CASE(layer_equals_one_rank),
 };
 
 SBN_TEST_MAIN(k_cases)
