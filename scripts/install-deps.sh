@@ -2,7 +2,8 @@
 # install-deps.sh - makes sure the build and test tools are present: a C compiler,
 # make, cmake, a C++ compiler (the CANN-style samples), clang with libFuzzer (the
 # aclnn fuzzer), OpenMPI (the MPI backend and its tests) and, for the Python package's
-# tests and demo, Debian's python3 with torch, numpy, pytest and torchvision. As root it installs
+# tests and demo, Debian's python3 with torch, numpy, pytest and torchvision, and pip,
+# setuptools and wheel for `pip install .`. As root it installs
 # what is missing with apt-get (Debian packages); otherwise it names what to install.
 set -euo pipefail
 
@@ -27,6 +28,11 @@ fi
 # the Python package's tests (make test-python) and demo: Debian's interpreter and packages
 if ! /usr/bin/python3 -c "import torch, numpy, pytest, torchvision" >/dev/null 2>&1; then
   need+=(python3 python3-torch python3-numpy python3-pytest python3-torchvision)
+fi
+# `pip install .` of the package (tests/python/test_packaging.py), offline with
+# --no-build-isolation: Debian's pip, setuptools and wheel
+if ! /usr/bin/python3 -c "import pip, setuptools, wheel" >/dev/null 2>&1; then
+  need+=(python3-pip python3-setuptools python3-wheel)
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0

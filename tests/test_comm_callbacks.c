@@ -112,7 +112,7 @@ static double value_of(int rank, size_t i)
 /* One rank's scenario on its handle, created into *out (destroyed by the caller). */
 static void rank_run(rank_ctx *c, sbn_comm_t **out)
 {
-    sbn_comm_callbacks cb = {bus_allgather, c->with_barrier ? bus_barrier : NULL, bus_destroy, NULL};
+    sbn_comm_callbacks cb = {bus_allgather, c->with_barrier ? bus_barrier : NULL, bus_destroy, NULL, NULL};
     sbn_comm_t *comm;
     double v[40], g[40 * MAXW];
     size_t i;
@@ -262,8 +262,8 @@ static void argument_errors(void)
 {
     bus b;
     endpoint ep = {&b, 0, 0};
-    sbn_comm_callbacks cb = {bus_allgather, NULL, bus_destroy, NULL};
-    sbn_comm_callbacks none = {NULL, bus_barrier, bus_destroy, NULL};
+    sbn_comm_callbacks cb = {bus_allgather, NULL, bus_destroy, NULL, NULL};
+    sbn_comm_callbacks none = {NULL, bus_barrier, bus_destroy, NULL, NULL};
     sbn_comm_t *comm = (sbn_comm_t *)&ep;
     bus_init(&b, 1);
     CHECK_STATUS(sbn_comm_callbacks_create(0, 1, NULL, &ep, &comm), SBN_ERR_NULL_ARGUMENT);
@@ -295,7 +295,7 @@ static void create_out_of_memory(void)
     bus_init(&b, 1);
     tsup_counter_install(&counter_);
     for (with = 0; with < 2; with++) {
-        sbn_comm_callbacks cb = {bus_allgather, with ? bus_barrier : NULL, bus_destroy, NULL};
+        sbn_comm_callbacks cb = {bus_allgather, with ? bus_barrier : NULL, bus_destroy, NULL, NULL};
         sbn_comm_t *comm = NULL;
         for (k = 0;; k++) {
             sbn_status s;

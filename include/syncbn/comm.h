@@ -73,15 +73,35 @@ typedef void (*sbn_comm_merge_fn)(void *inout, const void *in, size_t count);
  *              sbn_comm_allreduce_merge allgathers every rank's data and merges
  *              it locally in rank order, so each rank receives size * count *
  *              elem_bytes bytes: that fallback's traffic grows with the world.
+ *   allreduce_int64: optional: in place over `count` int64 values, every rank
+ *              ends with their element-wise sum (op SBN_COMM_INT_SUM) or maximum
+ *              (SBN_COMM_INT_MAX) over all ranks, by any algorithm (e.g.
+ *              torch.distributed.all_reduce of an int64 tensor, MPI_Allreduce on
+ *              MPI_INT64_T): integer sums and maxima are exact in any order, and
+ *              the library only asks for sums of values in [0, 2^32) (or below
+ *              2^63 / 2^21), which cannot overflow for up to 2^20 ranks. When given
+ *              and size <= 2^20, every collective's header check is one MAX over a
+ *              fixed 64 words (each header word and its complement: equal maxima
+ *              mean every rank agrees; a disagreement or a failure then gathers the
+ *              headers with allgather for the sentence), and the SyncBN layer's
+ *              merges of its exact accumulators (count elements of 56 bytes) ride
+ *              on it: their tops go in that MAX (a second MAX for count > 51), then
+ *              one SUM of 11 words per element, so each rank hands 512 + 96 * count
+ *              bytes to the callback per merge (512 + 88 * count when count <= 51)
+ *              whatever the world size, and the result has the bytes of the
+ *              rank-order merge. Other merges use `allreduce` or the allgather.
  * A struct zero-initialized and then filled keeps working as members are added
  * at the end (a NULL member is "not provided").
  */
+#define SBN_COMM_INT_SUM 0
+#define SBN_COMM_INT_MAX 1
 typedef struct sbn_comm_callbacks {
     int (*allgather)(void *user, const void *send, size_t bytes, void *recv);
     int (*barrier)(void *user);
     void (*destroy)(void *user);
     int (*allreduce)(void *user, void *data, size_t count, size_t elem_bytes,
                      sbn_comm_merge_fn merge);
+    int (*allreduce_int64)(void *user, int64_t *data, size_t count, int op);
 } sbn_comm_callbacks;
 
 sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_callbacks *callbacks,
@@ -147,7 +167,8 @@ sbn_status sbn_comm_barrier(sbn_comm_t *comm);
  *              MPI_Iallreduce: MPI's internal algorithm traffic is not visible.
  *   callbacks: the bytes handed to and received from the callbacks (an allgather
  *              hands `bytes` and receives size * bytes; the allreduce callback
- *              count * elem_bytes each way; the barrier callback none).
+ *              count * elem_bytes each way; allreduce_int64 8 * count each way; the
+ *              barrier callback none).
  */
 void sbn_comm_traffic(const sbn_comm_t *comm, uint64_t *bytes_sent, uint64_t *bytes_received);
 

@@ -43,13 +43,16 @@ DESTROY_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 MERGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 ALLREDUCE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                 ctypes.c_size_t, MERGE_FN)
+ALLREDUCE_INT64_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_size_t, ctypes.c_int)
+INT_SUM, INT_MAX = 0, 1  # SBN_COMM_INT_SUM, SBN_COMM_INT_MAX
 
 
 class CommCallbacks(ctypes.Structure):
     """``sbn_comm_callbacks``; every member must be listed (the library copies the whole
-    struct): allreduce stays NULL, so the library allgathers and merges locally."""
+    struct). A NULL member is "not provided"."""
     _fields_ = [("allgather", ALLGATHER_FN), ("barrier", BARRIER_FN), ("destroy", DESTROY_FN),
-                ("allreduce", ALLREDUCE_FN)]
+                ("allreduce", ALLREDUCE_FN), ("allreduce_int64", ALLREDUCE_INT64_FN)]
 
 
 _T = ctypes.POINTER(Tensor)
@@ -98,6 +101,7 @@ _SIGNATURES = {
     "sbn_comm_set_step": [_VP, _I64],
     "sbn_comm_fail": [_VP, _I],
     "sbn_comm_destroy": [_VP],
+    "sbn_comm_traffic": [_VP, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)],
     "sbn_syncbn_config_default": [ctypes.POINTER(LayerConfig)],
     "sbn_syncbn_workspace_size": [_T, _I, _PSZ],
     "sbn_syncbn_forward": [_VP, ctypes.POINTER(LayerConfig), _T, _T, _T, _T, _T,
@@ -108,7 +112,8 @@ _SIGNATURES = {
 _RESTYPES = {"sbn_status_name": ctypes.c_char_p, "sbn_status_str": ctypes.c_char_p,
              "sbn_last_error": ctypes.c_char_p, "sbn_version": ctypes.c_char_p,
              "sbn_pool_destroy": None, "sbn_pool_threads": _I, "sbn_comm_rank": _I,
-             "sbn_comm_size": _I, "sbn_comm_destroy": None, "sbn_syncbn_config_default": None}
+             "sbn_comm_size": _I, "sbn_comm_destroy": None, "sbn_comm_traffic": None,
+             "sbn_syncbn_config_default": None}
 # Functions a library may lack (older builds); their wrappers raise when called.
 _OPTIONAL = {"sbn_fold_conv"}
 

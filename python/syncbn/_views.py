@@ -101,10 +101,35 @@ def resolved(t, name, writable=False):
     return t.resolve_conj().resolve_neg()
 
 
+_DIMS = ctypes.c_int64 * MAX_RANK
+if _torch is not None:
+    _STRIDED = _torch.strided
+    _HAS_LAZY_BITS = hasattr(_torch.Tensor, "is_neg") and hasattr(_torch.Tensor, "is_conj")
+    _HAS_NESTED = hasattr(_torch.Tensor, "is_nested")
+
+
+def _fast_torch_view(a):
+    """The view of a plain dense CPU tensor of a library dtype without lazy bits, or None for
+    anything else (which view()'s checks then refuse or resolve). A layer call makes a dozen
+    views, so the common case skips the general path's separate checks and loops."""
+    code = _TORCH_CODES.get(a.dtype)
+    if code is None or not a.is_cpu or a.layout is not _STRIDED or (_HAS_NESTED and a.is_nested) \
+            or not _HAS_LAZY_BITS or a.is_neg() or a.is_conj():
+        return None
+    shape = a.shape
+    if len(shape) > MAX_RANK:
+        return None
+    return Tensor(a.data_ptr() or None, code, len(shape), _DIMS(*shape), _DIMS(*a.stride()))
+
+
 def view(a, name, writable=False):
     """An sbn_tensor over `a` (numpy array or torch CPU tensor); None stays None."""
     if a is None:
         return None
+    if _torch is not None and isinstance(a, _torch.Tensor):
+        t = _fast_torch_view(a)
+        if t is not None:
+            return t
     keep = None
     if is_torch(a):
         _check_torch(a, name)

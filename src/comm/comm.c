@@ -13,7 +13,10 @@
  * and adds them in rank order 0..W-1, so all ranks get the same bits whatever the
  * backend. allreduce_merge (fixed-size elements, an exact user merge) runs the
  * backend's own algorithm after the header, or, for a backend without one, the
- * same gather-then-rank-order scheme. The header also carries the caller's step
+ * same gather-then-rank-order scheme; a backend with merge_rsum (callbacks with
+ * allreduce_int64) merges the library's own accumulators (merge ==
+ * sbn__rsum_merge_bytes) by integer maxima and sums instead, their tops riding in
+ * the header exchange. The header also carries the caller's step
  * (sbn_comm_set_step): the call number alone can never differ between ranks,
  * since every exchange pairs the k-th call of each rank, so it cannot reveal a
  * rank that skipped a whole step; the caller's step can. The timeout rule shared
@@ -25,6 +28,7 @@
 #include <string.h>
 
 #include "comm_internal.h"
+#include "core/rsum.h"
 
 #define SBN_COMM_TEXT 512
 
@@ -38,6 +42,8 @@ sbn_status sbn__comm_init(sbn_comm_t *comm, const struct sbn__comm_vtable *vt, i
     comm->size = size;
     comm->seq = 0;
     comm->step = 0;
+    comm->ride = NULL;
+    comm->ride_n = comm->ride_cap = 0;
     comm->headers = sbn__malloc((size_t)size * SBN_HDR_WORDS * sizeof(int64_t));
     if (comm->headers == NULL)
         return sbn__error(SBN_ERR_OUT_OF_MEMORY,
@@ -370,6 +376,41 @@ static sbn_status announce_own(sbn_comm_t *comm, sbn_status status)
                       text[0] ? text : sbn_status_str(status));
 }
 
+/*
+ * The merge of the library's own accumulators on a backend that merges them by
+ * integer maxima and sums (merge_rsum): this rank's tops ride in the header
+ * exchange, which takes their maximum when every rank agrees, and the backend
+ * does the rest. Scratch: count tops, then count * SBN_RSUM_INT_WORDS words, both
+ * needed before the header so that a failed allocation is announced.
+ */
+static sbn_status rsum_merge(sbn_comm_t *comm, void *data, size_t count, int64_t tag)
+{
+    const size_t per = 1 + SBN_RSUM_INT_WORDS;
+    int64_t *tops;
+    sbn_status s;
+    if (count > SIZE_MAX / sizeof(int64_t) / per) {
+        announce(comm, SBN_ERR_BAD_VALUE);
+        return sbn__error(SBN_ERR_BAD_VALUE, "allreduce_merge on rank %d: %zu accumulators "
+                          "overflow the address space", comm->rank, count);
+    }
+    if (!reserve_scratch(comm, count * per * sizeof(int64_t))) {
+        announce(comm, SBN_ERR_OUT_OF_MEMORY);
+        return sbn__error(SBN_ERR_OUT_OF_MEMORY, "allreduce_merge on rank %d: could not allocate "
+                          "the %zu x %zu int64 scratch", comm->rank, count, per);
+    }
+    tops = comm->scratch;
+    sbn__rsum_tops(data, count, tops);
+    comm->ride = tops;
+    comm->ride_n = count;
+    s = start(comm, SBN_OP_ALLREDUCE_MERGE, count, sizeof(sbn__rsum), tag, SBN_OK);
+    comm->ride = NULL;
+    comm->ride_n = 0;
+    if (SBN_FAILED(s)) return s;
+    s = comm->vt->merge_rsum(comm, data, count, tops, tops + count);
+    if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLREDUCE_MERGE, "payload", s);
+    return SBN_OK;
+}
+
 SBN_API sbn_status sbn_comm_allreduce_merge(sbn_comm_t *comm, void *data, size_t count,
                                             size_t elem_bytes, sbn_comm_merge_fn merge,
                                             int64_t tag)
@@ -405,6 +446,9 @@ SBN_API sbn_status sbn_comm_allreduce_merge(sbn_comm_t *comm, void *data, size_t
                           "%zu overflows the address space", comm->rank, count, elem_bytes);
     }
     bytes = count * elem_bytes;
+    if (vt->merge_rsum != NULL && merge == sbn__rsum_merge_bytes &&
+        elem_bytes == sizeof(sbn__rsum) && comm->size > 1 && count > 0)
+        return rsum_merge(comm, data, count, tag);
     if (comm->size > 1 && count > 0) {
         if (vt->prepare_merge != NULL) {
             s = vt->prepare_merge(comm, count, elem_bytes, merge);

@@ -9,8 +9,25 @@
  * each rank receives size * count * elem_bytes bytes). Traffic: what is handed
  * to the callbacks and what they hand back. On a failed creation the user's
  * destroy callback is not called: `user` stays the caller's.
+ *
+ * With an allreduce_int64 callback (and at most 2^20 ranks) the header check is
+ * one MAX over a fixed CB_HEADER_WORDS words: the six words the ranks must agree
+ * on, their complements (MAX of ~x is ~MIN of x, so a word agrees on every rank
+ * iff its maximum is the complement of its complement's maximum), a flag set by a
+ * failing rank, and up to CB_RIDE values that ride along (the tops of the layer's
+ * accumulators), padded with INT64_MIN. The size never depends on the call, so
+ * ranks that disagree on everything still make the same-sized collective; every
+ * rank sees the same maxima, so a disagreement makes every rank gather the
+ * headers (allgather) for the generic verdicts. The accumulators' merge is then a
+ * MAX of the tops that did not ride (count > CB_RIDE) and one SUM of their packed
+ * words (core/rsum.h).
  */
 #include "comm_internal.h"
+#include "core/rsum.h"
+
+#define CB_CHECKED 6                       /* header words before SBN_HDR_STATUS */
+#define CB_HEADER_WORDS 64
+#define CB_RIDE (CB_HEADER_WORDS - 2 * CB_CHECKED - 1)
 
 typedef struct callbacks_comm {
     struct sbn_comm base; /* first: a sbn_comm_t * is a callbacks_comm * */
@@ -65,6 +82,61 @@ static sbn_status callbacks_allreduce(sbn_comm_t *base, void *data, size_t count
     return SBN_OK;
 }
 
+static sbn_status int_allreduce(callbacks_comm *c, int64_t *data, size_t count, int op,
+                                const char *what)
+{
+    int rc = c->cb.allreduce_int64(c->user, data, count, op);
+    if (rc != 0)
+        return sbn__error(SBN_ERR_COMM, "the allreduce_int64 callback returned %d on rank %d of %d "
+                          "(%s: %zu values, %s)", rc, c->base.rank, c->base.size, what, count,
+                          op == SBN_COMM_INT_MAX ? "max" : "sum");
+    sbn__comm_count(&c->base, (uint64_t)count * 8, (uint64_t)count * 8);
+    return SBN_OK;
+}
+
+static sbn_status callbacks_headers(sbn_comm_t *base, const int64_t *mine, int *all_agree)
+{
+    callbacks_comm *c = (callbacks_comm *)base;
+    int64_t buf[CB_HEADER_WORDS];
+    size_t ride = base->ride_n < CB_RIDE ? base->ride_n : CB_RIDE, i;
+    sbn_status s;
+    int w, agree;
+    for (w = 0; w < CB_CHECKED; w++) {
+        buf[w] = mine[w];
+        buf[CB_CHECKED + w] = ~mine[w];
+    }
+    buf[2 * CB_CHECKED] = mine[SBN_HDR_OP] == SBN_OP_FAIL;
+    for (i = 0; i < CB_RIDE; i++)
+        buf[2 * CB_CHECKED + 1 + i] = i < ride ? base->ride[i] : INT64_MIN;
+    s = int_allreduce(c, buf, CB_HEADER_WORDS, SBN_COMM_INT_MAX, "header");
+    if (SBN_FAILED(s)) return s;
+    agree = buf[2 * CB_CHECKED] == 0;
+    for (w = 0; w < CB_CHECKED; w++) agree = agree && buf[w] == ~buf[CB_CHECKED + w];
+    *all_agree = agree;
+    if (agree) {
+        for (i = 0; i < ride; i++) base->ride[i] = buf[2 * CB_CHECKED + 1 + i];
+        return SBN_OK;
+    }
+    /* every rank saw these maxima: every rank gathers the headers for the verdicts */
+    return callbacks_allgather(base, mine, SBN_HDR_WORDS * sizeof(int64_t), base->headers);
+}
+
+static sbn_status callbacks_merge_rsum(sbn_comm_t *base, void *data, size_t count, int64_t *tops,
+                                       int64_t *words)
+{
+    callbacks_comm *c = (callbacks_comm *)base;
+    sbn_status s;
+    if (count > CB_RIDE) {
+        s = int_allreduce(c, tops + CB_RIDE, count - CB_RIDE, SBN_COMM_INT_MAX, "tops");
+        if (SBN_FAILED(s)) return s;
+    }
+    sbn__rsum_pack(data, count, tops, words);
+    s = int_allreduce(c, words, count * SBN_RSUM_INT_WORDS, SBN_COMM_INT_SUM, "sums");
+    if (SBN_FAILED(s)) return s;
+    sbn__rsum_unpack(data, count, tops, words);
+    return SBN_OK;
+}
+
 static void callbacks_destroy(sbn_comm_t *base)
 {
     callbacks_comm *c = (callbacks_comm *)base;
@@ -87,9 +159,28 @@ static const struct sbn__comm_vtable callbacks_vtable_allreduce = {
     .allreduce_merge = callbacks_allreduce,
 };
 
+/* With allreduce_int64: four tables, with and without the allreduce callback. */
+static const struct sbn__comm_vtable callbacks_vtable_int = {
+    .allgather_bytes = callbacks_allgather,
+    .barrier = callbacks_barrier,
+    .destroy = callbacks_destroy,
+    .exchange_headers = callbacks_headers,
+    .merge_rsum = callbacks_merge_rsum,
+};
+
+static const struct sbn__comm_vtable callbacks_vtable_int_allreduce = {
+    .allgather_bytes = callbacks_allgather,
+    .barrier = callbacks_barrier,
+    .destroy = callbacks_destroy,
+    .allreduce_merge = callbacks_allreduce,
+    .exchange_headers = callbacks_headers,
+    .merge_rsum = callbacks_merge_rsum,
+};
+
 SBN_API sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_callbacks *callbacks,
                                              void *user, sbn_comm_t **comm)
 {
+    const struct sbn__comm_vtable *vt;
     callbacks_comm *c;
     sbn_status s;
 
@@ -117,14 +208,17 @@ SBN_API sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_
                               "buffer", size);
         }
     }
-    s = sbn__comm_init(&c->base,
-                       callbacks->allreduce ? &callbacks_vtable_allreduce : &callbacks_vtable,
-                       rank, size);
+    if (callbacks->allreduce_int64 != NULL && size <= SBN_RSUM_INT_MAX_RANKS)
+        vt = callbacks->allreduce ? &callbacks_vtable_int_allreduce : &callbacks_vtable_int;
+    else
+        vt = callbacks->allreduce ? &callbacks_vtable_allreduce : &callbacks_vtable;
+    s = sbn__comm_init(&c->base, vt, rank, size);
     if (SBN_FAILED(s)) {
         sbn__free(c->barrier_recv);
         sbn__free(c);
         return s;
     }
+    if (vt->merge_rsum != NULL) c->base.ride_cap = CB_RIDE;
     *comm = &c->base;
     return SBN_OK;
 }

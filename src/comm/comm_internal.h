@@ -79,6 +79,16 @@ struct sbn__comm_vtable {
      * as after the allgather, for the generic verdicts. NULL: the allgather.
      */
     sbn_status (*exchange_headers)(sbn_comm_t *comm, const int64_t *mine, int *all_agree);
+    /*
+     * Optional: the merge of `count` (> 0) of the library's exact accumulators
+     * (sbn__rsum, as bytes) by integer maxima and sums (core/rsum.h), after the
+     * header exchange agreed (size > 1). tops[i] holds this rank's top of
+     * element i; exchange_headers has already replaced the first
+     * min(count, comm->ride_cap) of them by their maximum over the ranks (they
+     * rode in comm->ride). `words` is scratch of count * SBN_RSUM_INT_WORDS int64.
+     */
+    sbn_status (*merge_rsum)(sbn_comm_t *comm, void *data, size_t count, int64_t *tops,
+                             int64_t *words);
 };
 
 struct sbn_comm {
@@ -94,6 +104,14 @@ struct sbn_comm {
     int dead_rank;            /* the first failed rank */
     sbn_status dead_status;   /* the status it announced */
     uint64_t dead_seq;        /* the call in which the failure was seen */
+    /*
+     * Values that ride in the next header exchange (a backend with merge_rsum):
+     * exchange_headers takes the maximum over the ranks of ride[0 .. min(ride_n,
+     * ride_cap)) in place when every rank agrees. ride_cap is the backend's, set at
+     * creation; ride is set by the generic layer around one start() only.
+     */
+    int64_t *ride;
+    size_t ride_n, ride_cap;
     /* Traffic (sbn_comm_traffic), counted by the backends with sbn__comm_count. */
     uint64_t bytes_sent, bytes_received;
 };

@@ -310,3 +310,73 @@ double sbn__rsum_value_scaled(const sbn__rsum *a, int64_t bins)
     if (high_bit(mag) < 0) return 0.0;
     return round_to_double(mag, negative, 32 * (a->top - (SBN_RSUM_DIGITS - 1) - bins) - 1074);
 }
+
+/* ---- the merge as integer sums (a framework's allreduce of int64 sums and maxima) ---- */
+
+/*
+ * A merge of accumulators from many ranks is the sum, bin by bin, of every rank's
+ * accumulator raised to the highest top T of all of them (raising is linear in the
+ * digits and neg, and raising twice is raising once), with the flags ORed: that is
+ * what any tree of sbn__rsum_merge calls gives. So a framework that can only take
+ * element-wise maxima and sums of int64 can merge: a MAX of the tops gives T, each rank
+ * raises its own copy to T, and a SUM of the digits and neg gives the merged ones. The
+ * digits and neg are sent as their low and high 32 bits, and each flag as a count in
+ * its own 21-bit field, so every word a rank sends is below 2^32 (2^63 / 2^21 for the
+ * flags) and sums of up to 2^20 ranks never overflow an int64; the unpacked digits are
+ * lo + hi 2^32 in uint64, i.e. exactly the wrapped sums sbn__rsum_merge forms.
+ */
+#define RSUM_FLAG_BITS 21
+
+static sbn__rsum rsum_load(const void *bytes, size_t i)
+{
+    sbn__rsum a;
+    memcpy(&a, (const unsigned char *)bytes + i * sizeof a, sizeof a);
+    rsum_sanitize(&a); /* as sbn__rsum_merge_bytes treats it */
+    return a;
+}
+
+void sbn__rsum_tops(const void *acc, size_t n, int64_t *tops)
+{
+    size_t i;
+    for (i = 0; i < n; i++) tops[i] = rsum_load(acc, i).top;
+}
+
+void sbn__rsum_pack(const void *acc, size_t n, const int64_t *tops, int64_t *words)
+{
+    size_t i;
+    int k;
+    for (i = 0; i < n; i++) {
+        sbn__rsum a = rsum_load(acc, i);
+        int64_t *w = words + i * SBN_RSUM_INT_WORDS;
+        if (tops[i] > a.top) rsum_raise(&a, tops[i]);
+        for (k = 0; k < SBN_RSUM_DIGITS; k++) {
+            w[2 * k] = (int64_t)((uint64_t)a.digit[k] & RSUM_LIMB_MASK);
+            w[2 * k + 1] = (int64_t)((uint64_t)a.digit[k] >> 32);
+        }
+        w[8] = (int64_t)((uint64_t)a.neg & RSUM_LIMB_MASK);
+        w[9] = (int64_t)((uint64_t)a.neg >> 32);
+        w[10] = (int64_t)(((a.flags & SBN_RSUM_NAN) != 0) |
+                          (uint64_t)((a.flags & SBN_RSUM_POS_INF) != 0) << RSUM_FLAG_BITS |
+                          (uint64_t)((a.flags & SBN_RSUM_NEG_INF) != 0) << 2 * RSUM_FLAG_BITS);
+    }
+}
+
+void sbn__rsum_unpack(void *acc, size_t n, const int64_t *tops, const int64_t *words)
+{
+    const uint64_t field = (UINT64_C(1) << RSUM_FLAG_BITS) - 1;
+    size_t i;
+    int k;
+    for (i = 0; i < n; i++) {
+        const int64_t *w = words + i * SBN_RSUM_INT_WORDS;
+        uint64_t f = (uint64_t)w[10];
+        sbn__rsum a;
+        a.top = tops[i];
+        for (k = 0; k < SBN_RSUM_DIGITS; k++)
+            a.digit[k] = (int64_t)((uint64_t)w[2 * k] + ((uint64_t)w[2 * k + 1] << 32));
+        a.neg = (int64_t)((uint64_t)w[8] + ((uint64_t)w[9] << 32));
+        a.flags = ((f & field) ? SBN_RSUM_NAN : 0) |
+                  (((f >> RSUM_FLAG_BITS) & field) ? SBN_RSUM_POS_INF : 0) |
+                  (((f >> 2 * RSUM_FLAG_BITS) & field) ? SBN_RSUM_NEG_INF : 0);
+        memcpy((unsigned char *)acc + i * sizeof a, &a, sizeof a);
+    }
+}

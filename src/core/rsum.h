@@ -134,6 +134,25 @@ int sbn__rsum_parts(const sbn__rsum *a, double parts[SBN_RSUM_PARTS]);
  * bins lo - bins .. top + 1 - bins lie within doubles' range (top - bins <= 45 keeps
  * every part below 2^431 within the term limit). bins = 0 is sbn__rsum_parts. */
 int sbn__rsum_parts_scaled(const sbn__rsum *a, int64_t bins, double parts[SBN_RSUM_PARTS]);
+/*
+ * The merge of many ranks' accumulators as integer maxima and sums (for a framework
+ * whose collectives are element-wise MAX and SUM of int64, e.g. torch.distributed):
+ *   1. sbn__rsum_tops: each accumulator's top (tops[i] for acc[i]); the ranks take the
+ *      element-wise MAX of their tops;
+ *   2. sbn__rsum_pack: each accumulator raised to tops[i] (the maximum) as
+ *      SBN_RSUM_INT_WORDS int64 words, each in [0, 2^32) or (the flags word) a sum of
+ *      counts in 21-bit fields, so the element-wise SUM over at most 2^20 ranks never
+ *      overflows; the ranks take the element-wise SUM of the words;
+ *   3. sbn__rsum_unpack: the summed words and the maxima back into accumulators.
+ * The result has the same bytes as sbn__rsum_merge_bytes of all the ranks' accumulators
+ * in any order (wrapped digits included). acc is untyped (any alignment), as for
+ * sbn__rsum_merge_bytes, and a state it would sanitize is sanitized the same way.
+ */
+#define SBN_RSUM_INT_WORDS 11
+#define SBN_RSUM_INT_MAX_RANKS (1 << 20)
+void sbn__rsum_tops(const void *acc, size_t n, int64_t *tops);
+void sbn__rsum_pack(const void *acc, size_t n, const int64_t *tops, int64_t *words);
+void sbn__rsum_unpack(void *acc, size_t n, const int64_t *tops, const int64_t *words);
 /* 1 when a and b hold the same state (for canonical states: the same multiset of terms). */
 int sbn__rsum_equal(const sbn__rsum *a, const sbn__rsum *b);
 

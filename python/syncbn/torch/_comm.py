@@ -1,12 +1,18 @@
 """libsyncbn communicators for the torch module: over torch.distributed, or one local rank.
 
-``GroupComm`` is a callbacks communicator (``sbn_comm_callbacks_create``) whose
-allgather carries the library's bytes with ``torch.distributed.all_gather`` on a
-uint8 tensor over the module's process group (gloo on CPU). The C layer above it
-checks every collective with a header (operation, size, tag with C and dtype,
-call number, the caller's step), so ranks making different calls get
-``CommMismatchError`` instead of waiting. An exception raised by torch inside the
-callback is kept and chained to the SyncBNError the C call then returns.
+``GroupComm`` is a callbacks communicator (``sbn_comm_callbacks_create``) over
+the module's process group (gloo on CPU) with two callbacks: ``allreduce_int64``,
+``torch.distributed.all_reduce`` (SUM or MAX) on an int64 tensor that shares the
+library's buffer, and ``allgather`` (``all_gather`` on uint8), used only when the
+ranks disagree. The C layer checks every collective with a header (operation,
+size, tag with C and dtype, call number, the caller's step), folded into one MAX
+of 64 words with their complements, so ranks making different calls get
+``CommMismatchError`` instead of waiting; it merges the layer's exact
+accumulators with that MAX (their tops ride in it) and one SUM of 11 words per
+accumulator (comm.h), so a forward or a backward is two all_reduce calls moving
+O(C) bytes whatever the world size, and gives the bits of the rank-order merge.
+An exception raised by torch inside a callback is kept and chained to the
+SyncBNError the C call then returns.
 ``LocalComm`` is a world of one rank (threads backend): no collective leaves the
 process. Each object owns its C handle and the ctypes callbacks the handle calls.
 """
@@ -16,7 +22,8 @@ import torch
 import torch.distributed as dist
 
 from .. import _errors
-from .._lib import ALLGATHER_FN, BARRIER_FN, DESTROY_FN, CommCallbacks, lib
+from .._lib import (ALLGATHER_FN, ALLREDUCE_FN, ALLREDUCE_INT64_FN, BARRIER_FN, DESTROY_FN,
+                    INT_MAX, CommCallbacks, lib)
 
 
 class _Comm:
@@ -39,6 +46,12 @@ class _Comm:
         if cause is not None:
             err.__cause__ = cause
         return err
+
+    def traffic(self):
+        """(bytes sent, bytes received) through this handle's collectives (sbn_comm_traffic)."""
+        sent, received = ctypes.c_uint64(), ctypes.c_uint64()
+        lib.sbn_comm_traffic(self.handle, ctypes.byref(sent), ctypes.byref(received))
+        return sent.value, received.value
 
     def close(self):
         if self.handle is not None and lib is not None:
@@ -72,7 +85,10 @@ class GroupComm(_Comm):
         self.size = dist.get_world_size(group)
         # the ctypes function objects must live as long as the C handle may call them
         self._allgather_fn = ALLGATHER_FN(self._allgather)
-        self._callbacks = CommCallbacks(self._allgather_fn, BARRIER_FN(), DESTROY_FN())
+        self._allreduce_int64_fn = ALLREDUCE_INT64_FN(self._allreduce_int64)
+        self._ops = (dist.ReduceOp.SUM, dist.ReduceOp.MAX)
+        self._callbacks = CommCallbacks(self._allgather_fn, BARRIER_FN(), DESTROY_FN(),
+                                        ALLREDUCE_FN(), self._allreduce_int64_fn)
         handle = ctypes.c_void_p()
         _errors.check(lib.sbn_comm_callbacks_create(self.rank, self.size,
                                                     ctypes.byref(self._callbacks), None,
@@ -86,6 +102,16 @@ class GroupComm(_Comm):
             dst = torch.frombuffer((ctypes.c_uint8 * (nbytes * self.size)).from_address(recv),
                                    dtype=torch.uint8).view(self.size, nbytes)
             dist.all_gather(list(dst.unbind(0)), src, group=self.group)
+            return 0
+        except BaseException as e:  # never let an exception cross the C frames
+            self.pending = e
+            return 1
+
+    def _allreduce_int64(self, user, data, count, op):
+        try:
+            buf = (ctypes.c_int64 * count).from_address(data)
+            dist.all_reduce(torch.frombuffer(buf, dtype=torch.int64),
+                            op=self._ops[op == INT_MAX], group=self.group)
             return 0
         except BaseException as e:  # never let an exception cross the C frames
             self.pending = e

@@ -32,11 +32,8 @@ def _check_input(m, x):
     if not isinstance(x, torch.Tensor):
         raise _errors.bad_input(_errors.ERR_BAD_VALUE, "input is a %s; expected a torch tensor"
                                 % type(x).__name__)
-    if x.dim() < 2:
-        raise _errors.bad_input(_errors.ERR_BAD_RANK, "expected at least 2D input (got %dD input "
-                                "of shape %s)" % (x.dim(), tuple(x.shape)))
-    if x.dim() > 8:
-        raise _errors.bad_input(_errors.ERR_BAD_RANK, "expected at most 8D input (got %dD)"
+    if x.dim() < 2:  # torch's words (scripts match them)
+        raise _errors.bad_input(_errors.ERR_BAD_RANK, "expected at least 2D input (got %dD input)"
                                 % x.dim())
     if x.size(1) == 0:
         raise _errors.bad_input(_errors.ERR_BAD_SHAPE, "SyncBatchNorm number of input channels "
@@ -273,8 +270,72 @@ def _native_backward(ctx, dy):
     return gi, gw, gb, None
 
 
+def _eager_only(fn):
+    """fn, with torch.compile's tracer (dynamo, torch >= 2) told to leave it alone: its
+    ctypes calls and the C layer's collectives run eagerly, the compiled graph breaks around
+    them. torch 1.x has no dynamo: fn itself."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)  # torch >= 2.1
+    if disable is None:
+        try:
+            import torch._dynamo as dynamo  # torch 2.0
+        except ImportError:
+            return fn
+        disable = dynamo.disable
+    return disable(fn)
+
+
+def _graph_capture():
+    """True while a tracer records the forward instead of running it: torch.jit.trace,
+    torch.onnx.export, torch.compile / torch.export (torch >= 2, where they say so)."""
+    if torch.jit.is_tracing():
+        return True
+    is_exporting = getattr(getattr(torch, "onnx", None), "is_in_onnx_export", None)
+    if is_exporting is not None and is_exporting():
+        return True
+    compiler = getattr(torch, "compiler", None)
+    for name in ("is_compiling", "is_exporting"):
+        probe = getattr(compiler, name, None)
+        if probe is not None and probe():
+            return True
+    return False
+
+
+def _plain_eval(m, x):
+    """Eval with running statistics is plain batch norm with no collective: while a tracer
+    records the forward (or on a tensor subclass such as torch's fake tensors) it is torch's
+    F.batch_norm, which tracers record as one batch_norm node (an autograd.Function with a
+    Python argument and ctypes calls cannot be traced); None otherwise."""
+    if m.training or m.running_mean is None or m.running_var is None:
+        return None
+    if type(x) not in (torch.Tensor, torch.nn.Parameter) or _graph_capture():
+        return torch.nn.functional.batch_norm(x, m.running_mean, m.running_var, m.weight,
+                                              m.bias, False, 0.0, m.eps)
+    return None
+
+
+_MAX_RANK = 8  # the C library's views; more dims are flattened after the channel
+
+
 def sync_batch_norm(m, x):
     """The forward of a SyncBN module `m` (ours or torch's) on a CPU tensor `x`."""
+    if isinstance(x, torch.Tensor):
+        y = _plain_eval(m, x)  # outside _eager_only: torch.compile traces it without a break
+        if y is not None:
+            return y
+    return _sync_batch_norm(m, x)
+
+
+@_eager_only
+def _sync_batch_norm(m, x):
+    if isinstance(x, torch.Tensor) and x.dim() > _MAX_RANK:
+        # batch norm reduces every dim but the channel's alike: (N, C, d2, ..., dk) is
+        # (N, C, d2 * ... * dk), a view when x's trailing dims are contiguous, else a copy
+        rest = 1
+        for d in x.shape[2:]:
+            rest *= d
+        y = _sync_batch_norm(m, x.reshape(x.size(0), x.size(1), rest))
+        state_of(m).input_dim = x.dim()
+        return y.reshape(x.shape)
     st = state_of(m)
     group = _sync_group(m) if m.training else False
     comm = st.group(m.process_group) if group is not False else st.local()

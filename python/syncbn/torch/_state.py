@@ -39,12 +39,24 @@ class SyncState:
         return SyncState(self.input_dim, self.replaced)
 
     def __reduce__(self):
-        return (SyncState, (self.input_dim, self.replaced))
+        # a plain dict, so that a pickled model (torch's patched SyncBatchNorm included) loads
+        # where syncbn is not installed; state_of() turns it back into a SyncState
+        return (dict, ({"input_dim": self.input_dim, "replaced": self.replaced},))
+
+
+def _restored(module, st):
+    if isinstance(st, SyncState):
+        return st
+    saved = st if isinstance(st, dict) else {}
+    st = SyncState(saved.get("input_dim"), saved.get("replaced"))
+    module.__dict__[ATTR] = st
+    return st
 
 
 def peek(module):
     """The module's SyncState, or None (without creating one)."""
-    return module.__dict__.get(ATTR)
+    st = module.__dict__.get(ATTR)
+    return None if st is None else _restored(module, st)
 
 
 def state_of(module):
@@ -53,4 +65,4 @@ def state_of(module):
     if st is None:
         st = SyncState()
         module.__dict__[ATTR] = st
-    return st
+    return _restored(module, st)

@@ -9,9 +9,12 @@ DistributedDataParallel refuses every such layer in a CPU model ("SyncBatchNorm
 layers only work with GPU modules"). Its forward runs libsyncbn on CPU tensors
 (see ``_function``): synchronised over ``process_group`` (default: the world)
 when training in a process group of more than one rank, plain batch norm
-otherwise. Inputs of 2 to 8 dims are accepted, as torch's SyncBatchNorm does.
+otherwise. Inputs of 2 or more dims are accepted, as torch's SyncBatchNorm does.
+``torch.fx`` traces it as a leaf module; in eval, ``torch.jit.trace`` and
+``torch.onnx.export`` record plain batch norm.
 """
 import torch
+import torch.fx
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from .. import _errors
@@ -49,6 +52,11 @@ class SyncBatchNorm(_BatchNorm):
                                     "input)" % input.dim())
 
     def forward(self, input):
+        if isinstance(input, torch.fx.Proxy):
+            # torch.fx traces this module as a leaf (one call_module node), as it does
+            # torch.nn's own modules; its forward cannot run on a Proxy
+            tracer = input.tracer
+            return tracer.create_proxy("call_module", tracer.path_of_module(self), (input,), {})
         return sync_batch_norm(self, input)
 
     @classmethod
