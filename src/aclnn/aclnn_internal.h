@@ -32,7 +32,7 @@ struct aclTensor {
     void *data;
 };
 
-/* ---- the other objects (aclnn_objects.c); added to the contract, nothing above changed ---- */
+/* ---- the other objects (aclnn_objects.c) ---- */
 #define SBN_ACL_SCALAR_MAGIC 0x53424e5343414c52ull      /* "SBNSCALR" */
 #define SBN_ACL_INT_ARRAY_MAGIC 0x53424e494e544152ull   /* "SBNINTAR" */
 #define SBN_ACL_FLOAT_ARRAY_MAGIC 0x53424e464c544152ull /* "SBNFLTAR" */

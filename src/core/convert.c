@@ -113,7 +113,7 @@ void sbn__load_run(const void *base, sbn_dtype dtype, int64_t stride, int64_t n,
     /* Contiguous runs of 8 or more: the SIMD kernels. Shorter ones (a chunk's shift, one
      * element per chunk) convert here, exactly as the kernels do: a 1-element call
      * through the AVX-512 kernel ended in a masked store that the caller's reload could
-     * not forward from, 15% of an fp32 sbn_stats of 2x64x56x56 on one thread (perf). */
+     * not forward from, a store-forwarding stall per chunk. */
     if (stride == 1 && n >= 8) {
         if (dtype == SBN_F32) return k->load_f32(base, (size_t)n, dst);
         if (dtype == SBN_F16) return k->load_f16(base, (size_t)n, dst);
@@ -203,9 +203,8 @@ void sbn__store_run(void *base, sbn_dtype dtype, int64_t stride, int64_t n, cons
 }
 
 /* One element: fp32 and fp64 directly (the per-channel vectors of every op are
- * mostly these, and a kernel call per element cost ~20 ns: 1024 channels of fp32
- * running stats, 16x1024 training forward 192 -> see docs/performance.md), the
- * others through the run converters. The same conversions either way. */
+ * mostly these, and an indirect kernel call per element costs more than the load),
+ * the others through the run converters. The same conversions either way. */
 double sbn__load1(const sbn_tensor *t, int64_t i)
 {
     double v = 0.0;

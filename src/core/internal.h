@@ -235,8 +235,8 @@ static inline int64_t sbn__chunk_piece_end(int64_t rr, int64_t run_end)
  * Short runs, taken a channel at a time: a walk of two dims (runs along the outer
  * one; every tensor with unit inner strides) whose runs span at most
  * SBN_SHORT_RUN_BYTES of all its tensors together - NCHW with small planes (7x7; 14x14
- * but for the fp32 backward, whose 1568 bytes of dy and x a run lost from memory:
- * 32x1024x14x14 at 1 thread 3.8 -> 4.7 ms; the forward's 784 gained, 2.7 -> 2.4). The
+ * but for the fp32 backward, whose runs of dy and x, 1568 bytes, amortise a call
+ * each and lost when grouped from memory: bench_ops 32x1024x14x14). The
  * reductions then hand a channel's consecutive runs to one runs kernel (kernels.h)
  * instead of one call per run. sbn__walk_run_groups calls fn once per stretch of
  * [r0, r0 + n) of channel c: `runs` whole runs of `len` (the inner size), or one piece

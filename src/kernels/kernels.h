@@ -193,8 +193,8 @@ const sbn_kernels *sbn__kernels_streaming_for(const char *isa);
 /* The lane fold, shared by every variant once its lanes are in memory: for h in 8, 4,
  * 2, 1, s[k] = s[k] + s[k + h] (k < h), s[0] the result. Written out stage by stage in
  * temporaries (the same additions, so the same bits) rather than as the in-place loop
- * it was, which compiled to a loop over h re-reading each stage's stores: 10.6% of an
- * fp32 sbn_stats of 2x64x56x56 on one thread (perf, Zen 4). */
+ * it was, which compiled to a loop over h re-reading each stage's stores: a chain of
+ * store-to-load forwards in every fold. */
 static inline double sbn__fold16(const double *s)
 {
     double h8[8], h4[4], h2[2];

@@ -244,7 +244,7 @@ static int float_types(const sbn__walk *w)
 }
 
 /* The float coefficients of channels [begin, end) into f ([4][C]); out_of_range is set
- * when one is out of float's range (on the pool: ~15 ns a channel). */
+ * when one is out of float's range (on the pool, as plan.c's per-channel cost says). */
 typedef struct float_coefs_job {
     sbn__map_kind kind;
     const double *coef;

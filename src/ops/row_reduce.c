@@ -7,12 +7,11 @@
  * slot per segment (SBN_ROW_SLOTS at most); when the threads split a segment's
  * channels into blocks, each block keeps its lanes, a[16][cn], b[16][cn] and its
  * shifts, in its own part of the slot (from c0 * 33 doubles): lanes of C apart
- * put the threads' accumulators side by side on every lane's row, and the cache
- * lines at the 32 seams bounced between the cores (2x512x32x32 fp32 NHWC stats at
- * 2 threads: median 222-279 us against 186-238 at one thread; 121-179 apart).
- * With a block of channels on the stack
- * instead, each block re-read a slice of every row, which ran at 39-53% of the
- * reference on 32x64x56x56-sized NHWC tensors with C = 256. Chunks, shifts and the
+ * would put the threads' accumulators side by side on every lane's row, and the
+ * cache lines at the 32 seams would bounce between the cores (false sharing,
+ * bench_ops 2x512x32x32 NHWC stats at 2 threads). With a block of channels on
+ * the stack instead, each block would re-read a slice of every row: a strided pass
+ * over the whole tensor per block, slow at C = 256. Chunks, shifts and the
  * fold are those of the plane path (channel_reduce.c), so the bits are the same
  * whatever the layout.
  */
@@ -81,8 +80,8 @@ static void start_chunk(row_task *rt, const char *first_row)
 
 /* sbn__fold16 of every channel of a region at once: lane l of channel j at s[l * ld + j].
  * The same additions in the same order per channel, a lane row at a time: gathering
- * each channel's 32 lanes from rows ld apart cost ~54 ns per channel per chunk (1024
- * channels, 16x1024 training forward: a third of the call). */
+ * each channel's 32 lanes from rows ld apart touches a cache line per lane, where a
+ * lane row streams contiguous doubles and vectorises. */
 static void fold_lanes(double *s, int64_t ld, int64_t cn)
 {
     int64_t h, k, j;

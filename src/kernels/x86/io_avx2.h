@@ -165,8 +165,8 @@ static inline __m256d avx2_ld4_f16(const void *p, int64_t i)
 }
 /* bf16 to float for the reductions: each 16-bit word interleaved above a zero word (the
  * high half of its float), one unpack per four elements instead of a zero-extend and a
- * shift (and, for eight, no lane extract). bench_kernels, AVX2 bf16 accum, AMD EPYC Zen
- * 4 VM, min ns/element L1/L2/L3: 0.183/0.178/0.181 -> 0.169/0.162/0.154. */
+ * shift (and, for eight, no lane extract): fewer shuffle-port uops per element
+ * (bench_kernels AVX2 bf16 accum). */
 static inline __m256d avx2_ld4_bf16(const void *p, int64_t i)
 {
     __m128i w = _mm_loadu_si64((const uint16_t *)p + i);

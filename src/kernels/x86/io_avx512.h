@@ -47,8 +47,7 @@ static inline __mmask16 tail_mask16(size_t r)
 /* Eight bf16 to float: the 16 bits become the high half (word 2i + 1 takes bf16 i, the
  * even words are zeroed by the mask). Exact. One word permute (AVX512BW) instead of a
  * zero-extend and a shift: the reductions' bf16 loads are one instruction a vector
- * cheaper (AMD EPYC Zen 4 VM, ABBA, 1 thread, min ms: 2x512x32x32 bf16 bwd 0.355 ->
- * 0.330, fwd-train 0.266 -> 0.252; 8x256x28x28 bf16 bwd 0.538 -> 0.502). */
+ * cheaper (bench_ops 2x512x32x32 bf16 backward). */
 static inline __m256 bf16x8_to_float(__m128i h)
 {
     const __m256i idx = _mm256_setr_epi16(0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7);
@@ -198,9 +197,8 @@ static inline __m256i bf16x16_narrow_p(__m512d lo, __m512d hi)
  * a + b and a - b issued as fused multiply-adds with the multiplier exactly 1.0:
  * a * 1 is exact, so fma(a, 1, b) rounds a + b once, exactly like the add (same
  * bits, signed zeros, infinities and NaN-ness included). They only move work from
- * the adder ports to the FMA ports, which the double-pumped 512-bit adds and the
- * conversions otherwise leave idle (Zen 4: 8.5 -> 7 cycles per 16 fp32 elements in
- * the moments loop). No product is ever fused with an add.
+ * the adder ports, where the moments loop's adds and conversions queue, to the FMA
+ * ports, which it otherwise leaves idle. No product is ever fused with an add.
  */
 SBN512_INLINE __m512d sbn512_add_on_fma(__m512d a, __m512d b)
 {

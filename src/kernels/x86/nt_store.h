@@ -6,8 +6,8 @@
  * build sees SBN_MAP_NT = 0 and these helpers fold away. A run's first elements
  * up to the store alignment are mapped apart (sbn_nt_head). Non-temporal stores are
  * weakly ordered: the caller fences once after its calls, before another thread may
- * read the output (channel_map.c, at the end of each task); a fence in every call
- * cost ~200 ns, 28 ms over the 131072 planes of 49 elements of 64x2048x7x7.
+ * read the output (channel_map.c, at the end of each task): a fence drains the
+ * write-combining buffers, too slow to pay per call on 7x7 planes (64x2048x7x7).
  */
 #ifndef SBN_NT_STORE_H
 #define SBN_NT_STORE_H

@@ -252,12 +252,10 @@ SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, 
  * rows q, q + 16, ... of the block in order, so every lane still adds its rows in
  * increasing order. No row is read twice; the block sets how many rows a lane adds per
  * load and store of its accumulators (block / 16) and how many rows (of each tensor)
- * are read side by side: 8 suit the hardware prefetchers. AMD EPYC Zen 4, fp32 rows
- * from DRAM, ns per element, blocks of 64 -> 128 rows in the forward: 64 channels
- * 0.27-0.31 -> 0.23-0.26, 256: 0.26-0.27 -> 0.21-0.23, 1024: 0.27 -> 0.21-0.25 (bf16
- * and in-cache rows gain too; 256 gained no more for 64 channels, lost for wider
- * rows); the backward reads dy and x, and keeps 64 (128: 256 channels 0.41 -> 0.51-0.55,
- * 1024 0.41-0.48 -> 0.59-0.70; 32: slower everywhere). */
+ * are read side by side: 8 streams suit the hardware prefetchers. The forward reads
+ * x alone and takes 128 rows, 8 streams (256 gains nothing at 64 channels and loses
+ * on wider rows); the backward reads dy and x, so 64 rows make its 8 streams
+ * (bench_kernels row reductions from DRAM). */
 #define ROW_BLOCK 128
 #define ROW_BLOCK_BWD 64
 
@@ -266,11 +264,10 @@ SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, 
  * time, 16 rows apart, an order the hardware prefetchers follow poorly when rows are
  * short. While lane q of a block is added, the slices of lane q's share of rows of
  * the next block (rows q * block / 16 onwards) are prefetched, so the next block
- * arrives in memory order. Only for slices of at most ROW_PREFETCH_BYTES: fp32 rows
- * from DRAM, ns per element without / with: forward 32 channels 0.39 -> 0.23, 64
- * channels 0.24-0.26 -> 0.20-0.23, 256 channels 0.23 -> 0.27 (the hardware already
- * keeps up); backward 32 channels 1.02-1.05 -> 0.40-0.43, 64 0.54-0.56 -> 0.48-0.50;
- * data in cache 0.15 -> 0.18 (the reason only the _pf entry points prefetch).
+ * arrives in memory order. Only for slices of at most ROW_PREFETCH_BYTES: on longer
+ * rows the hardware prefetchers already keep up and the extra instructions only
+ * cost; on data in cache they only cost too (the reason only the _pf entry points,
+ * for tensors beyond the last-level cache, prefetch).
  */
 #define ROW_PREFETCH_BYTES 256
 

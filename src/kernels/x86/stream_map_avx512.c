@@ -69,8 +69,8 @@ static inline __mmask32 tail_mask32(size_t r)
 /* fp64 rows [0, m) of more than 8 channels, m <= ROW_GROUP: each block of coefficients
  * is loaded once for the m rows. Only narrow rows are grouped (group_rows): walking
  * several wide rows side by side splits each tensor into that many short streams,
- * which the prefetchers follow badly (8 MiB of bf16, backward over 1024 channels:
- * 0.30 ns/element in groups of 4, 0.20 a row at a time). */
+ * which the prefetchers follow badly (bf16 backward over 1024 channels from DRAM is
+ * faster a row at a time). */
 #define ROW_GROUP 4
 #define ROW_GROUP_BYTES 1024
 
@@ -613,10 +613,10 @@ SBN512_INLINE void frow_normalize(sbn_kdtype dt, const void *x, int64_t xs, size
             st16m(dt, AT_W(y, yo), q, fnormalize16(ld16z(dt, AT(x, xo), q), a, b, c));
         return;
     }
-    /* A row at a time, so that y is written in memory order: groups of four 256-byte
-     * rows written a 64-byte block per row in turn ran 0.43-0.47 ns/element from DRAM
-     * against 0.29-0.31 in order (fp32, 64 channels; 32x64x56x56 NHWC eval 1.29-1.59
-     * -> 1.02-1.07 ms); float coefficients are one load per 16 channels from L1. */
+    /* A row at a time, so that y is written in memory order: four rows written a
+     * 64-byte block per row in turn are four interleaved store streams, which DRAM
+     * takes slower than one (bench_ops 32x64x56x56 NHWC eval); float coefficients
+     * are one load per 16 channels from L1. */
     for (r = 0; r < rows; r++, xo += xb, yo += yb)
         fnormalize_rows(dt, AT(x, xo), xb, 1, cn, k, ldk, AT_W(y, yo), yb);
 }
@@ -708,8 +708,8 @@ SBN512_INLINE void run_backward(sbn_kdtype dt, const void *dy, const void *x, si
 }
 
 /* Several runs (the planes of consecutive channels): the one-run maps in a loop,
- * inlined, run i's coefficients gathered from structure-of-arrays form (bf16 7x7
- * planes: 0.53 -> 0.38 ms per 65536 runs against a call per run). */
+ * inlined, run i's coefficients gathered from structure-of-arrays form: on 7x7
+ * planes a call and its setup per run cost as much as the run's elements. */
 #define RUN(dt, p, i, s) sbn512_at(dt, p, (size_t)((int64_t)(i) * (s)))
 #define RUN_W(dt, p, i, s) sbn512_at_w(dt, p, (size_t)((int64_t)(i) * (s)))
 
