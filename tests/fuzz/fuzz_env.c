@@ -24,6 +24,7 @@
 
 #include "core/env.h"
 #include "core/internal.h"
+#include "support/env_now.h"
 #include "syncbn/ops.h"
 
 #define C 40
@@ -31,10 +32,6 @@
 #define POOL_THREADS 5
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static const char *const k_names[SBN_ENV_COUNT] = {
-    "SBN_ONE_PASS_BYTES", "SBN_STREAM_STORES", "SBN_ROW_TILES",
-    "SBN_FORCE_SCALAR",   "SBN_NUM_THREADS",   "SBN_COMM_TIMEOUT"};
 
 typedef struct outputs {
     float y[N * C], mean[C], invstd[C];
@@ -48,7 +45,7 @@ static unsigned char g_ws[1 << 16];
 static void check(int ok, const char *what, int id)
 {
     if (ok) return;
-    fprintf(stderr, "fuzz_env: %s (%s)\n", what, id >= 0 ? k_names[id] : "-");
+    fprintf(stderr, "fuzz_env: %s (%s)\n", what, id >= 0 ? tsup_env_names[id] : "-");
     abort();
 }
 
@@ -93,22 +90,9 @@ static void init(void)
     int i;
     for (i = 0; i < N * C; i++) g_x[i] = (float)((i * 37) % 11) - 3.5f;
     check(sbn_pool_create(POOL_THREADS, &g_pool) == SBN_OK, "pool", -1);
-    for (i = 0; i < SBN_ENV_COUNT; i++) unsetenv(k_names[i]);
+    for (i = 0; i < SBN_ENV_COUNT; i++) unsetenv(tsup_env_names[i]);
     reload_quietly();
     run(&g_ref);
-}
-
-/* The field's value as a double. */
-static double field(const sbn__env *env, int id)
-{
-    switch (id) {
-    case SBN_ENV_ONE_PASS_BYTES: return (double)env->one_pass_bytes;
-    case SBN_ENV_STREAM_STORES: return env->stream_stores;
-    case SBN_ENV_ROW_TILES: return env->row_tiles;
-    case SBN_ENV_FORCE_SCALAR: return env->force_scalar;
-    case SBN_ENV_NUM_THREADS: return env->num_threads;
-    default: return env->comm_timeout;
-    }
 }
 
 static int in_bounds(int id, double v)
@@ -132,7 +116,6 @@ static int foreign(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const double defaults[SBN_ENV_COUNT] = {-1, -1, -1, 0, 0, 0};
     static int ready;
     char *text = malloc(size + 1), *p, *values[SBN_ENV_COUNT] = {0};
     unsigned mask = size > 0 ? data[0] : 0;
@@ -152,28 +135,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p = size > 2 ? text + 2 : text + size;
     for (id = 0; id < SBN_ENV_COUNT; id++) { /* the set ones take the next NUL-ended piece */
         if (!(mask >> id & 1u)) {
-            unsetenv(k_names[id]);
+            unsetenv(tsup_env_names[id]);
             continue;
         }
         values[id] = p;
         p += strlen(p);
         if (p < text + size) p++;
-        setenv(k_names[id], values[id], 1);
+        setenv(tsup_env_names[id], values[id], 1);
     }
     reload_quietly();
     env = sbn__env_get();
     for (id = 0; id < SBN_ENV_COUNT; id++) {
         const sbn__env_var *v = &env->var[id];
         char *buf = malloc(describe_size);
-        check(v->name != NULL && strcmp(v->name, k_names[id]) == 0, "name", id);
+        check(v->name != NULL && strcmp(v->name, tsup_env_names[id]) == 0, "name", id);
         check(values[id] != NULL || !v->set, "set but not given", id);
         if (v->set && v->valid) {
-            check(in_bounds(id, field(env, id)) && v->message[0] == '\0', "valid but out of bounds",
+            check(in_bounds(id, tsup_env_field(env, id)) && v->message[0] == '\0', "valid but out of bounds",
                   id);
             check(!foreign(values[id]), "a foreign character accepted", id);
         } else {
-            check(field(env, id) == defaults[id], "not the default", id);
-            check(v->set ? strstr(v->message, k_names[id]) != NULL : v->message[0] == '\0',
+            check(tsup_env_field(env, id) == tsup_env_defaults[id], "not the default", id);
+            check(v->set ? strstr(v->message, tsup_env_names[id]) != NULL : v->message[0] == '\0',
                   "the message", id);
         }
         if (buf != NULL) {
