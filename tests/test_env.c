@@ -27,25 +27,6 @@
 #include "support/train_pair.h"
 #include "syncbn/comm.h"
 
-static const char *const k_names[SBN_ENV_COUNT] = {
-    "SBN_ONE_PASS_BYTES", "SBN_STREAM_STORES", "SBN_ROW_TILES",
-    "SBN_FORCE_SCALAR",   "SBN_NUM_THREADS",   "SBN_COMM_TIMEOUT"};
-
-/* A field of the struct as a double; its default when the variable is unset or bad. */
-static double field(const sbn__env *env, sbn__env_id id)
-{
-    switch (id) {
-    case SBN_ENV_ONE_PASS_BYTES: return (double)env->one_pass_bytes;
-    case SBN_ENV_STREAM_STORES: return env->stream_stores;
-    case SBN_ENV_ROW_TILES: return env->row_tiles;
-    case SBN_ENV_FORCE_SCALAR: return env->force_scalar;
-    case SBN_ENV_NUM_THREADS: return env->num_threads;
-    default: return env->comm_timeout;
-    }
-}
-
-static const double k_defaults[SBN_ENV_COUNT] = {-1, -1, -1, 0, 0, 0};
-
 typedef struct env_case {
     sbn__env_id id;
     const char *value;
@@ -125,26 +106,26 @@ static void every_value_parses_strictly(void)
         const sbn__env *env;
         const sbn__env_var *v;
         double want = c->want == L2_HALF ? (double)(sbn__cache_bytes(2) / 2) : c->want;
-        CHECK(tsup_setenv_now(k_names[c->id], c->value) == 0);
+        CHECK(tsup_setenv_now(tsup_env_names[c->id], c->value) == 0);
         env = sbn__env_get();
         v = &env->var[c->id];
-        CHECK_MSG(v->name != NULL && strcmp(v->name, k_names[c->id]) == 0, "name %s", v->name);
+        CHECK_MSG(v->name != NULL && strcmp(v->name, tsup_env_names[c->id]) == 0, "name %s", v->name);
         CHECK_MSG(v->set && v->valid == c->valid, "%s=\"%s\": set %d valid %d, expected valid %d",
-                  k_names[c->id], c->value, v->set, v->valid, c->valid);
+                  tsup_env_names[c->id], c->value, v->set, v->valid, c->valid);
         if (c->valid) {
-            CHECK_MSG(field(env, c->id) == want && v->message[0] == '\0',
-                      "%s=\"%s\" gave %.17g, expected %.17g", k_names[c->id], c->value,
-                      field(env, c->id), want);
+            CHECK_MSG(tsup_env_field(env, c->id) == want && v->message[0] == '\0',
+                      "%s=\"%s\" gave %.17g, expected %.17g", tsup_env_names[c->id], c->value,
+                      tsup_env_field(env, c->id), want);
         } else {
-            CHECK_MSG(field(env, c->id) == k_defaults[c->id],
-                      "%s=\"%s\" (bad) left %.17g, expected the default %g", k_names[c->id],
-                      c->value, field(env, c->id), k_defaults[c->id]);
-            CHECK_MSG(strstr(v->message, k_names[c->id]) != NULL &&
+            CHECK_MSG(tsup_env_field(env, c->id) == tsup_env_defaults[c->id],
+                      "%s=\"%s\" (bad) left %.17g, expected the default %g", tsup_env_names[c->id],
+                      c->value, tsup_env_field(env, c->id), tsup_env_defaults[c->id]);
+            CHECK_MSG(strstr(v->message, tsup_env_names[c->id]) != NULL &&
                           strstr(v->message, c->value) != NULL && strstr(v->message, "expected"),
-                      "%s=\"%s\": the message does not name it: %s", k_names[c->id], c->value,
+                      "%s=\"%s\": the message does not name it: %s", tsup_env_names[c->id], c->value,
                       v->message);
         }
-        CHECK(tsup_unsetenv_now(k_names[c->id]) == 0);
+        CHECK(tsup_unsetenv_now(tsup_env_names[c->id]) == 0);
     }
 }
 
@@ -155,14 +136,14 @@ static void blank_means_unset(void)
     int id;
     for (b = 0; b < sizeof blanks / sizeof blanks[0]; b++) {
         const sbn__env *env;
-        for (id = 0; id < SBN_ENV_COUNT; id++) CHECK(setenv(k_names[id], blanks[b], 1) == 0);
+        for (id = 0; id < SBN_ENV_COUNT; id++) CHECK(setenv(tsup_env_names[id], blanks[b], 1) == 0);
         sbn__env_reload();
         env = sbn__env_get();
         for (id = 0; id < SBN_ENV_COUNT; id++) {
             const sbn__env_var *v = &env->var[id];
             CHECK_MSG(!v->set && !v->valid && v->message[0] == '\0' &&
-                          field(env, (sbn__env_id)id) == k_defaults[id],
-                      "%s=\"%s\": set %d valid %d", k_names[id], blanks[b], v->set, v->valid);
+                          tsup_env_field(env, (sbn__env_id)id) == tsup_env_defaults[id],
+                      "%s=\"%s\": set %d valid %d", tsup_env_names[id], blanks[b], v->set, v->valid);
         }
     }
 }

@@ -29,6 +29,7 @@
 
 #include "aclnn/aclnn_internal.h"
 #include "core/env.h"
+#include "support/env_now.h"
 #include "support/support.h"
 #include "support/train_pair.h"
 #include "syncbn/comm.h"
@@ -39,10 +40,6 @@ extern char **environ;
 #define DEFAULT_SECONDS 45 /* no case starts after this (ASan children are slow) */
 #define CHILD_SECONDS 60
 #define OUT_BYTES 8192
-
-static const char *const k_names[SBN_ENV_COUNT] = {
-    "SBN_ONE_PASS_BYTES", "SBN_STREAM_STORES", "SBN_ROW_TILES",
-    "SBN_FORCE_SCALAR",   "SBN_NUM_THREADS",   "SBN_COMM_TIMEOUT"};
 
 static const tsup_step_case k_shapes[] = {
     {SBN_F32, 4, {1, 32, 1, 1}, TSUP_CHANNELS_FIRST}, /* one element a channel */
@@ -212,8 +209,8 @@ static void spawn_child(int threads, char *const *add, FILE *out, FILE *err, run
     for (i = 0; i < n; i++) {
         int id, ours = 0;
         for (id = 0; id < SBN_ENV_COUNT; id++) {
-            size_t len = strlen(k_names[id]);
-            ours |= strncmp(environ[i], k_names[id], len) == 0 && environ[i][len] == '=';
+            size_t len = strlen(tsup_env_names[id]);
+            ours |= strncmp(environ[i], tsup_env_names[id], len) == 0 && environ[i][len] == '=';
         }
         if (!ours) envp[k++] = environ[i];
     }
@@ -301,19 +298,19 @@ static int judge(int c, const run *r, const char *ref, char *const *add, const i
             int bad = set[id] == 1 && valid[id] == 0, warned;
             char word[64];
             if (set[id] < 0) {
-                printf("case %d: no state printed for %s\n", c, k_names[id]);
+                printf("case %d: no state printed for %s\n", c, tsup_env_names[id]);
                 ok = 0;
                 continue;
             }
             if (expect[id] != UNKNOWN && (set[id] != 1 || valid[id] != expect[id])) {
-                printf("case %d: %s judged %s, expected %s\n", c, k_names[id],
+                printf("case %d: %s judged %s, expected %s\n", c, tsup_env_names[id],
                        valid[id] ? "valid" : "invalid", expect[id] ? "valid" : "invalid");
                 ok = 0;
             }
-            snprintf(word, sizeof word, "variable %s is", k_names[id]);
+            snprintf(word, sizeof word, "variable %s is", tsup_env_names[id]);
             warned = count_of(r->err, word);
             if (warned != (bad && id != SBN_ENV_COMM_TIMEOUT)) {
-                printf("case %d: %s warned %d times (set %d valid %d)\n", c, k_names[id], warned,
+                printf("case %d: %s warned %d times (set %d valid %d)\n", c, tsup_env_names[id], warned,
                        set[id], valid[id]);
                 ok = 0;
             }
@@ -377,7 +374,7 @@ static int parent(int cases, uint64_t seed, int seconds)
         int id, k = 0, expect[SBN_ENV_COUNT], threads = 1 + (int)(tsup_next_u64(&rng) % 8);
         for (id = 0; id < SBN_ENV_COUNT; id++) {
             const char *v = pick(&rng, id, values[id], sizeof values[id], &expect[id]);
-            if (v != NULL) add[k++] = env_pair(pairs[id], k_names[id], v);
+            if (v != NULL) add[k++] = env_pair(pairs[id], tsup_env_names[id], v);
         }
         add[k] = NULL;
         spawn_child(threads, add, out, err, &r);

@@ -21,7 +21,9 @@
  *       the communicator timeout (SBN_COMM_TIMEOUT); exits 1 when one of those variables
  *       holds an invalid value. demo and verify refuse a bad SBN_COMM_TIMEOUT (exit 1)
  *       and give their threads worlds the library's timeout when it is set.
- * With --backend mpi the command runs under mpirun: `mpirun -np W syncbn demo --backend mpi`.
+ * With --backend mpi the command runs under mpirun: `mpirun -np W syncbn demo --backend mpi`;
+ * every process must get the same flags (--threads aside), which the processes check first,
+ * and they agree on each run's outcome before any later collective (syncbn_agree.c).
  * Every flag is checked strictly (whole integers, no trailing characters) against the
  * documented limits below; a bad, unknown, repeated or incomplete flag, or --ranks with
  * --backend mpi (the world is mpirun's), is named on stderr and the command exits with
