@@ -124,10 +124,7 @@ def machine_info(build):
         except (OSError, subprocess.SubprocessError):
             pass
     ncpu = os.cpu_count() or 0
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = ncpu
+    usable = usable_cpus()
     cpus = "%d CPUs" % ncpu + ("" if usable == ncpu else " (%d in the affinity mask)" % usable)
     caches = {}
     base = "/sys/devices/system/cpu/cpu0/cache"
@@ -167,12 +164,17 @@ def machine_info(build):
         model or "unknown CPU", cpus, ", ".join(caches[k] for k in ("L1d", "L2", "L3")), kernels)
 
 
+def usable_cpus():
+    """The CPUs in this process's affinity mask (all of them where that is unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_threads():
     """1, 2, 4, ... below the CPUs this process may use, then that count itself."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     counts, t = [], 1
     while t < cpus:
         counts.append(t)

@@ -275,7 +275,7 @@ static void bad_environment_is_ignored(void)
     size_t k;
     for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         CHECK(tsup_setenv_now("SBN_NUM_THREADS", bad[k]) == 0);
-        CHECK_MSG(sbn__acl_pool_default_threads() == sbn__acl_affinity_cpus(),
+        CHECK_MSG(sbn__acl_pool_default_threads() == sbn__affinity_cpus(),
                   "SBN_NUM_THREADS=\"%s\" gave %d threads", bad[k],
                   sbn__acl_pool_default_threads());
     }
@@ -286,14 +286,14 @@ static void size_from_affinity_mask(void)
     cpu_set_t all, one;
     tsup_unsetenv_now("SBN_NUM_THREADS");
     CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-    CHECK(sbn__acl_affinity_cpus() == CPU_COUNT(&all));
+    CHECK(sbn__affinity_cpus() == CPU_COUNT(&all));
     CHECK(sbn__acl_pool_default_threads() == CPU_COUNT(&all));
     /* one CPU allowed: a pool of one (serial) */
     CPU_ZERO(&one);
     CHECK(sched_getcpu() >= 0);
     CPU_SET(sched_getcpu(), &one);
     CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
-    CHECK(sbn__acl_affinity_cpus() == 1);
+    CHECK(sbn__affinity_cpus() == 1);
     CHECK(sbn__acl_pool_threads() == 1);
 }
 

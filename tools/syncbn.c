@@ -29,11 +29,9 @@
  * --backend mpi (the world is mpirun's), is named on stderr and the command exits with
  * status 2 without running anything.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +39,7 @@
 #include <unistd.h>
 
 #include "core/env.h"         /* sbn__env_get(): the SBN_* variables as the library parsed them */
-#include "core/internal.h"    /* sbn__cache_bytes(): what the schedules use */
+#include "core/internal.h"    /* the machine description the schedules use */
 #include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
 #include "syncbn_agree.h"
 #include "syncbn_check.h"
@@ -559,15 +557,6 @@ static int verify(options *o)
 
 /* ---- syncbn info ---- */
 
-static int cpus_in_affinity_mask(void)
-{
-    cpu_set_t set;
-    long online;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    online = sysconf(_SC_NPROCESSORS_ONLN); /* more CPUs than a cpu_set_t holds */
-    return online > 0 ? (int)online : 1;
-}
-
 /* The cache sizes the schedules use (machine.c), where each came from, and what the
  * size rules of plan.c decide from them. */
 static void print_caches(const sbn__env *env)
@@ -610,7 +599,7 @@ static int info(void)
     const sbn__env *env = sbn__env_get(); /* the library's own parse of every SBN_* variable */
     const sbn__env_var *num = &env->var[SBN_ENV_NUM_THREADS];
     const sbn__env_var *timeout = &env->var[SBN_ENV_COMM_TIMEOUT];
-    int cpus = cpus_in_affinity_mask(), threads = env->num_threads > 0 ? env->num_threads : cpus;
+    int cpus = sbn__affinity_cpus(), threads = env->num_threads > 0 ? env->num_threads : cpus;
     int bad = 0, id;
     size_t i;
     sbn_comm_t *comm = NULL;

@@ -357,8 +357,6 @@ void sbn__acl_pool_shutdown(void);
 int sbn__acl_pool_default_threads(void);
 /* The threads of the pool (creating it); 1 when the ops run serially. */
 int sbn__acl_pool_threads(void);
-/* The CPUs in the process's affinity mask (the online CPUs when it cannot be read). */
-int sbn__acl_affinity_cpus(void);
 /*
  * sbn__acl_exec_run brackets each run with begin/end; inside, sbn__acl_run_pool is
  * the pool the op passes to the native op (acquired at the first call, released at

@@ -14,11 +14,8 @@
  * own. A phase 2 takes the pool when its op first asks for it (sbn__acl_run_pool,
  * per thread), so an op that computes nothing never creates it.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "aclnn_internal.h"
 #include "core/env.h"
@@ -51,23 +48,11 @@ static void install_atfork(void)
     pthread_atfork(NULL, NULL, forget_pool_in_child);
 }
 
-int sbn__acl_affinity_cpus(void)
-{
-    cpu_set_t set;
-    long online;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    online = sysconf(_SC_NPROCESSORS_ONLN);
-    return online > 0 ? (int)online : 1;
-}
-
 int sbn__acl_pool_default_threads(void)
 {
     /* SBN_NUM_THREADS (env.c): 1..1024, else 0 */
     int n = g_config_threads > 0 ? g_config_threads : sbn__env_get()->num_threads;
-    if (n <= 0) n = sbn__acl_affinity_cpus();
+    if (n <= 0) n = sbn__affinity_cpus();
     return n > MAX_POOL_THREADS ? MAX_POOL_THREADS : n;
 }
 

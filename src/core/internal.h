@@ -452,6 +452,9 @@ typedef struct sbn__machine {
     int cpus;                  /* CPUs in this process's affinity mask */
     sbn__cache_level cache[3]; /* L1d, L2, L3 */
 } sbn__machine;
+/* The CPUs in this process's affinity mask now (the online CPUs when the mask cannot be
+ * read); at least 1. The machine description keeps the count of its first read. */
+int sbn__affinity_cpus(void);
 /* This machine, read once per process (thread-safe). */
 const sbn__machine *sbn__machine_get(void);
 /* Bytes of this machine's level-1, 2 or 3 data cache (per instance): sbn__machine_get's. */

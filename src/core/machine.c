@@ -103,7 +103,7 @@ static int64_t sys_bytes(int level, int *sharing)
     return -1;
 }
 
-static int affinity_cpus(void)
+int sbn__affinity_cpus(void)
 {
 #ifdef CPU_COUNT
     cpu_set_t set;
@@ -150,7 +150,7 @@ static void read_level(sbn__machine *m, int level)
 static void read_machine(void)
 {
     int level;
-    g_machine.cpus = affinity_cpus();
+    g_machine.cpus = sbn__affinity_cpus();
     for (level = 1; level <= 3; level++) read_level(&g_machine, level);
     /* an inclusive hierarchy never shrinks: keep the levels ordered */
     if (g_machine.cache[1].bytes < g_machine.cache[0].bytes)
