@@ -62,7 +62,6 @@ typedef struct pool_worker {
 } pool_worker;
 
 struct sbn_pool_core {
-    int threads;
     int started;             /* workers successfully created */
     void *self_block;        /* the allocation behind this struct */
     void *workers_block;     /* the allocation behind `workers` */
@@ -220,7 +219,6 @@ SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
     }
     pool->core = core;
     pool->threads = threads;
-    core->threads = threads;
     core->spin_ns = SBN_POOL_SPIN_NS;
     pthread_mutex_init(&core->run_lock, NULL);
     pthread_mutex_init(&core->lock, NULL);

@@ -59,5 +59,5 @@ void sbn__one_pass_run(int64_t channels, int64_t block, sbn__block_fn fn, void *
     job.channels = channels;
     job.block = block;
     atomic_init(&job.next, 0);
-    sbn__parallel_for(pool, pool ? sbn_pool_threads(pool) : 1, run_lanes, &job);
+    sbn__parallel_for(pool, sbn_pool_threads(pool), run_lanes, &job);
 }

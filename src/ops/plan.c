@@ -48,16 +48,11 @@ void sbn__plan_set_cpus(int cpus)
     g_cpus = cpus > 0 ? cpus : 0;
 }
 
-static int64_t pool_threads(const sbn_pool_t *pool)
-{
-    return pool ? sbn_pool_threads(pool) : 1;
-}
-
 int sbn__plan_width(const sbn_pool_t *pool, double work_ns)
 {
     int threads = sbn_pool_threads(pool), cpus;
     double fit;
-    if (pool == NULL || threads <= 1) return 1;
+    if (threads <= 1) return 1; /* also NULL: sbn_pool_threads(NULL) is 1 */
     if (g_full_teams) return threads;
     cpus = g_cpus > 0 ? g_cpus : sbn__machine_get()->cpus;
     if (threads > cpus) threads = cpus;
@@ -104,7 +99,7 @@ static void split_chunks(sbn__plan *plan, const sbn__walk *w, int64_t want)
 
 void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool)
 {
-    int64_t threads = pool_threads(pool), want;
+    int64_t threads = sbn_pool_threads(pool), want;
     plan->block = block < 1 ? 1 : block;
     plan->blocks = w->channels > 0 ? (w->channels + plan->block - 1) / plan->block : 0;
     if (w->chunks == 0 || plan->blocks == 0) {
@@ -119,7 +114,7 @@ void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_poo
  * of every row, which streams no faster than one thread (bench_ops 2x512x32x32 NHWC). */
 void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool)
 {
-    int64_t threads = pool_threads(pool);
+    int64_t threads = sbn_pool_threads(pool);
     plan->block = w->channels > 0 ? w->channels : 1;
     plan->blocks = w->channels > 0 ? 1 : 0;
     if (w->reduction == 0 || plan->blocks == 0) {
@@ -144,7 +139,7 @@ void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_
 
 int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
 {
-    int64_t threads = pool_threads(pool);
+    int64_t threads = sbn_pool_threads(pool);
     return w->chunks < threads ? (w->channels + threads - 1) / threads : w->channels;
 }
 
@@ -162,7 +157,7 @@ int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
 
 int64_t sbn__plan_block_map(const sbn__walk *w, sbn_pool_t *pool)
 {
-    int64_t threads = pool_threads(pool), largest;
+    int64_t threads = sbn_pool_threads(pool), largest;
     if (threads <= 1 || w->chunks < threads) return sbn__plan_block_all(w, pool);
     largest = (w->chunks + threads - 1) / threads * SBN_CHUNK;
     if (largest > w->reduction) largest = w->reduction;
@@ -237,7 +232,7 @@ static int long_runs(const sbn__walk *w, int rows)
 int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, int rows,
                          const sbn_pool_t *pool, int *beyond_l3)
 {
-    int one_thread = pool_threads(pool) == 1, streaming;
+    int one_thread = sbn_pool_threads(pool) == 1, streaming;
     int64_t row_bytes = w->channels * (int64_t)sbn_dtype_size(t[n - 1]->dtype);
     double share = rows && (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES)
                        ? SBN_ROWS_STREAM_SHARE
@@ -347,7 +342,7 @@ static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_e
 int64_t sbn__one_pass_block(const sbn_tensor *x, size_t bytes_per_element, sbn_pool_t *pool)
 {
     int64_t channels = x->shape[1], r = sbn_tensor_numel(x) / (channels > 0 ? channels : 1);
-    int64_t threads = pool_threads(pool), budget = budget_bytes(), per_channel, block;
+    int64_t threads = sbn_pool_threads(pool), budget = budget_bytes(), per_channel, block;
     if (r == 0 || channels < 2) return 0;
     if (budget == ONE_PASS_BY_SIZE) budget = budget_by_size(x, r, bytes_per_element, threads);
     if (budget == 0) return 0;
