@@ -710,8 +710,11 @@ SBN512_INLINE void run_backward(sbn_kdtype dt, const void *dy, const void *x, si
 /* Several runs (the planes of consecutive channels): the one-run maps in a loop,
  * inlined, run i's coefficients gathered from structure-of-arrays form: on 7x7
  * planes a call and its setup per run cost as much as the run's elements. */
-#define RUN(dt, p, i, s) sbn512_at(dt, p, (size_t)((int64_t)(i) * (s)))
-#define RUN_W(dt, p, i, s) sbn512_at_w(dt, p, (size_t)((int64_t)(i) * (s)))
+/* Run i starts (i x s) elements from p; s may be negative (a reversed view), so the
+ * offset stays signed: through size_t it wrapped, which C leaves undefined. */
+#define RUN(dt, p, i, s) \
+    ((const char *)(p) + (int64_t)(i) * (s) * (int64_t)sbn512_esize(dt))
+#define RUN_W(dt, p, i, s) ((char *)(p) + (int64_t)(i) * (s) * (int64_t)sbn512_esize(dt))
 
 SBN512_INLINE void runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t dys, const void *x,
                             int64_t xs, size_t runs, size_t len, const void *k, size_t ldk,
