@@ -128,8 +128,8 @@ sbn_status sbn__check_matrix(const sbn_tensor *t, const char *name, int64_t rows
 /* check_matrix without the data pointer (for workspace sizes). */
 sbn_status sbn__check_matrix_shape(const sbn_tensor *t, const char *name, int64_t rows,
                                    int64_t cols);
-/* A 1-D tensor of length n, any dtype; every value finite and >= 0. */
-sbn_status sbn__check_counts(const sbn_tensor *t, const char *name, int64_t n);
+/* A 1-D tensor of length n, any dtype, with data (the gathers check its values). */
+sbn_status sbn__check_count_vector(const sbn_tensor *t, const char *name, int64_t n);
 sbn_status sbn__check_eps(double eps);
 sbn_status sbn__check_momentum(double momentum);
 /*

@@ -1,6 +1,7 @@
 /*
- * tensor.c - constructors for the common tensor views (contiguous, channels-last,
- * 1-D) and the element count of a view.
+ * tensor.c - element types (their sizes and names) and tensor views: constructors
+ * for the common views (contiguous, channels-last, 1-D) and the element count of a
+ * view. Converting elements is the kernels' (src/kernels/convert.c).
  */
 #include <string.h>
 
@@ -68,4 +69,35 @@ SBN_API int64_t sbn_tensor_numel(const sbn_tensor *t)
     for (d = 0; d < t->rank; d++)
         if (!sbn__mul_i64(n, t->shape[d], &n)) return INT64_MAX; /* saturates */
     return n;
+}
+
+SBN_API size_t sbn_dtype_size(sbn_dtype dtype)
+{
+    switch (dtype) {
+    case SBN_F32: return 4;
+    case SBN_F64: return 8;
+    case SBN_F16: return 2;
+    case SBN_BF16: return 2;
+    case SBN_I32: return 4;
+    case SBN_I64: return 8;
+    }
+    return 0;
+}
+
+SBN_API const char *sbn_dtype_name(sbn_dtype dtype)
+{
+    switch (dtype) {
+    case SBN_F32: return "f32";
+    case SBN_F64: return "f64";
+    case SBN_F16: return "f16";
+    case SBN_BF16: return "bf16";
+    case SBN_I32: return "i32";
+    case SBN_I64: return "i64";
+    }
+    return "?";
+}
+
+int sbn__is_float_dtype(sbn_dtype dtype)
+{
+    return dtype == SBN_F32 || dtype == SBN_F64 || dtype == SBN_F16 || dtype == SBN_BF16;
 }

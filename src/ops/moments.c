@@ -2,7 +2,8 @@
  * moments.c - the per-channel rules every statistics op shares: Chan's merge of
  * (count, mean, M2) triples, invstd from a variance, and the finish of one
  * channel (mean/invstd outputs, running-stat update with the unbiased variance,
- * the zero- and single-sample statuses).
+ * the zero- and single-sample statuses), and the argument checks the [W, C] gathers
+ * share.
  *
  *   merge:  n = na + nb, d = mb - ma, mean = ma + d*nb/n, M2 = M2a + M2b + d^2*na*nb/n
  *   invstd = 1/sqrt(M2/n + eps)   (0 when M2/n + eps == 0, as PyTorch)
@@ -66,6 +67,22 @@ sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momen
     return SBN_OK;
 }
 
+/* The counts of a gather: a [W] vector of any dtype (sbn__check_count_vector), every
+ * value finite and >= 0 (read through the element conversions, which core lacks). */
+static sbn_status check_counts(const sbn_tensor *t, const char *name, int64_t n)
+{
+    int64_t i;
+    sbn_status s = sbn__check_count_vector(t, name, n);
+    if (s != SBN_OK) return s;
+    for (i = 0; i < n; i++) {
+        double v = sbn__load1(t, i);
+        if (!isfinite(v) || v < 0)
+            return sbn__error(SBN_ERR_BAD_VALUE, "%s[%lld] is %.17g; counts must be finite and >= 0",
+                              name, (long long)i, v);
+    }
+    return SBN_OK;
+}
+
 sbn_status sbn__check_gather_args(const sbn__arg *inputs, double momentum, double eps,
                                   sbn_tensor *running_mean, sbn_tensor *running_var,
                                   sbn_tensor *mean, sbn_tensor *invstd)
@@ -84,7 +101,7 @@ sbn_status sbn__check_gather_args(const sbn__arg *inputs, double momentum, doubl
     world = first->shape[0];
     channels = first->shape[1];
     if ((s = sbn__check_matrix(inputs[1].t, inputs[1].name, world, channels)) != SBN_OK) return s;
-    if ((s = sbn__check_counts(inputs[2].t, inputs[2].name, world)) != SBN_OK) return s;
+    if ((s = check_counts(inputs[2].t, inputs[2].name, world)) != SBN_OK) return s;
     if ((s = sbn__check_vector(running_mean, "running_mean", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_vector(running_var, "running_var", channels, 0)) != SBN_OK) return s;
     if ((s = sbn__check_vector(mean, "mean", channels, 1)) != SBN_OK) return s;

@@ -1,45 +1,18 @@
 /*
- * convert.c - element types: sizes and names, and conversion of runs of elements
- * to and from double. Stores round to nearest, ties to even, exactly once: a
- * double is first narrowed to float with round-to-odd, which keeps enough bits
- * for the final round-to-nearest-even into fp16 or bf16 to be correct.
+ * convert.c - the element conversions: fp16 and bf16 to and from float (the rules
+ * every kernel variant reproduces bit for bit), and runs or single elements of any
+ * dtype to and from double, contiguous runs through the chosen kernel table. They
+ * live with the kernels because the kernels' tails call the scalar rules and the run
+ * converters call the kernels: core below them converts nothing. Stores round to
+ * nearest, ties to even, exactly once: a double is first narrowed to float with
+ * round-to-odd, which keeps enough bits for the final round-to-nearest-even into
+ * fp16 or bf16 to be correct.
  */
 #include <math.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "kernels/kernels.h"
-
-SBN_API size_t sbn_dtype_size(sbn_dtype dtype)
-{
-    switch (dtype) {
-    case SBN_F32: return 4;
-    case SBN_F64: return 8;
-    case SBN_F16: return 2;
-    case SBN_BF16: return 2;
-    case SBN_I32: return 4;
-    case SBN_I64: return 8;
-    }
-    return 0;
-}
-
-SBN_API const char *sbn_dtype_name(sbn_dtype dtype)
-{
-    switch (dtype) {
-    case SBN_F32: return "f32";
-    case SBN_F64: return "f64";
-    case SBN_F16: return "f16";
-    case SBN_BF16: return "bf16";
-    case SBN_I32: return "i32";
-    case SBN_I64: return "i64";
-    }
-    return "?";
-}
-
-int sbn__is_float_dtype(sbn_dtype dtype)
-{
-    return dtype == SBN_F32 || dtype == SBN_F64 || dtype == SBN_F16 || dtype == SBN_BF16;
-}
 
 static uint32_t float_bits(float f)
 {

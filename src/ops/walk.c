@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "kernels/kernels.h"
 
 void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors)
