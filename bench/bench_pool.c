@@ -19,7 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "core/machine.h"
+#include "core/pool.h"
 #include "syncbn/ops.h"
 
 #define MAX_COUNTS 16

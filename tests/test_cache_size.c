@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/machine.h"
 #include "harness/harness.h"
+#include "ops/plan.h"
 #include "syncbn/ops.h"
 
 /* The size in bytes of cpu0's data or unified cache of `level` per /sys, or -1. */

@@ -20,8 +20,9 @@
 
 #include "aclnn/aclnn_internal.h"
 #include "core/env.h"
-#include "core/internal.h"
+#include "core/machine.h"
 #include "harness/harness.h"
+#include "ops/plan.h"
 #include "support/env_now.h"
 #include "support/support.h"
 #include "support/train_pair.h"

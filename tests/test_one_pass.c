@@ -14,8 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/internal.h"
+#include "core/machine.h"
 #include "harness/harness.h"
+#include "ops/plan.h"
 #include "support/support.h"
 #include "support/train_pair.h"
 #include "syncbn/ops.h"

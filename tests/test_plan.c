@@ -16,8 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "core/machine.h"
+#include "core/pool.h"
 #include "harness/harness.h"
+#include "ops/plan.h"
 #include "support/support.h"
 #include "support/train_pair.h"
 #include "syncbn/ops.h"

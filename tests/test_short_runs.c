@@ -11,8 +11,8 @@
  */
 #include <stdio.h>
 
-#include "core/internal.h"
 #include "harness/harness.h"
+#include "ops/walk.h"
 #include "support/support.h"
 #include "support/train_pair.h"
 

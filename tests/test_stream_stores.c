@@ -12,9 +12,9 @@
  */
 #include <stdio.h>
 
-#include "core/internal.h"
 #include "harness/harness.h"
 #include "kernels/kernels.h"
+#include "ops/plan.h"
 #include "support/support.h"
 #include "support/train_pair.h"
 #include "syncbn/ops.h"

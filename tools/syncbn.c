@@ -16,7 +16,7 @@
  *       (--print-digests, hidden: the mode of verify --reproducible's re-executed child.)
  *   syncbn info
  *       What this build and this process would use: version, the kernel variant chosen,
- *       every SBN_* variable as the library parsed it (core/env.h), the CPUs in the
+ *       every SBN_* variable as the library parsed it (syncbn/info.h), the CPUs in the
  *       affinity mask, the caches, the thread count (SBN_NUM_THREADS), MPI built or not,
  *       the communicator timeout (SBN_COMM_TIMEOUT); exits 1 when one of those variables
  *       holds an invalid value. demo and verify refuse a bad SBN_COMM_TIMEOUT (exit 1)
@@ -38,9 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/env.h"         /* sbn__env_get(): the SBN_* variables as the library parsed them */
-#include "core/internal.h"    /* the machine description the schedules use */
-#include "kernels/kernels.h" /* sbn__kernels(): the variant dispatch chose (syncbn_static) */
+#include "syncbn/info.h" /* what the library uses: kernels, machine, the SBN_* variables */
 #include "syncbn_agree.h"
 #include "syncbn_check.h"
 #include "syncbn_repro.h"
@@ -557,19 +555,18 @@ static int verify(options *o)
 
 /* ---- syncbn info ---- */
 
-/* The cache sizes the schedules use (machine.c), where each came from, and what the
- * size rules of plan.c decide from them. */
-static void print_caches(const sbn__env *env)
+/* The cache sizes the schedules use, where each came from, and what the size rules of
+ * the schedules decide from them. */
+static void print_caches(const sbn_info *in)
 {
-    int streams = env->stream_stores, tiles = env->row_tiles; /* -1: unset or invalid */
-    double l1 = (double)sbn__cache_bytes(1), l2 = (double)sbn__cache_bytes(2);
-    double l3 = (double)sbn__cache_bytes(3), mib = 1048576.0;
-    const sbn__machine *m = sbn__machine_get();
+    int streams = in->stream_stores, tiles = in->row_tiles; /* -1: unset or invalid */
+    double l1 = (double)in->cache[0].bytes, l2 = (double)in->cache[1].bytes;
+    double l3 = (double)in->cache[2].bytes, mib = 1048576.0;
     int level;
     printf("caches: L1d %.4g KiB, L2 %.4g MiB, L3 %.4g MiB (one instance each)\n", l1 / 1024.0,
            l2 / mib, l3 / mib);
     for (level = 0; level < 3; level++) { /* where each size came from */
-        const sbn__cache_level *c = &m->cache[level];
+        const sbn_info_cache *c = &in->cache[level];
         printf("  L%d: %s", level + 1, c->source);
         if (c->sharing > 0) printf("; shared by %d CPUs", c->sharing);
         if (c->reported > 0) printf("; reported %.4g MiB", (double)c->reported / mib);
@@ -580,7 +577,7 @@ static void print_caches(const sbn__env *env)
     else
         printf("row tiles: channels-last maps whose rows and coefficients exceed %.4g KiB, "
                "while the tensors fit the L3 (SBN_ROW_TILES not set: by size)\n",
-               l1 / 1024.0);
+               in->row_tile_bytes / 1024.0);
     if (streams >= 0)
         printf("beyond the cache: %s (SBN_STREAM_STORES=%d)\n", streams ? "always" : "never",
                streams);
@@ -589,42 +586,50 @@ static void print_caches(const sbn__env *env)
                "threads rows of %d bytes or more) stream their stores, reductions over %.4g "
                "MiB prefetch short rows "
                "(SBN_STREAM_STORES not set: by size)\n",
-               SBN_MAP_STREAM_SHARE * l3 / mib, SBN_ROWS_STREAM_SHARE * l3 / mib,
-               SBN_ROWS_STREAM_MIN_BYTES, SBN_REDUCE_PREFETCH_SHARE * l3 / mib);
+               in->map_stream_bytes / mib, in->rows_stream_bytes / mib,
+               in->rows_stream_min_row_bytes, in->reduce_prefetch_bytes / mib);
+}
+
+/* The library's parse of the variable `name` (every variable info prints is there). */
+static const sbn_info_var *info_var(const sbn_info *in, const char *name)
+{
+    static const sbn_info_var none = {"", 0, 0, "", "", ""};
+    int i;
+    for (i = 0; i < in->nvars; i++)
+        if (strcmp(in->var[i].name, name) == 0) return &in->var[i];
+    return &none;
 }
 
 static int info(void)
 {
-    static const char *const isas[] = {"scalar", "avx2", "avx512"};
-    const sbn__env *env = sbn__env_get(); /* the library's own parse of every SBN_* variable */
-    const sbn__env_var *num = &env->var[SBN_ENV_NUM_THREADS];
-    const sbn__env_var *timeout = &env->var[SBN_ENV_COMM_TIMEOUT];
-    int cpus = sbn__affinity_cpus(), threads = env->num_threads > 0 ? env->num_threads : cpus;
+    sbn_info in; /* the library's own view: kernels, machine, every SBN_* variable */
+    const sbn_info_var *num, *timeout;
     int bad = 0, id;
-    size_t i;
     sbn_comm_t *comm = NULL;
 
+    in.size = sizeof in;
+    if (SBN_FAILED(sbn_info_get(&in))) {
+        fprintf(stderr, "syncbn: %s\n", sbn_last_error());
+        return 1;
+    }
+    num = info_var(&in, "SBN_NUM_THREADS");
+    timeout = info_var(&in, "SBN_COMM_TIMEOUT");
     printf("version: %d.%d.%d (library %s)\n", SBN_VERSION_MAJOR, SBN_VERSION_MINOR,
            SBN_VERSION_PATCH, sbn_version());
-    printf("kernels: %s (usable on this CPU:", sbn__kernels()->isa);
-    for (i = 0; i < sizeof isas / sizeof isas[0]; i++)
-        if (sbn__kernels_for(isas[i]) != NULL) printf(" %s", isas[i]);
-    printf(")\n");
-    for (id = 0; id < SBN_ENV_COUNT; id++) { /* each variable: its parsed value, or why not */
-        char line[2 * SBN_ENV_MESSAGE];
-        sbn__env_describe(env, (sbn__env_id)id, line, sizeof line);
-        printf("%s: %s\n", env->var[id].name, line);
-        if (env->var[id].set && !env->var[id].valid) bad = 1;
+    printf("kernels: %s (usable on this CPU: %s)\n", in.kernels, in.kernels_usable);
+    for (id = 0; id < in.nvars; id++) { /* each variable: its parsed value, or why not */
+        printf("%s: %s\n", in.var[id].name, in.var[id].state);
+        if (in.var[id].set && !in.var[id].valid) bad = 1;
     }
-    printf("cpus: %d (in this process's affinity mask)\n", cpus);
-    print_caches(env);
+    printf("cpus: %d (in this process's affinity mask)\n", in.cpus);
+    print_caches(&in);
     if (!num->set)
-        printf("threads: %d (SBN_NUM_THREADS unset: the CPUs in the affinity mask)\n", threads);
+        printf("threads: %d (SBN_NUM_THREADS unset: the CPUs in the affinity mask)\n", in.threads);
     else if (num->valid)
-        printf("threads: %d (SBN_NUM_THREADS)\n", threads);
+        printf("threads: %d (SBN_NUM_THREADS)\n", in.threads);
     else
         printf("threads: %d (SBN_NUM_THREADS is \"%s\", refused: expected 1 to %d; the CPUs in "
-               "the affinity mask)\n", threads, num->text, SBN_ENV_MAX_THREADS);
+               "the affinity mask)\n", in.threads, num->value, in.max_threads);
 #ifdef SBN_HAVE_MPI
     {
         char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -641,10 +646,10 @@ static int info(void)
         printf("comm timeout: refused: %s\n", sbn_last_error());
     else if (!timeout->set)
         printf("comm timeout: %g s (SBN_COMM_TIMEOUT unset: the default)\n",
-               SBN_COMM_DEFAULT_TIMEOUT);
+               in.comm_timeout_default);
     else
-        printf("comm timeout: %g s (SBN_COMM_TIMEOUT%s)\n", env->comm_timeout,
-               env->comm_timeout == SBN_COMM_MAX_TIMEOUT ? ", capped" : "");
+        printf("comm timeout: %g s (SBN_COMM_TIMEOUT%s)\n", in.comm_timeout,
+               in.comm_timeout == in.comm_timeout_max ? ", capped" : "");
     if (comm != NULL) sbn_comm_destroy(comm);
     return bad;
 }
@@ -653,7 +658,11 @@ static int info(void)
  * communicator creation of the library would; 1 when refused. */
 static int comm_timeout_refused(void)
 {
-    const sbn__env_var *t = &sbn__env_get()->var[SBN_ENV_COMM_TIMEOUT];
+    sbn_info in;
+    const sbn_info_var *t;
+    in.size = sizeof in;
+    if (SBN_FAILED(sbn_info_get(&in))) return 0; /* cannot fail with a valid struct */
+    t = info_var(&in, "SBN_COMM_TIMEOUT");
     if (!t->set || t->valid) return 0;
     fprintf(stderr, "syncbn: %s\n", t->message);
     return 1;

@@ -21,14 +21,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/env.h" /* SBN_COMM_TIMEOUT as the library parsed it */
+#include "syncbn/info.h" /* SBN_COMM_TIMEOUT as the library parsed it */
 
 #define CHECK_EPS 1e-5
 #define CHECK_MOMENTUM 0.1
 
 double check_comm_timeout(void)
 {
-    return sbn__env_get()->var[SBN_ENV_COMM_TIMEOUT].set ? 0.0 : CHECK_TIMEOUT;
+    sbn_info in;
+    int i;
+    in.size = sizeof in;
+    if (sbn_info_get(&in) == SBN_OK)
+        for (i = 0; i < in.nvars; i++)
+            if (strcmp(in.var[i].name, "SBN_COMM_TIMEOUT") == 0 && in.var[i].set) return 0.0;
+    return CHECK_TIMEOUT;
 }
 
 void check_split(int64_t n, int world, int rank, int empty_rank, int64_t *first, int64_t *count)

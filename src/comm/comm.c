@@ -28,7 +28,10 @@
 #include <string.h>
 
 #include "comm_internal.h"
+#include "core/alloc.h"
+#include "core/export.h"
 #include "core/rsum.h"
+#include "core/status.h"
 
 #define SBN_COMM_TEXT 512
 

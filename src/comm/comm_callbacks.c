@@ -23,7 +23,10 @@
  * words (core/rsum.h).
  */
 #include "comm_internal.h"
+#include "core/alloc.h"
+#include "core/export.h"
 #include "core/rsum.h"
+#include "core/status.h"
 
 #define CB_CHECKED 6                       /* header words before SBN_HDR_STATUS */
 #define CB_HEADER_WORDS 64

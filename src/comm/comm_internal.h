@@ -18,7 +18,6 @@
 #include <stdint.h>
 
 #include "core/env.h"
-#include "core/internal.h"
 #include "syncbn/comm.h"
 
 /* The words of the header every collective exchanges first, one row per rank. */

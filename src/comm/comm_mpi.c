@@ -39,6 +39,9 @@
 
 #include "comm_internal.h"
 #include "comm_mpi_merge.h"
+#include "core/alloc.h"
+#include "core/export.h"
+#include "core/status.h"
 #include "syncbn/comm_mpi.h"
 
 #define SBN_MPI_TAG_EXCHANGE 1

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "comm_mpi_merge.h"
+#include "core/alloc.h"
+#include "core/status.h"
 
 /* ---- the registry: datatype handle -> merge ---- */
 

@@ -27,6 +27,9 @@
 #include <time.h>
 
 #include "comm_internal.h"
+#include "core/alloc.h"
+#include "core/export.h"
+#include "core/status.h"
 
 #define SBN_WORLD_MAX 4096
 #define SBN_WORLD_TEXT 400

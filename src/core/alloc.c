@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/alloc.h"
+#include "core/export.h"
+#include "syncbn/syncbn.h"
 
 static sbn_malloc_fn g_malloc_fn;
 static sbn_free_fn g_free_fn;

@@ -8,7 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/extent.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "syncbn/syncbn.h"
 
 /* Element counts above this are refused, so that byte offsets never overflow int64. */
 #define SBN_MAX_ELEMENTS ((int64_t)1 << 56)

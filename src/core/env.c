@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/machine.h"
+#include "syncbn/syncbn.h"
 
 #define SBN_ENV_LONGEST 128 /* bytes of the longest value parsed, blanks trimmed */
 

@@ -10,7 +10,11 @@
  */
 #include <stdio.h>
 
-#include "internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/extent.h"
+#include "core/status.h"
+#include "syncbn/syncbn.h"
 
 /* The first dim whose span (shape - 1) * stride, or its running sum, overflows; -1 if none. */
 static int extent_elements(const sbn_tensor *t, int64_t *lo, int64_t *hi)

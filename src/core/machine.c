@@ -22,7 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "core/machine.h"
+#include "syncbn/syncbn.h"
 
 #define SBN_L3_MAX_PER_CPU ((int64_t)16 << 20)
 

@@ -33,7 +33,11 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "internal.h"
+#include "core/alloc.h"
+#include "core/export.h"
+#include "core/pool.h"
+#include "core/status.h"
+#include "syncbn/syncbn.h"
 
 #define SBN_POOL_MAX_THREADS 1024
 

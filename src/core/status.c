@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "syncbn/syncbn.h"
 
 #define SBN_ERROR_TEXT_SIZE 512
 

@@ -5,7 +5,10 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "core/arith.h"
+#include "core/export.h"
+#include "core/tensor.h"
+#include "syncbn/syncbn.h"
 
 static sbn_tensor empty_view(void *data, sbn_dtype dtype, int rank, const int64_t *shape)
 {

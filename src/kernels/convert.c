@@ -11,8 +11,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "syncbn/syncbn.h"
 
 static uint32_t float_bits(float f)
 {

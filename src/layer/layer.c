@@ -31,8 +31,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
 #include "layer/layer_sums.h"
+#include "ops/moments.h"
 #include "syncbn/layer.h"
 
 /* Tags that the ranks must agree on: channels, dtype and which exchange it is (the

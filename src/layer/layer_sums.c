@@ -17,7 +17,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/arith.h"
+#include "kernels/convert.h"
 #include "layer/layer_sums.h"
+#include "ops/reduce.h"
 
 /* ---- deposits and finish ---- */
 

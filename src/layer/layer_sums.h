@@ -31,7 +31,6 @@
 #ifndef SBN_LAYER_SUMS_H
 #define SBN_LAYER_SUMS_H
 
-#include "core/internal.h"
 #include "core/rsum.h"
 #include "syncbn/layer.h"
 #include "syncbn/ops.h"

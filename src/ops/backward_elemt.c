@@ -4,7 +4,13 @@
  *   grad_input = (dy - sum_dy/N - (x - mean) * invstd^2 * sum_dy_xmu/N) * invstd * w
  * Coefficients per channel go to the workspace, then the BACKWARD channel map.
  */
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/map.h"
+#include "syncbn/ops.h"
 
 static size_t backward_elemt_need(const sbn_tensor *x)
 {

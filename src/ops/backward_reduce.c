@@ -5,7 +5,13 @@
  * One BACKWARD channel reduction (channel_reduce.c) gives both sums; each output
  * is optional. Empty x gives zeros.
  */
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/reduce.h"
+#include "syncbn/ops.h"
 
 static size_t backward_reduce_need(const sbn_tensor *x)
 {

@@ -6,7 +6,18 @@
  * Eval: y = (x - running_mean) / sqrt(running_var + eps) * w + b.
  * y is computed from the double statistics, not from their rounded copies.
  */
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/pool.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/map.h"
+#include "ops/moments.h"
+#include "ops/one_pass.h"
+#include "ops/plan.h"
+#include "ops/reduce.h"
+#include "syncbn/ops.h"
 
 /* Scratch: chunk partials, per-channel (mean, M2), per-channel map coefficients. */
 static size_t batch_norm_need(const sbn_tensor *x)

@@ -7,7 +7,18 @@
  *   training: grad_input = (dy - sum_dy/R - (x - mean) * invstd^2 * sum_dy_xmu/R) * invstd * w
  *   eval:     grad_input = dy * invstd * w
  */
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/pool.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/map.h"
+#include "ops/moments.h"
+#include "ops/one_pass.h"
+#include "ops/plan.h"
+#include "ops/reduce.h"
+#include "syncbn/ops.h"
 
 static size_t backward_need(const sbn_tensor *x)
 {

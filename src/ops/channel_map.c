@@ -28,8 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/pool.h"
+#include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "ops/map.h"
+#include "ops/plan.h"
+#include "ops/walk.h"
+#include "syncbn/syncbn.h"
 
 typedef struct map_job {
     const sbn_kernels *kern; /* the maps of whole runs and rows (maybe streaming) */

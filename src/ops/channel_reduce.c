@@ -25,8 +25,15 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/pool.h"
+#include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "ops/moments.h"
+#include "ops/plan.h"
+#include "ops/reduce.h"
+#include "ops/walk.h"
+#include "syncbn/ops.h"
 
 double sbn__chunk_shift(double v)
 {

@@ -4,7 +4,13 @@
  * coefficients go to the workspace as (mean, invstd*w, b), then the NORMALIZE
  * channel map (channel_map.c) writes y in its own dtype and strides.
  */
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/map.h"
+#include "syncbn/ops.h"
 
 static size_t elemt_need(const sbn_tensor *x)
 {

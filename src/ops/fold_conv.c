@@ -9,7 +9,11 @@
  */
 #include <math.h>
 
-#include "core/internal.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "syncbn/ops.h"
 
 #define FOLD_RUN 256 /* elements converted at a time */
 

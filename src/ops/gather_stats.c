@@ -9,7 +9,14 @@
  * Ranks are merged in order 0..W-1 with Chan's formula (moments.c); ranks with
  * count 0 are skipped without reading their values.
  */
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/extent.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/moments.h"
+#include "syncbn/ops.h"
 
 SBN_API sbn_status sbn_gather_stats_with_counts_workspace_size(const sbn_tensor *mean_all,
                                                                size_t *bytes)

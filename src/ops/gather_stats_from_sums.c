@@ -6,7 +6,12 @@
  *   invstd = 1/sqrt(var + eps); running stats as moments.c with M2 = var*N.
  * The clamp at 0 keeps rounding from turning a constant channel into NaN.
  */
-#include "core/internal.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/moments.h"
+#include "syncbn/ops.h"
 
 SBN_API sbn_status sbn_gather_stats_from_sums(const sbn_tensor *total_sum,
                                               const sbn_tensor *total_square_sum,

@@ -12,7 +12,11 @@
  */
 #include <math.h>
 
-#include "core/internal.h"
+#include "core/check.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/moments.h"
+#include "syncbn/ops.h"
 
 void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2_b)
 {

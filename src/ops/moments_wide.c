@@ -21,7 +21,11 @@
 #include <float.h>
 #include <math.h>
 
-#include "core/internal.h"
+#include "kernels/convert.h"
+#include "ops/moments.h"
+#include "ops/reduce.h"
+#include "ops/walk.h"
+#include "syncbn/ops.h"
 
 #define WIDE_EXP 400 /* the scaled data's largest exponent */
 

@@ -18,7 +18,9 @@
  */
 #include <stdatomic.h>
 
-#include "core/internal.h"
+#include "core/pool.h"
+#include "ops/one_pass.h"
+#include "syncbn/syncbn.h"
 
 sbn_tensor sbn__channel_slice(const sbn_tensor *t, int64_t c0, int64_t cn)
 {

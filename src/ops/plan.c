@@ -13,8 +13,13 @@
  * changes a bit: every reduction's order is fixed by the shape alone (chunks of
  * SBN_CHUNK, merged in index order), and a map has no order to keep.
  */
+#include "core/arith.h"
 #include "core/env.h"
-#include "core/internal.h"
+#include "core/machine.h"
+#include "core/pool.h"
+#include "ops/plan.h"
+#include "ops/walk.h"
+#include "syncbn/syncbn.h"
 
 /* ---- teams: how many threads a loop takes ---- */
 

@@ -3,7 +3,13 @@
  * sum[c] = sum(x), square_sum[c] = sum(x^2), accumulated in double by the SUMS
  * channel reduction. Empty x gives zeros.
  */
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/reduce.h"
+#include "syncbn/ops.h"
 
 static size_t reduce_need(const sbn_tensor *x)
 {

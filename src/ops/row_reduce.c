@@ -17,8 +17,12 @@
  */
 #include <string.h>
 
-#include "core/internal.h"
+#include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "ops/plan.h"
+#include "ops/reduce.h"
+#include "ops/walk.h"
+#include "syncbn/syncbn.h"
 
 typedef struct row_task {
     const sbn__reduce_job *job;

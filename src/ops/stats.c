@@ -6,7 +6,14 @@
  */
 #include <math.h>
 
-#include "core/internal.h"
+#include "core/arith.h"
+#include "core/check.h"
+#include "core/export.h"
+#include "core/status.h"
+#include "kernels/convert.h"
+#include "ops/moments.h"
+#include "ops/reduce.h"
+#include "syncbn/ops.h"
 
 /* Scratch: the chunk partials, then the per-channel (mean, M2) results. */
 static size_t stats_need(const sbn_tensor *x)

@@ -8,8 +8,10 @@
  */
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/arith.h"
 #include "kernels/kernels.h"
+#include "ops/walk.h"
+#include "syncbn/syncbn.h"
 
 void sbn__walk_init(sbn__walk *w, const sbn_tensor *const *tensors, int ntensors)
 {

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/env.h"
-#include "core/internal.h"
+#include "ops/plan.h"
 #include "support/env_now.h"
 #include "syncbn/ops.h"
 

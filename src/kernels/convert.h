@@ -1,0 +1,26 @@
+/*
+ * convert.h - element values of any dtype to and from double (convert.c): runs with
+ * a stride, and single elements of 1-D and 2-D views. Contiguous runs of fp32, fp16
+ * and bf16 go through the chosen kernel table (kernels.h), the rest through the
+ * scalar rules every variant matches, so the bits never depend on the ISA. The
+ * engines use these where a kernel cannot read a tensor directly, the ops for their
+ * per-channel vectors. The fp16/bf16 <-> float rules themselves are in kernels.h.
+ */
+#ifndef SBN_KERNELS_CONVERT_H
+#define SBN_KERNELS_CONVERT_H
+
+#include <stdint.h>
+
+#include "syncbn/syncbn.h"
+
+/* Loads n elements at base, step `stride` elements, as doubles. */
+void sbn__load_run(const void *base, sbn_dtype dtype, int64_t stride, int64_t n, double *dst);
+/* Stores n doubles, each rounded to nearest (even) in dtype. */
+void sbn__store_run(void *base, sbn_dtype dtype, int64_t stride, int64_t n, const double *src);
+/* Element i along dim 0 of a view (for 1-D per-channel tensors). */
+double sbn__load1(const sbn_tensor *t, int64_t i);
+void sbn__store1(const sbn_tensor *t, int64_t i, double value);
+/* Element (i, j) of a 2-D view. */
+double sbn__load2(const sbn_tensor *t, int64_t i, int64_t j);
+
+#endif /* SBN_KERNELS_CONVERT_H */
