@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "env.h"
 #include "internal.h"
 
 #define SBN_POOL_MAX_THREADS 1024
@@ -253,6 +254,13 @@ SBN_API void sbn_pool_destroy(sbn_pool_t *pool)
 SBN_API int sbn_pool_threads(const sbn_pool_t *pool)
 {
     return pool ? pool->threads : 1;
+}
+
+SBN_API int sbn_pool_default_threads(void)
+{
+    int n = sbn__env_get()->num_threads; /* 1..SBN_POOL_MAX_THREADS when set and valid, else 0 */
+    if (n <= 0) n = sbn__affinity_cpus();
+    return n > SBN_POOL_MAX_THREADS ? SBN_POOL_MAX_THREADS : n;
 }
 
 sbn_pool_t *sbn__pool_team(sbn_pool_t *pool, int threads, sbn_pool_t *view)
