@@ -8,7 +8,7 @@
  * holds the pool for reading while it runs (a pthread rwlock); aclInit with a new
  * size and aclFinalize take it for writing, so the pool is only replaced or
  * destroyed when no op is using it. Several host threads may run ops at once: the
- * native pool (src/core/pool.c) serialises their parallel loops on its run lock,
+ * native pool (sbn_pool_t) serialises their parallel loops on its run lock,
  * and since a loop's result never depends on which thread ran which index, every
  * op gives the same bits as when run alone, with any pool size. A forked child
  * drops the parent's pool (its worker threads do not exist there) and builds its
