@@ -90,8 +90,9 @@ check: deps
 install: release
 	cmake --install $(BUILD)/release --prefix $(PREFIX)
 
-# CANN's toolkit layout (the CMake component `ascend`): PREFIX/lib64 (libsyncbn and the names CANN
-# build lines link: libascendcl, libnnopbase, libopapi, libopapi_nn, libopapi_math, libacl_rt),
+# CANN's toolkit layout (the CMake component `ascend`): PREFIX/lib64 (libsyncbn, libsyncbn_acl and,
+# as symlinks to libsyncbn_acl, the names CANN build lines link: libascendcl, libnnopbase, libopapi,
+# libopapi_nn, libopapi_math, libacl_rt),
 # include/ (acl/, aclnn/, aclnnop/, syncbn/), bin/syncbn, and PREFIX/set_env.sh exporting
 # ASCEND_TOOLKIT_HOME, ASCEND_HOME_PATH, LD_LIBRARY_PATH, ... as CANN's does. Without PREFIX on the
 # command line it goes to CANN's own place, /usr/local/Ascend/ascend-toolkit/latest.

@@ -22,6 +22,14 @@
 #include "support/optest.h"
 #include "support/support.h"
 
+/*
+ * The CPUs of the process's affinity mask as libsyncbn counts them (an internal of the
+ * core, reached through the static library), which test_aclnn_threads compares the
+ * aclnn pool's default size with. Declared here because the aclnn layer's own header
+ * (src/aclnn/aclnn_internal.h) includes nothing of libsyncbn's internals.
+ */
+int sbn__affinity_cpus(void);
+
 /* Where the view sits in the storage handed to aclCreateTensor. */
 typedef enum atsup_place {
     ATSUP_PLAIN = 0, /* tensorData = the first element, offset 0, storageDims = viewDims */

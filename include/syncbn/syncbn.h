@@ -137,6 +137,13 @@ sbn_status sbn_pool_create(int threads, sbn_pool_t **pool);
 void sbn_pool_destroy(sbn_pool_t *pool);
 /* The pool's thread count; 1 for NULL. */
 int sbn_pool_threads(const sbn_pool_t *pool);
+/*
+ * The size the library picks for a pool when the caller does not: SBN_NUM_THREADS
+ * when it is set to 1..1024 (read once per process; another value is ignored with a
+ * warning on stderr), else the CPUs of the process's affinity mask (at most 1024).
+ * The aclnn library sizes its pool with it; so may any caller of sbn_pool_create.
+ */
+int sbn_pool_default_threads(void);
 
 /*
  * Allocator hook for every allocation the library makes (pools; never inside an op).
@@ -146,6 +153,14 @@ int sbn_pool_threads(const sbn_pool_t *pool);
 typedef void *(*sbn_malloc_fn)(size_t bytes, void *user);
 typedef void (*sbn_free_fn)(void *ptr, void *user);
 void sbn_set_allocator(sbn_malloc_fn malloc_fn, sbn_free_fn free_fn, void *user);
+/*
+ * Allocates `bytes` (at least 1) through the hook (malloc when none is set), NULL when
+ * it fails; sbn_free returns it to the hook (NULL is a no-op). For code built on the
+ * library whose objects should go through the same hook as the library's own (the
+ * aclnn library's tensors, executors and device memory do).
+ */
+void *sbn_malloc(size_t bytes);
+void sbn_free(void *ptr);
 
 /* "0.1.0" */
 const char *sbn_version(void);

@@ -258,7 +258,7 @@ aclError sbn__acl_read_config(const char *op, const char *path, int *threads)
                              "config file \"%s\" has %ld bytes; at most %ld are read", path,
                              size, CONFIG_MAX_BYTES);
     }
-    text = (char *)sbn__malloc((size_t)size);
+    text = (char *)sbn_malloc((size_t)size);
     if (text == NULL) {
         fclose(f);
         return sbn__acl_fail(ACL_ERROR_BAD_ALLOC, op, "out of memory reading \"%s\"", path);
@@ -272,7 +272,7 @@ aclError sbn__acl_read_config(const char *op, const char *path, int *threads)
         skip_space(&r);
         if (r.pos != r.len) fail(&r, "text follows the JSON value");
     }
-    sbn__free(text);
+    sbn_free(text);
     if (r.error != NULL)
         return sbn__acl_fail(ACL_ERROR_PARSE_FILE, op,
                              "config file \"%s\" is not valid JSON: %s at byte %zu", path,

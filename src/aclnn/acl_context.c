@@ -98,7 +98,7 @@ static void *default_context_of(int32_t device)
     for (d = g_defaults; d != NULL; d = d->next)
         if (d->device == device) handle = d->handle;
     if (handle == NULL) {
-        d = (default_context *)sbn__malloc(sizeof *d);
+        d = (default_context *)sbn_malloc(sizeof *d);
         context_object *c = d != NULL ? new_context(device, 1) : NULL;
         if (c != NULL) {
             d->device = device;
@@ -106,7 +106,7 @@ static void *default_context_of(int32_t device)
             d->next = g_defaults;
             g_defaults = d;
         } else {
-            sbn__free(d);
+            sbn_free(d);
         }
     }
     pthread_mutex_unlock(&g_ctx_lock);
@@ -121,7 +121,7 @@ int32_t sbn__acl_current_device(void)
 
 /* ---- devices ---- */
 
-SBN_API aclError aclrtSetDevice(int32_t deviceId)
+SBN_ACL_API aclError aclrtSetDevice(int32_t deviceId)
 {
     void *ctx;
     aclError ret = check_device_id("aclrtSetDevice", deviceId);
@@ -136,7 +136,7 @@ SBN_API aclError aclrtSetDevice(int32_t deviceId)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtResetDevice(int32_t deviceId)
+SBN_ACL_API aclError aclrtResetDevice(int32_t deviceId)
 {
     aclError ret = check_device_id("aclrtResetDevice", deviceId);
     if (ret != ACL_SUCCESS) return ret;
@@ -147,7 +147,7 @@ SBN_API aclError aclrtResetDevice(int32_t deviceId)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtGetDevice(int32_t *deviceId)
+SBN_ACL_API aclError aclrtGetDevice(int32_t *deviceId)
 {
     if (deviceId == NULL)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice", "deviceId is NULL");
@@ -160,7 +160,7 @@ SBN_API aclError aclrtGetDevice(int32_t *deviceId)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtGetDeviceCount(uint32_t *count)
+SBN_ACL_API aclError aclrtGetDeviceCount(uint32_t *count)
 {
     if (count == NULL)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount", "count is NULL");
@@ -168,13 +168,13 @@ SBN_API aclError aclrtGetDeviceCount(uint32_t *count)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtSynchronizeDevice(void)
+SBN_ACL_API aclError aclrtSynchronizeDevice(void)
 {
     if (!has_context()) return no_context("aclrtSynchronizeDevice");
     return ACL_SUCCESS; /* every op and copy completed at its call */
 }
 
-SBN_API aclError aclrtGetRunMode(aclrtRunMode *runMode)
+SBN_ACL_API aclError aclrtGetRunMode(aclrtRunMode *runMode)
 {
     if (runMode == NULL)
         return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetRunMode", "runMode is NULL");
@@ -182,12 +182,12 @@ SBN_API aclError aclrtGetRunMode(aclrtRunMode *runMode)
     return ACL_SUCCESS;
 }
 
-SBN_API const char *aclrtGetSocName(void)
+SBN_ACL_API const char *aclrtGetSocName(void)
 {
     return "syncbn-cpu";
 }
 
-SBN_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
+SBN_ACL_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
 {
     static const char *op = "aclrtGetMemInfo";
     long page = sysconf(_SC_PAGESIZE), phys = sysconf(_SC_PHYS_PAGES),
@@ -209,7 +209,7 @@ SBN_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
 
 /* ---- contexts ---- */
 
-SBN_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
+SBN_ACL_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
 {
     static const char *op = "aclrtCreateContext";
     context_object *c;
@@ -225,7 +225,7 @@ SBN_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtDestroyContext(aclrtContext context)
+SBN_ACL_API aclError aclrtDestroyContext(aclrtContext context)
 {
     static const char *op = "aclrtDestroyContext";
     context_object *c;
@@ -256,7 +256,7 @@ SBN_API aclError aclrtDestroyContext(aclrtContext context)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtSetCurrentContext(aclrtContext context)
+SBN_ACL_API aclError aclrtSetCurrentContext(aclrtContext context)
 {
     static const char *op = "aclrtSetCurrentContext";
     context_object *c;
@@ -276,7 +276,7 @@ SBN_API aclError aclrtSetCurrentContext(aclrtContext context)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtGetCurrentContext(aclrtContext *context)
+SBN_ACL_API aclError aclrtGetCurrentContext(aclrtContext *context)
 {
     static const char *op = "aclrtGetCurrentContext";
     if (context == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "context is NULL");

@@ -9,7 +9,7 @@
  * other calls do not require aclInit, since nothing on a CPU depends on it.
  * Devices and contexts are in acl_context.c, streams, events and the async calls
  * in acl_stream.c. Memory from aclrtMalloc, aclrtMallocAlign32 and aclrtMallocHost
- * is 64-byte aligned, taken through sbn__malloc (so the allocator hook sees it),
+ * is 64-byte aligned, taken through sbn_malloc (so the allocator hook sees it),
  * and registered in a hash table keyed by address, so that freeing an unknown
  * pointer, a pointer twice or with the wrong free function is refused instead of
  * crashing. Argument rules and codes follow CANN's runtime: NULL pointers and size
@@ -49,7 +49,7 @@ static aclError set_initialized(int to, aclError repeat, const char *op, const c
     return changed ? ACL_SUCCESS : sbn__acl_fail(repeat, op, "%s", why);
 }
 
-SBN_API aclError aclInit(const char *configPath)
+SBN_ACL_API aclError aclInit(const char *configPath)
 {
     static const char *op = "aclInit";
     int threads = 0, already;
@@ -68,7 +68,7 @@ SBN_API aclError aclInit(const char *configPath)
     return ret;
 }
 
-SBN_API aclError aclFinalize(void)
+SBN_ACL_API aclError aclFinalize(void)
 {
     aclError ret = set_initialized(0, ACL_ERROR_REPEAT_FINALIZE, "aclFinalize",
                                    "aclFinalize without a matching aclInit");
@@ -78,10 +78,10 @@ SBN_API aclError aclFinalize(void)
 
 /* ---- memory ---- */
 
-/* One allocation: the block from sbn__malloc holds this header, then the aligned user bytes. */
+/* One allocation: the block from sbn_malloc holds this header, then the aligned user bytes. */
 typedef struct mem_node {
     struct mem_node *next; /* bucket chain */
-    void *block;           /* what sbn__malloc returned */
+    void *block;           /* what sbn_malloc returned */
     void *ptr;             /* what the caller got */
     size_t size;
     int host;              /* 1: aclrtMallocHost, 0: aclrtMalloc */
@@ -109,7 +109,7 @@ static aclError mem_alloc(const char *op, void **out, size_t size, int host)
     if ((ret = sbn__acl_require_context(op)) != ACL_SUCCESS) return ret;
     if (size > SIZE_MAX - sizeof(mem_node) - SBN_ACL_MEM_ALIGN)
         return sbn__acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, op, "size %zu is too large", size);
-    block = (unsigned char *)sbn__malloc(sizeof(mem_node) + SBN_ACL_MEM_ALIGN + size);
+    block = (unsigned char *)sbn_malloc(sizeof(mem_node) + SBN_ACL_MEM_ALIGN + size);
     if (block == NULL)
         return sbn__acl_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, op, "out of memory (%zu bytes)",
                              size);
@@ -154,32 +154,32 @@ static aclError mem_free(const char *op, void *ptr, int host)
         return sbn__acl_fail(ACL_ERROR_RT_PARAM_INVALID, op,
                              "%p was not returned by %s, or is already freed", ptr,
                              host ? "aclrtMallocHost" : "aclrtMalloc");
-    sbn__free(n->block);
+    sbn_free(n->block);
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+SBN_ACL_API aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
     (void)policy; /* page policies have no CPU meaning */
     return mem_alloc("aclrtMalloc", devPtr, size, 0);
 }
 
-SBN_API aclError aclrtMallocHost(void **hostPtr, size_t size)
+SBN_ACL_API aclError aclrtMallocHost(void **hostPtr, size_t size)
 {
     return mem_alloc("aclrtMallocHost", hostPtr, size, 1);
 }
 
-SBN_API aclError aclrtFree(void *devPtr)
+SBN_ACL_API aclError aclrtFree(void *devPtr)
 {
     return mem_free("aclrtFree", devPtr, 0);
 }
 
-SBN_API aclError aclrtFreeHost(void *hostPtr)
+SBN_ACL_API aclError aclrtFreeHost(void *hostPtr)
 {
     return mem_free("aclrtFreeHost", hostPtr, 1);
 }
 
-SBN_API aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+SBN_ACL_API aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
     (void)policy;
     return mem_alloc("aclrtMallocAlign32", devPtr, size, 0); /* 64-byte aligned: also 32 */
@@ -232,13 +232,13 @@ aclError sbn__acl_memset(const char *op, void *devPtr, size_t maxCount, int32_t 
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
+SBN_ACL_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                              aclrtMemcpyKind kind)
 {
     return sbn__acl_memcpy("aclrtMemcpy", dst, destMax, src, count, kind);
 }
 
-SBN_API aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+SBN_ACL_API aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
 {
     return sbn__acl_memset("aclrtMemset", devPtr, maxCount, value, count);
 }

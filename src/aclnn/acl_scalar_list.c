@@ -24,7 +24,7 @@ struct aclScalarList {
 
 #define LIST_HEADER_BYTES ((sizeof(struct aclScalarList) + 15u) / 16u * 16u)
 
-SBN_API aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size)
+SBN_ACL_API aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size)
 {
     static const char *op = "aclCreateScalarList";
     struct aclScalarList *list;
@@ -36,7 +36,7 @@ SBN_API aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64
         return NULL;
     }
     if (size > SIZE_MAX / sizeof(aclScalar *) ||
-        !sbn__add_size((size_t)size * sizeof(aclScalar *), LIST_HEADER_BYTES, &total)) {
+        !sbn__acl_add_size((size_t)size * sizeof(aclScalar *), LIST_HEADER_BYTES, &total)) {
         sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op, "size %llu is too large",
                       (unsigned long long)size);
         return NULL;
@@ -55,7 +55,7 @@ SBN_API aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64
     return (aclScalarList *)sbn__acl_object_handle(list);
 }
 
-SBN_API aclnnStatus aclDestroyScalarList(const aclScalarList *array)
+SBN_ACL_API aclnnStatus aclDestroyScalarList(const aclScalarList *array)
 {
     struct aclScalarList *list;
     uint64_t i, j;

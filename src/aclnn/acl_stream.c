@@ -96,12 +96,12 @@ static aclError create_stream(const char *op, aclrtStream *stream, uint32_t prio
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtCreateStream(aclrtStream *stream)
+SBN_ACL_API aclError aclrtCreateStream(aclrtStream *stream)
 {
     return create_stream("aclrtCreateStream", stream, 0, 0);
 }
 
-SBN_API aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority,
+SBN_ACL_API aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority,
                                              uint32_t flag)
 {
     static const char *op = "aclrtCreateStreamWithConfig";
@@ -113,7 +113,7 @@ SBN_API aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t prior
     return create_stream(op, stream, priority, flag);
 }
 
-SBN_API aclError aclrtDestroyStream(aclrtStream stream)
+SBN_ACL_API aclError aclrtDestroyStream(aclrtStream stream)
 {
     static const char *op = "aclrtDestroyStream";
     if (stream == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "stream is NULL");
@@ -124,12 +124,12 @@ SBN_API aclError aclrtDestroyStream(aclrtStream stream)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtSynchronizeStream(aclrtStream stream)
+SBN_ACL_API aclError aclrtSynchronizeStream(aclrtStream stream)
 {
     return sbn__acl_check_stream("aclrtSynchronizeStream", stream, ACL_ERROR_RT_PARAM_INVALID);
 }
 
-SBN_API aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
+SBN_ACL_API aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
 {
     static const char *op = "aclrtSynchronizeStreamWithTimeout";
     if (timeout < -1)
@@ -139,7 +139,7 @@ SBN_API aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t t
     return sbn__acl_check_stream(op, stream, ACL_ERROR_RT_PARAM_INVALID);
 }
 
-SBN_API aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
+SBN_ACL_API aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
 {
     static const char *op = "aclrtStreamQuery";
     aclError ret;
@@ -151,7 +151,7 @@ SBN_API aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
 
 /* ---- async copies: done at the call ---- */
 
-SBN_API aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
+SBN_ACL_API aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
                                   aclrtMemcpyKind kind, aclrtStream stream)
 {
     static const char *op = "aclrtMemcpyAsync";
@@ -160,7 +160,7 @@ SBN_API aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, si
     return sbn__acl_memcpy(op, dst, destMax, src, count, kind);
 }
 
-SBN_API aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
+SBN_ACL_API aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                                   aclrtStream stream)
 {
     static const char *op = "aclrtMemsetAsync";
@@ -185,12 +185,12 @@ static aclError create_event(const char *op, aclrtEvent *event, uint32_t flags)
     return ACL_SUCCESS;
 }
 
-SBN_API aclError aclrtCreateEvent(aclrtEvent *event)
+SBN_ACL_API aclError aclrtCreateEvent(aclrtEvent *event)
 {
     return create_event("aclrtCreateEvent", event, 0);
 }
 
-SBN_API aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
+SBN_ACL_API aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
 {
     static const char *op = "aclrtCreateEventWithFlag";
     if (event == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "event is NULL");
@@ -201,7 +201,7 @@ SBN_API aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
     return create_event(op, event, flag);
 }
 
-SBN_API aclError aclrtDestroyEvent(aclrtEvent event)
+SBN_ACL_API aclError aclrtDestroyEvent(aclrtEvent event)
 {
     static const char *op = "aclrtDestroyEvent";
     if (event == NULL) return sbn__acl_fail(ACL_ERROR_INVALID_PARAM, op, "event is NULL");
@@ -260,7 +260,7 @@ static void read_state(event_object *e, void *arg)
     s->time_ns = e->time_ns;
 }
 
-SBN_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
+SBN_ACL_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
 {
     static const char *op = "aclrtRecordEvent";
     uint64_t t;
@@ -272,7 +272,7 @@ SBN_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
     return with_event(op, "event", event, record, &t);
 }
 
-SBN_API aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
+SBN_ACL_API aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
 {
     static const char *op = "aclrtResetEvent";
     aclError ret;
@@ -282,7 +282,7 @@ SBN_API aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
     return with_event(op, "event", event, reset, NULL);
 }
 
-SBN_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
+SBN_ACL_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 {
     static const char *op = "aclrtStreamWaitEvent";
     aclError ret;
@@ -292,7 +292,7 @@ SBN_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
     return with_event(op, "event", event, NULL, NULL); /* its work is already done */
 }
 
-SBN_API aclError aclrtSynchronizeEvent(aclrtEvent event)
+SBN_ACL_API aclError aclrtSynchronizeEvent(aclrtEvent event)
 {
     return with_event("aclrtSynchronizeEvent", "event", event, NULL, NULL);
 }
@@ -305,7 +305,7 @@ static aclError query_event(const char *op, aclrtEvent event, const void *status
     return with_event(op, "event", event, read_state, s);
 }
 
-SBN_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
+SBN_ACL_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
 {
     event_state s = {0, 0};
     aclError ret = query_event("aclrtQueryEvent", event, status, &s);
@@ -313,7 +313,7 @@ SBN_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
     return ret;
 }
 
-SBN_API aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
+SBN_ACL_API aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
 {
     event_state s = {0, 0};
     aclError ret = query_event("aclrtQueryEventStatus", event, status, &s);
@@ -323,7 +323,7 @@ SBN_API aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatu
     return ret;
 }
 
-SBN_API aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status)
+SBN_ACL_API aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status)
 {
     event_state s = {0, 0};
     aclError ret = query_event("aclrtQueryEventWaitStatus", event, status, &s);
@@ -332,7 +332,7 @@ SBN_API aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatu
     return ret;
 }
 
-SBN_API aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent)
+SBN_ACL_API aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent)
 {
     static const char *op = "aclrtEventElapsedTime";
     event_state a = {0, 0}, b = {0, 0};

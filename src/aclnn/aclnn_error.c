@@ -65,7 +65,7 @@ aclnnStatus sbn__acl_from_native(sbn_status status, const char *op)
     return sbn__acl_fail(code, op, "%s (%s)", why, sbn_status_name(status));
 }
 
-SBN_API const char *aclGetRecentErrMsg(void)
+SBN_ACL_API const char *aclGetRecentErrMsg(void)
 {
     if (g_recent[0] == '\0') return NULL;
     memcpy(g_returned, g_recent, sizeof g_returned);

@@ -105,7 +105,7 @@ static int64_t storage_bytes(const aclTensor *t, sbn_dtype dtype)
     int64_t bytes = (int64_t)sbn_dtype_size(dtype);
     uint64_t d;
     for (d = 0; d < t->storage_ndim; d++)
-        if (!sbn__mul_i64(bytes, t->storage_dims[d], &bytes)) return -1;
+        if (!sbn__acl_mul_i64(bytes, t->storage_dims[d], &bytes)) return -1;
     return bytes;
 }
 
@@ -124,7 +124,7 @@ int sbn__acl_exec_add(aclOpExecutor *executor, const aclTensor *t, sbn_tensor vi
         executor->view_offset_bytes[slot] = (int64_t)((uintptr_t)view.data - (uintptr_t)t->data);
     } else {
         elem = sbn_dtype_size(view.dtype);
-        if (!sbn__mul_i64(t->offset, (int64_t)elem, &executor->view_offset_bytes[slot]))
+        if (!sbn__acl_mul_i64(t->offset, (int64_t)elem, &executor->view_offset_bytes[slot]))
             executor->view_offset_bytes[slot] = -1; /* refused by the phase-2 storage check */
     }
     return slot;
@@ -183,20 +183,24 @@ aclnnStatus sbn__acl_exec_build(const char *op, const sbn__acl_exec_spec *spec,
 static aclnnStatus check_slot_storage(const char *op, const aclOpExecutor *e, int slot)
 {
     const sbn_tensor *v = &e->views[slot];
+    const char *name = e->names[slot] ? e->names[slot] : "a tensor";
     char shape[160], strides[220];
     uintptr_t base, end;
-    sbn__extent x;
-    sbn__extent_result r;
+    sbn__acl_extent x;
+    sbn__acl_extent_result r;
     int64_t off = e->view_offset_bytes[slot], bytes = e->storage_bytes[slot];
-    sbn_status memory;
+    size_t elem = sbn_dtype_size(v->dtype);
     if (v->data == NULL) return ACLNN_SUCCESS; /* the native op reports the NULL data */
-    /* extent and alignment (SBN_ERR_TOO_LARGE, SBN_ERR_MISALIGNED -> 161002): the op's own
-     * reads (a counter summed here) come before the native checks */
-    memory = sbn__check_view_memory(v, e->names[slot] ? e->names[slot] : "a tensor");
-    if (memory != SBN_OK) return sbn__acl_from_native(memory, op);
-    r = sbn__view_extent(v, &x);
-    if (r == SBN_EXTENT_EMPTY) return ACLNN_SUCCESS;
-    if (r == SBN_EXTENT_OK && off >= 0 && bytes >= 0 && (uint64_t)off <= (uintptr_t)v->data) {
+    r = sbn__acl_view_extent(v, &x);
+    if (r == SBN_ACL_EXTENT_EMPTY) return ACLNN_SUCCESS;
+    /* alignment before any access: the op's own reads (a counter summed here) and an op of
+     * several native calls come before the native checks of the later calls */
+    if (elem > 1 && (uintptr_t)v->data % elem != 0)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "%s's data %p is not aligned to its element size (%s, %zu bytes); "
+                             "views must start on a multiple of the element size",
+                             name, v->data, sbn_dtype_name(v->dtype), elem);
+    if (r == SBN_ACL_EXTENT_OK && off >= 0 && bytes >= 0 && (uint64_t)off <= (uintptr_t)v->data) {
         base = (uintptr_t)v->data - (uintptr_t)off;
         if ((uint64_t)bytes <= UINTPTR_MAX - base) {
             end = base + (uintptr_t)bytes;
@@ -205,11 +209,12 @@ static aclnnStatus check_slot_storage(const char *op, const aclOpExecutor *e, in
     }
     return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                          "%s has view shape %s and strides %s at %p (offset %lld bytes into its "
-                         "storage of %lld bytes): the view reaches outside its storage",
-                         e->names[slot] ? e->names[slot] : "a tensor",
-                         sbn__shape_str(v, shape, sizeof shape),
-                         sbn__strides_str(v, strides, sizeof strides), v->data, (long long)off,
-                         (long long)bytes);
+                         "storage of %lld bytes): the view reaches outside its storage%s",
+                         name, sbn__acl_dims_str(v->shape, v->rank, shape, sizeof shape),
+                         sbn__acl_dims_str(v->strides, v->rank, strides, sizeof strides), v->data,
+                         (long long)off, (long long)bytes,
+                         r == SBN_ACL_EXTENT_OVERFLOW ? " (its byte range overflows 64 bits)"
+                                                      : "");
 }
 
 aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspace_size,
@@ -282,7 +287,7 @@ aclnnStatus sbn__acl_exec_run(const char *op, void *workspace, uint64_t workspac
 
 /* ---- public executor calls ---- */
 
-SBN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
+SBN_ACL_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
 {
     static const char *op = "aclSetAclOpExecutorRepeatable";
     exec_node *n;
@@ -295,7 +300,7 @@ SBN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor)
     return ACLNN_SUCCESS;
 }
 
-SBN_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
+SBN_ACL_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
 {
     static const char *op = "aclDestroyAclOpExecutor";
     exec_node *n;
@@ -367,19 +372,19 @@ static aclnnStatus set_addr(const char *op, aclOpExecutor *executor, size_t inde
     return ACLNN_SUCCESS;
 }
 
-SBN_API aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index,
+SBN_ACL_API aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index,
                                           aclTensor *tensor, void *addr)
 {
     return set_addr("aclSetInputTensorAddr", executor, index, tensor, addr, SCOPE_INPUT);
 }
 
-SBN_API aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index,
+SBN_ACL_API aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index,
                                            aclTensor *tensor, void *addr)
 {
     return set_addr("aclSetOutputTensorAddr", executor, index, tensor, addr, SCOPE_OUTPUT);
 }
 
-SBN_API aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index,
+SBN_ACL_API aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index,
                                      aclTensor *tensor, void *addr)
 {
     return set_addr("aclSetTensorAddr", executor, index, tensor, addr, SCOPE_ALL);

@@ -1,7 +1,7 @@
 /*
  * aclnn_handles.c - the one registry of live aclnn objects, shared by every kind
  * (tensor, scalar, the int/float/bool arrays, tensor list, executor, stream). An
- * object lives in one sbn__malloc block behind a small header; what the caller
+ * object lives in one sbn_malloc block behind a small header; what the caller
  * gets is not that address but a handle: an address inside a region of address
  * space reserved with PROT_NONE (no memory behind it, nothing else can ever be
  * placed there), handed out in increasing order and never reused while the
@@ -83,8 +83,8 @@ void *sbn__acl_object_new(sbn__acl_kind kind, size_t bytes)
 {
     object_header *h;
     size_t total;
-    if (!sbn__add_size(bytes, HEADER_BYTES, &total)) return NULL;
-    h = (object_header *)sbn__malloc(total);
+    if (!sbn__acl_add_size(bytes, HEADER_BYTES, &total)) return NULL;
+    h = (object_header *)sbn_malloc(total);
     if (h == NULL) return NULL;
     memset(h, 0, total);
     h->kind = kind;
@@ -97,7 +97,7 @@ void *sbn__acl_object_new(sbn__acl_kind kind, size_t bytes)
     }
     sbn__acl_registry_unlock();
     if (h->handle == 0) {
-        sbn__free(h);
+        sbn_free(h);
         return NULL;
     }
     return object_of(h);
@@ -137,7 +137,7 @@ void sbn__acl_object_unlink_locked(void *obj)
 
 void sbn__acl_object_free(void *obj)
 {
-    if (obj != NULL) sbn__free(header_of(obj));
+    if (obj != NULL) sbn_free(header_of(obj));
 }
 
 int sbn__acl_object_destroy(const void *handle, sbn__acl_kind kind)

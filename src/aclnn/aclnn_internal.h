@@ -1,18 +1,67 @@
 /*
- * aclnn_internal.h - what the aclnn-compatible layer's files share: the layout of
- * the aclnn objects, the per-thread recent error message, the checks in CANN's
- * order (null, dtype, format, shape) with CANN's status codes, the conversion of
- * an aclTensor to a native sbn_tensor view, the executor with its registry and
- * per-argument slot table, and the steps every op file repeats (SBN_ACL_TRY, the
- * eps/momentum/workspaceSize/executor checks, the workspace size, default vectors,
- * phase 2). The aclnn layer validates and maps; every number is computed by the
- * native ops.
+ * aclnn_internal.h - what the files of libsyncbn_acl (the CANN-compatible acl and
+ * aclnn API) share: the layout of the aclnn objects, the per-thread recent error
+ * message, the checks in CANN's order (null, dtype, format, shape) with CANN's
+ * status codes, the conversion of an aclTensor to a native sbn_tensor view, the
+ * executor with its registry and per-argument slot table, the steps every op file
+ * repeats (SBN_ACL_TRY, the eps/momentum/workspaceSize/executor checks, the workspace
+ * size, default vectors, phase 2), and the few arithmetic helpers the layer needs
+ * (checked int64 arithmetic, a view's extent, fp16). The layer is a client of
+ * libsyncbn: it includes only the public include/syncbn headers and this directory's
+ * own files, never libsyncbn's internals, and it validates and maps while every
+ * number is computed by the native ops.
  */
 #ifndef SBN_ACLNN_INTERNAL_H
 #define SBN_ACLNN_INTERNAL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "aclnn/acl_meta.h"
-#include "core/internal.h"
+#include "syncbn/ops.h"
+#include "syncbn/syncbn.h"
+
+/* The acl and aclnn entry points are the library's exports; everything else is hidden
+ * (the library is compiled with -fvisibility=hidden). */
+#define SBN_ACL_API __attribute__((visibility("default")))
+
+/* ---- checked arithmetic and views (aclnn_extent.c) ---- */
+/* *out = a * b, a + b; 0 when the result does not fit (then *out is unspecified). */
+static inline int sbn__acl_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline int sbn__acl_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline int sbn__acl_add_size(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/*
+ * Where a native view lies: the element offsets it reaches, lo..hi (inclusive,
+ * lo = the sum of the negative (shape - 1) * stride, hi the sum of the positive
+ * ones), and its bytes [byte_lo, byte_hi) from its data pointer.
+ */
+typedef struct sbn__acl_extent {
+    int64_t lo, hi;
+    uintptr_t byte_lo, byte_hi;
+} sbn__acl_extent;
+typedef enum sbn__acl_extent_result {
+    SBN_ACL_EXTENT_EMPTY = 0,    /* a dim is 0: the view reaches no element */
+    SBN_ACL_EXTENT_OK = 1,
+    SBN_ACL_EXTENT_OVERFLOW = -1 /* an offset or an address does not fit */
+} sbn__acl_extent_result;
+/* The extent of v (rank 0..SBN_MAX_RANK, a known dtype), in overflow-checked arithmetic. */
+sbn__acl_extent_result sbn__acl_view_extent(const sbn_tensor *v, sbn__acl_extent *e);
+/* "[2, 3]" of n values into buf ("(rank n)" for a negative n). */
+const char *sbn__acl_dims_str(const int64_t *v, int64_t n, char *buf, size_t size);
+
+/* IEEE binary16 from and to float, round to nearest, ties to even (acl_data_type.c). */
+uint16_t sbn__acl_float_to_f16(float f);
+float sbn__acl_f16_to_float(uint16_t h);
 
 /* Largest view rank aclCreateTensor accepts (ops accept 2..8 and reject the rest with 161002). */
 #define SBN_ACL_MAX_CREATE_DIMS 64

@@ -4,7 +4,7 @@
  * libnnopbase where it is documented or visible. Every object copies what it is
  * given (a tensor list copies the array of pointers and, as in CANN, owns the
  * tensors: aclDestroyTensorList destroys them); every allocation goes through
- * sbn__malloc, and a create returns NULL when it fails or when its arguments are
+ * sbn_malloc, and a create returns NULL when it fails or when its arguments are
  * invalid, leaving the reason for aclGetRecentErrMsg(). Every object is registered
  * (aclnn_handles.c): the caller holds a handle that is looked up before anything is
  * read, so a destroyed, foreign or other-kind pointer is refused with 161002 and
@@ -79,7 +79,7 @@ static aclnnStatus destroy_object(const char *op, const void *handle, sbn__acl_k
 
 /* ---- aclTensor ---- */
 
-SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
+SBN_ACL_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
                                    aclDataType dataType, const int64_t *stride, int64_t offset,
                                    aclFormat format, const int64_t *storageDims,
                                    uint64_t storageDimsNum, void *tensorData)
@@ -155,7 +155,7 @@ SBN_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum
     return (aclTensor *)handle;
 }
 
-SBN_API aclnnStatus aclDestroyTensor(const aclTensor *tensor)
+SBN_ACL_API aclnnStatus aclDestroyTensor(const aclTensor *tensor)
 {
     return destroy_object("aclDestroyTensor", tensor, SBN_ACL_KIND_TENSOR,
                           "aclTensor (already destroyed, or not made by aclCreateTensor)");
@@ -163,7 +163,7 @@ SBN_API aclnnStatus aclDestroyTensor(const aclTensor *tensor)
 
 /* ---- aclScalar ---- */
 
-SBN_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
+SBN_ACL_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
 {
     static const char *op = "aclCreateScalar";
     size_t bytes = aclDataTypeSize(dataType);
@@ -185,7 +185,7 @@ SBN_API aclScalar *aclCreateScalar(void *value, aclDataType dataType)
     return (aclScalar *)handle;
 }
 
-SBN_API aclnnStatus aclDestroyScalar(const aclScalar *scalar)
+SBN_ACL_API aclnnStatus aclDestroyScalar(const aclScalar *scalar)
 {
     return destroy_object("aclDestroyScalar", scalar, SBN_ACL_KIND_SCALAR, "aclScalar");
 }
@@ -238,48 +238,48 @@ static void *make_array(const char *op, const void *value, uint64_t size, size_t
         return (type *)handle_;                                                         \
     } while (0)
 
-SBN_API aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size)
+SBN_ACL_API aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size)
 {
     SBN_ACL_CREATE_ARRAY("aclCreateIntArray", aclIntArray, int64_t, SBN_ACL_KIND_INT_ARRAY,
                          SBN_ACL_INT_ARRAY_MAGIC, values);
 }
 
-SBN_API aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size)
+SBN_ACL_API aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size)
 {
     SBN_ACL_CREATE_ARRAY("aclCreateFloatArray", aclFloatArray, float, SBN_ACL_KIND_FLOAT_ARRAY,
                          SBN_ACL_FLOAT_ARRAY_MAGIC, values);
 }
 
-SBN_API aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size)
+SBN_ACL_API aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size)
 {
     SBN_ACL_CREATE_ARRAY("aclCreateBoolArray", aclBoolArray, bool, SBN_ACL_KIND_BOOL_ARRAY,
                          SBN_ACL_BOOL_ARRAY_MAGIC, values);
 }
 
-SBN_API aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size)
+SBN_ACL_API aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size)
 {
     /* the list keeps the handles it is given */
     SBN_ACL_CREATE_ARRAY("aclCreateTensorList", aclTensorList, aclTensor *,
                          SBN_ACL_KIND_TENSOR_LIST, SBN_ACL_TENSOR_LIST_MAGIC, tensors);
 }
 
-SBN_API aclnnStatus aclDestroyIntArray(const aclIntArray *array)
+SBN_ACL_API aclnnStatus aclDestroyIntArray(const aclIntArray *array)
 {
     return destroy_object("aclDestroyIntArray", array, SBN_ACL_KIND_INT_ARRAY, "aclIntArray");
 }
 
-SBN_API aclnnStatus aclDestroyFloatArray(const aclFloatArray *array)
+SBN_ACL_API aclnnStatus aclDestroyFloatArray(const aclFloatArray *array)
 {
     return destroy_object("aclDestroyFloatArray", array, SBN_ACL_KIND_FLOAT_ARRAY,
                           "aclFloatArray");
 }
 
-SBN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray *array)
+SBN_ACL_API aclnnStatus aclDestroyBoolArray(const aclBoolArray *array)
 {
     return destroy_object("aclDestroyBoolArray", array, SBN_ACL_KIND_BOOL_ARRAY, "aclBoolArray");
 }
 
-SBN_API aclnnStatus aclDestroyTensorList(const aclTensorList *array)
+SBN_ACL_API aclnnStatus aclDestroyTensorList(const aclTensorList *array)
 {
     aclTensorList *list;
     uint64_t i, j;
@@ -360,7 +360,7 @@ static int64_t *hand_out_alloc(size_t n)
     return (int64_t *)malloc(n * sizeof(int64_t));
 }
 
-SBN_API void sbn_acl_free_array(void *array)
+SBN_ACL_API void sbn_acl_free_array(void *array)
 {
     if (array == NULL) return;
 #ifdef SBN_CXX_DELETE_ARRAY
@@ -384,7 +384,7 @@ static aclnnStatus hand_out(const char *op, const int64_t *src, uint64_t n, int6
     return ACLNN_SUCCESS;
 }
 
-SBN_API aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims,
+SBN_ACL_API aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims,
                                     uint64_t *viewDimsNum)
 {
     const aclTensor *t = NULL;
@@ -392,7 +392,7 @@ SBN_API aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims,
     return hand_out("aclGetViewShape", t->dims, t->ndim, viewDims, viewDimsNum);
 }
 
-SBN_API aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims,
+SBN_ACL_API aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims,
                                        uint64_t *storageDimsNum)
 {
     const aclTensor *t = NULL;
@@ -401,7 +401,7 @@ SBN_API aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storag
                     storageDimsNum);
 }
 
-SBN_API aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **stridesValue,
+SBN_ACL_API aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **stridesValue,
                                       uint64_t *stridesNum)
 {
     const aclTensor *t = NULL;
@@ -409,7 +409,7 @@ SBN_API aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **strides
     return hand_out("aclGetViewStrides", t->strides, t->ndim, stridesValue, stridesNum);
 }
 
-SBN_API aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset)
+SBN_ACL_API aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset)
 {
     const aclTensor *t = NULL;
     SBN_ACL_TRY(getter_args("aclGetViewOffset", tensor, offset, offset, &t));
@@ -417,7 +417,7 @@ SBN_API aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset)
     return ACLNN_SUCCESS;
 }
 
-SBN_API aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format)
+SBN_ACL_API aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format)
 {
     const aclTensor *t = NULL;
     SBN_ACL_TRY(getter_args("aclGetFormat", tensor, format, format, &t));
@@ -425,7 +425,7 @@ SBN_API aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format)
     return ACLNN_SUCCESS;
 }
 
-SBN_API aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType)
+SBN_ACL_API aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType)
 {
     const aclTensor *t = NULL;
     SBN_ACL_TRY(getter_args("aclGetDataType", tensor, dataType, dataType, &t));
@@ -463,22 +463,22 @@ _Static_assert(offsetof(aclFloatArray, size) == offsetof(sized_object, size), "s
 _Static_assert(offsetof(aclBoolArray, size) == offsetof(sized_object, size), "size member");
 _Static_assert(offsetof(aclTensorList, size) == offsetof(sized_object, size), "size member");
 
-SBN_API aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size)
+SBN_ACL_API aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size)
 {
     return get_size("aclGetIntArraySize", array, SBN_ACL_KIND_INT_ARRAY, size);
 }
 
-SBN_API aclnnStatus aclGetFloatArraySize(const aclFloatArray *array, uint64_t *size)
+SBN_ACL_API aclnnStatus aclGetFloatArraySize(const aclFloatArray *array, uint64_t *size)
 {
     return get_size("aclGetFloatArraySize", array, SBN_ACL_KIND_FLOAT_ARRAY, size);
 }
 
-SBN_API aclnnStatus aclGetBoolArraySize(const aclBoolArray *array, uint64_t *size)
+SBN_ACL_API aclnnStatus aclGetBoolArraySize(const aclBoolArray *array, uint64_t *size)
 {
     return get_size("aclGetBoolArraySize", array, SBN_ACL_KIND_BOOL_ARRAY, size);
 }
 
-SBN_API aclnnStatus aclGetTensorListSize(const aclTensorList *tensorList, uint64_t *size)
+SBN_ACL_API aclnnStatus aclGetTensorListSize(const aclTensorList *tensorList, uint64_t *size)
 {
     return get_size("aclGetTensorListSize", tensorList, SBN_ACL_KIND_TENSOR_LIST, size);
 }

@@ -9,6 +9,7 @@
  * nothing (empty input, C == 0), and the phase-2 entry point. Building the
  * executor from an op's argument list is sbn__acl_exec_build (aclnn_executor.c).
  */
+#include <math.h>
 #include <stdint.h>
 
 #include "aclnn_internal.h"
@@ -26,14 +27,25 @@ static aclnnStatus native_check(const char *op, sbn_status status)
     return status == SBN_OK ? ACLNN_SUCCESS : sbn__acl_from_native(status, op);
 }
 
+/*
+ * The native ops' rules for eps and momentum, checked here so that phase 1 refuses
+ * what phase 2's native op would (as CANN's phase 1 does); the native op checks them
+ * again when it runs, which is where the rules live.
+ */
 aclnnStatus sbn__acl_check_eps(const char *op, double eps)
 {
-    return native_check(op, sbn__check_eps(eps));
+    if (!isfinite(eps) || eps < 0)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "eps is %.17g; expected a finite value >= 0", eps);
+    return ACLNN_SUCCESS;
 }
 
 aclnnStatus sbn__acl_check_momentum(const char *op, double momentum)
 {
-    return native_check(op, sbn__check_momentum(momentum));
+    if (!isfinite(momentum) || momentum < 0 || momentum > 1)
+        return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
+                             "momentum is %.17g; expected a value in [0, 1]", momentum);
+    return ACLNN_SUCCESS;
 }
 
 aclnnStatus sbn__acl_workspace_size(const char *op, sbn__acl_size_fn size_fn, const aclTensor *t,

@@ -2,12 +2,13 @@
  * aclnn_pool.c - the one thread pool every aclnn op of the process runs on. It is
  * created on first use (the first op's phase 2, or aclrtSetDevice) with a size
  * chosen in this order: the "syncbn": {"num_threads": N} key of the aclInit
- * config file, the SBN_NUM_THREADS environment variable (1..1024, parsed once by
- * env.c; any other value is ignored with a warning), else the number of CPUs in the process's affinity mask. A phase 2
+ * config file, else sbn_pool_default_threads(): the SBN_NUM_THREADS environment
+ * variable (1..1024, read by libsyncbn; any other value is ignored with a warning),
+ * else the number of CPUs in the process's affinity mask. A phase 2
  * holds the pool for reading while it runs (a pthread rwlock); aclInit with a new
  * size and aclFinalize take it for writing, so the pool is only replaced or
  * destroyed when no op is using it. Several host threads may run ops at once: the
- * native pool (src/core/pool.c) serialises their parallel loops on its run lock,
+ * native pool (sbn_pool_t) serialises their parallel loops on its run lock,
  * and since a loop's result never depends on which thread ran which index, every
  * op gives the same bits as when run alone, with any pool size. A forked child
  * drops the parent's pool (its worker threads do not exist there) and builds its
@@ -18,9 +19,8 @@
 #include <stdlib.h>
 
 #include "aclnn_internal.h"
-#include "core/env.h"
 
-#define MAX_POOL_THREADS SBN_ENV_MAX_THREADS
+#define MAX_POOL_THREADS 1024 /* sbn_pool_create's limit */
 
 static pthread_rwlock_t g_pool_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
@@ -50,9 +50,7 @@ static void install_atfork(void)
 
 int sbn__acl_pool_default_threads(void)
 {
-    /* SBN_NUM_THREADS (env.c): 1..1024, else 0 */
-    int n = g_config_threads > 0 ? g_config_threads : sbn__env_get()->num_threads;
-    if (n <= 0) n = sbn__affinity_cpus();
+    int n = g_config_threads > 0 ? g_config_threads : sbn_pool_default_threads();
     return n > MAX_POOL_THREADS ? MAX_POOL_THREADS : n;
 }
 

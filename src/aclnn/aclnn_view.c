@@ -9,7 +9,7 @@
  * aclSet*TensorAddr) gives a view with NULL data; a rank the native views cannot
  * hold (> SBN_MAX_RANK), or an offset whose bytes or address do not fit, gives
  * rank -1, which every native check refuses. Also here: the bounded-view rule
- * (sbn__acl_check_storage), in overflow-checked arithmetic (sbn__view_extent): a
+ * (sbn__acl_check_storage), in overflow-checked arithmetic (sbn__acl_view_extent): a
  * view must reach only elements of its storage, the product of its storage dims
  * counted from the data pointer, and data that is set must be aligned to the
  * element size.
@@ -53,7 +53,7 @@ static sbn_tensor make_view(const aclTensor *t, int channels_last, int with_data
     elem = ok ? sbn_dtype_size(v.dtype) : 0;
     if (with_data && t->data != NULL) {
         /* a view whose offset does not fit is unusable (rank -1); the storage check names it */
-        if (!sbn__mul_i64(t->offset, (int64_t)elem, &offset_bytes) ||
+        if (!sbn__acl_mul_i64(t->offset, (int64_t)elem, &offset_bytes) ||
             (uint64_t)offset_bytes > UINTPTR_MAX - (uintptr_t)t->data) {
             v.rank = -1;
             return v;
@@ -92,25 +92,13 @@ sbn_tensor sbn__acl_shape_view(const aclTensor *t, int channels_last)
     return make_view(t, channels_last, 0);
 }
 
-/* "[2, 3]" of n values into buf. */
-static const char *list_str(const int64_t *v, uint64_t n, char *buf, size_t size)
-{
-    size_t used = (size_t)snprintf(buf, size, "[");
-    uint64_t d;
-    for (d = 0; d < n && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "",
-                                 (long long)v[d]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-    return buf;
-}
-
 aclnnStatus sbn__acl_check_storage(const char *op, const aclTensor *t, const char *name)
 {
     char dims[256], strides[256], storage[256];
     int64_t storage_numel = 1, storage_bytes, first, last;
     sbn_tensor v = sbn__acl_shape_view(t, 0); /* no data: the element extent only */
-    sbn__extent e;
-    sbn__extent_result r;
+    sbn__acl_extent e;
+    sbn__acl_extent_result r;
     int ok = 0, fits = 1;
     uint64_t d;
     size_t elem;
@@ -131,26 +119,26 @@ aclnnStatus sbn__acl_check_storage(const char *op, const aclTensor *t, const cha
     /* the count of the non-zero dims must fit, even when another dim is 0 (the native
      * walks multiply dims before they look at the element count) */
     for (d = 0; d < t->ndim && fits; d++)
-        fits = t->dims[d] == 0 || sbn__mul_i64(storage_numel, t->dims[d], &storage_numel);
+        fits = t->dims[d] == 0 || sbn__acl_mul_i64(storage_numel, t->dims[d], &storage_numel);
     if (!fits)
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "%s has view shape %s: the product of its dims overflows 64 bits",
-                             name, list_str(t->dims, t->ndim, dims, sizeof dims));
+                             name, sbn__acl_dims_str(t->dims, (int64_t)t->ndim, dims, sizeof dims));
     storage_numel = 1;
-    r = sbn__view_extent(&v, &e);
-    if (r == SBN_EXTENT_EMPTY) return ACLNN_SUCCESS; /* reaches no element */
+    r = sbn__acl_view_extent(&v, &e);
+    if (r == SBN_ACL_EXTENT_EMPTY) return ACLNN_SUCCESS; /* reaches no element */
     for (d = 0; d < t->storage_ndim && fits; d++)
-        fits = sbn__mul_i64(storage_numel, t->storage_dims[d], &storage_numel);
-    fits = fits && sbn__mul_i64(storage_numel, (int64_t)elem, &storage_bytes);
+        fits = sbn__acl_mul_i64(storage_numel, t->storage_dims[d], &storage_numel);
+    fits = fits && sbn__acl_mul_i64(storage_numel, (int64_t)elem, &storage_bytes);
     /* elements offset + lo .. offset + hi of the storage, which holds storage_numel */
-    if (r == SBN_EXTENT_OK && fits && sbn__add_i64(t->offset, e.lo, &first) &&
-        sbn__add_i64(t->offset, e.hi, &last) && first >= 0 && last < storage_numel &&
+    if (r == SBN_ACL_EXTENT_OK && fits && sbn__acl_add_i64(t->offset, e.lo, &first) &&
+        sbn__acl_add_i64(t->offset, e.hi, &last) && first >= 0 && last < storage_numel &&
         (t->data == NULL || (uint64_t)storage_bytes <= UINTPTR_MAX - (uintptr_t)t->data))
         return ACLNN_SUCCESS;
-    list_str(t->dims, t->ndim, dims, sizeof dims);
-    list_str(t->strides, t->ndim, strides, sizeof strides);
-    list_str(t->storage_dims, t->storage_ndim, storage, sizeof storage);
-    if (r != SBN_EXTENT_OK || !sbn__add_i64(t->offset, e.hi, &last))
+    sbn__acl_dims_str(t->dims, (int64_t)t->ndim, dims, sizeof dims);
+    sbn__acl_dims_str(t->strides, (int64_t)t->ndim, strides, sizeof strides);
+    sbn__acl_dims_str(t->storage_dims, (int64_t)t->storage_ndim, storage, sizeof storage);
+    if (r != SBN_ACL_EXTENT_OK || !sbn__acl_add_i64(t->offset, e.hi, &last))
         return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, op,
                              "%s has view shape %s, strides %s and offset %lld: the elements it "
                              "reaches overflow 64 bits; a view must lie inside its storage "

@@ -26,7 +26,7 @@
  */
 #include "aclnnop/aclnn_batch_norm.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnBatchNorm"
 

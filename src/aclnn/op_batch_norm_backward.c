@@ -31,7 +31,7 @@
  */
 #include "aclnnop/aclnn_batch_norm_backward.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 
 /* The tensor arguments in signature order. */

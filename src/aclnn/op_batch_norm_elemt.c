@@ -19,7 +19,7 @@
  */
 #include "aclnnop/aclnn_batch_norm_elemt.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnBatchNormElemt"
 

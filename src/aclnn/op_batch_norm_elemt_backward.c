@@ -24,8 +24,9 @@
 #include "aclnnop/aclnn_batch_norm_elemt_backward.h"
 
 #include <math.h>
+#include <string.h>
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnBatchNormElemtBackward"
 
@@ -41,6 +42,28 @@ static const sbn__acl_dtypes k_counter_dtypes = {k_counter_list, 3};
 
 /* Largest N kept exactly (counts are summed in double). */
 #define MAX_COUNT 9007199254740992.0 /* 2^53 */
+
+/*
+ * dst[0..n) = the counts at p, p + stride, ... (stride in elements) of dtype: the
+ * counter's INT32, FLOAT16 or FLOAT (the dtypes phase 1 let through), as doubles.
+ */
+static void load_counts(const char *p, sbn_dtype dtype, int64_t stride, int64_t n, double *dst)
+{
+    const int64_t step = stride * (int64_t)sbn_dtype_size(dtype); /* inside the checked extent */
+    int64_t k;
+    for (k = 0; k < n; k++) {
+        const char *q = p + k * step;
+        int32_t i;
+        uint16_t h;
+        float f;
+        switch (dtype) {
+        case SBN_I32: memcpy(&i, q, sizeof i), dst[k] = (double)i; break;
+        case SBN_F16: memcpy(&h, q, sizeof h), dst[k] = (double)sbn__acl_f16_to_float(h); break;
+        case SBN_F32: memcpy(&f, q, sizeof f), dst[k] = (double)f; break;
+        default: dst[k] = NAN; break; /* refused by the caller as not a whole number */
+        }
+    }
+}
 
 /*
  * *total = the sum of every element of counter (any rank and strides), each a whole
@@ -80,7 +103,7 @@ static aclnnStatus counter_total(const sbn_tensor *counter, int64_t *total)
         for (d = 0; d < c.rank; d++) off += idx[d] * c.strides[d];
         while (n > 0) {
             int64_t m = n < 256 ? n : 256;
-            sbn__load_run((const char *)c.data + off * elem, c.dtype, c.strides[last], m, run);
+            load_counts((const char *)c.data + off * elem, c.dtype, c.strides[last], m, run);
             for (k = 0; k < m; k++) {
                 if (!(run[k] >= 0.0) || run[k] != floor(run[k]) || run[k] > MAX_COUNT)
                     return sbn__acl_fail(ACLNN_ERR_PARAM_INVALID, OP,

@@ -27,7 +27,7 @@
  */
 #include "aclnnop/aclnn_batch_norm_gather_stats_with_counts.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnBatchNormGatherStatsWithCounts"
 

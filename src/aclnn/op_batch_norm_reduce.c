@@ -15,7 +15,7 @@
  */
 #include "aclnnop/aclnn_batch_norm_reduce.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnBatchNormReduce"
 

@@ -22,7 +22,7 @@
  */
 #include "aclnnop/aclnn_batch_norm_backward_reduce.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnBatchNormReduceBackward"
 

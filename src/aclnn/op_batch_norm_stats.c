@@ -16,7 +16,7 @@
  */
 #include "aclnnop/aclnn_batch_norm_stats.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnBatchNormStats"
 

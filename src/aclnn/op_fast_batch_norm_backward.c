@@ -15,7 +15,7 @@
  */
 #include "aclnnop/aclnn_fast_batch_norm_backward.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnFastBatchNormBackward"
 

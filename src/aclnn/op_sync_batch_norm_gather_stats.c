@@ -24,7 +24,7 @@
  */
 #include "aclnnop/aclnn_sync_batch_norm_gather_stats.h"
 
-#include "aclnn/aclnn_internal.h"
+#include "aclnn_internal.h"
 
 #define OP "aclnnSyncBatchNormGatherStats"
 

@@ -2,6 +2,8 @@
  * alloc.c - the allocator hook. Every allocation of the library goes through
  * sbn__malloc/sbn__free so that a caller (or a test injecting failures) can
  * substitute its own functions. Ops never allocate; objects such as pools do.
+ * sbn_malloc/sbn_free are the same two calls for code built on the library (the
+ * aclnn library), so its objects go through the hook too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,4 +51,14 @@ void sbn__free(void *ptr)
         g_free_fn(ptr, g_user);
     else
         free(ptr);
+}
+
+SBN_API void *sbn_malloc(size_t bytes)
+{
+    return sbn__malloc(bytes);
+}
+
+SBN_API void sbn_free(void *ptr)
+{
+    sbn__free(ptr);
 }

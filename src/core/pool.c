@@ -34,7 +34,9 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/env.h"
 #include "core/export.h"
+#include "core/machine.h"
 #include "core/pool.h"
 #include "core/status.h"
 #include "syncbn/syncbn.h"
@@ -257,6 +259,13 @@ SBN_API void sbn_pool_destroy(sbn_pool_t *pool)
 SBN_API int sbn_pool_threads(const sbn_pool_t *pool)
 {
     return pool ? pool->threads : 1;
+}
+
+SBN_API int sbn_pool_default_threads(void)
+{
+    int n = sbn__env_get()->num_threads; /* 1..SBN_POOL_MAX_THREADS when set and valid, else 0 */
+    if (n <= 0) n = sbn__affinity_cpus();
+    return n > SBN_POOL_MAX_THREADS ? SBN_POOL_MAX_THREADS : n;
 }
 
 sbn_pool_t *sbn__pool_team(sbn_pool_t *pool, int threads, sbn_pool_t *view)

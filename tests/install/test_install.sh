@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # test_install.sh BUILD_DIR SOURCE_DIR HAVE_MPI - the install as its users meet it (issue 12), run by
 # ctest in the optimised build. (1) CANN's layout: `cmake --install --component ascend` into a
-# scratch prefix gives lib64/ with every CANN library name resolving to libsyncbn, include/acl,
+# scratch prefix gives lib64/ with every CANN library name resolving to libsyncbn_acl (which
+# exports the acl*/aclnn* symbols while libsyncbn exports sbn_* alone), include/acl,
 # aclnn, aclnnop, set_env.sh and bin/setenv.bash; in a clean environment `source set_env.sh` sets
 # ASCEND_TOOLKIT_HOME, ASCEND_HOME_PATH, LD_LIBRARY_PATH... (once, also when sourced twice, from sh,
 # and after the prefix is moved), and the samples build with an ops-nn style g++/gcc line and with a
 # CANN-style CMakeLists, and run. (2) The plain install: a CMake project with find_package(syncbn
-# CONFIG REQUIRED) and syncbn::syncbn, syncbn::syncbn_static (and syncbn::mpi under mpirun when MPI is
-# built); an unknown component fails; `pkg-config --cflags --libs syncbn` builds (with MPI's flags when
-# built). (3) `syncbn info` prints the version of syncbn.h, the kernels, CPUs, threads, MPI, the timeout
+# CONFIG REQUIRED) and syncbn::syncbn, syncbn::syncbn_static, syncbn::acl, syncbn::acl_static (and
+# syncbn::mpi under mpirun when MPI is built); an unknown component fails; `pkg-config --cflags --libs
+# syncbn` builds (with MPI's flags when built), and so does a CANN sample with syncbn-acl. (3) `syncbn info` prints the version of syncbn.h, the kernels, CPUs, threads, MPI, the timeout
 # and honours SBN_FORCE_SCALAR, SBN_NUM_THREADS and SBN_COMM_TIMEOUT. Every failed check is printed.
 set -u
 build=$(cd "${1:?usage: test_install.sh BUILD_DIR SOURCE_DIR HAVE_MPI}" && pwd)
@@ -35,15 +36,29 @@ home=$tmp/Ascend/ascend-toolkit/latest
 check "install --component ascend" cmake --install "$build" --prefix "$home" --component ascend
 for f in set_env.sh bin/setenv.bash bin/syncbn include/acl/acl.h include/aclnn/acl_meta.h \
          include/aclnnop/aclnn_batch_norm_stats.h include/syncbn/syncbn.h lib64/libsyncbn.a \
-         lib64/pkgconfig/syncbn.pc lib64/cmake/syncbn/syncbnConfig.cmake opp \
+         lib64/libsyncbn_acl.a lib64/pkgconfig/syncbn.pc lib64/pkgconfig/syncbn-acl.pc \
+         lib64/cmake/syncbn/syncbnConfig.cmake opp \
          python/site-packages/syncbn/__init__.py python/site-packages/syncbn/libsyncbn.so; do
   checks=$((checks + 1)); [ -e "$home/$f" ] || fail "ascend layout: $f missing"
 done
 real=$(readlink -f "$home/lib64/libsyncbn.so")
+real_acl=$(readlink -f "$home/lib64/libsyncbn_acl.so")
 for name in ascendcl nnopbase opapi opapi_nn opapi_math acl_rt; do
   checks=$((checks + 1))
-  [ "$(readlink -f "$home/lib64/lib$name.so")" = "$real" ] || fail "lib64/lib$name.so is not libsyncbn"
+  [ "$(readlink -f "$home/lib64/lib$name.so")" = "$real_acl" ] || fail "lib64/lib$name.so is not libsyncbn_acl"
 done
+# The exports: libsyncbn sbn_* alone; libsyncbn_acl the acl/aclnn entry points (and no sbn_ op).
+if command -v nm >/dev/null; then
+  nm -D --defined-only "$real" | awk '{print $3}' >"$tmp/exports"
+  nm -D --defined-only "$real_acl" | awk '{print $3}' >"$tmp/exports_acl"
+  checks=$((checks + 3))
+  ! grep -v '^sbn_' "$tmp/exports" | grep -q . ||
+    fail "libsyncbn exports other than sbn_*: $(grep -v '^sbn_' "$tmp/exports" | head -n 5 | paste -sd' ')"
+  grep -qx aclnnBatchNormStatsGetWorkspaceSize "$tmp/exports_acl" && grep -qx aclrtSetDevice "$tmp/exports_acl" ||
+    fail "libsyncbn_acl does not export the acl/aclnn entry points"
+  ! grep -v '^sbn_acl_' "$tmp/exports_acl" | grep -q '^sbn_' ||
+    fail "libsyncbn_acl exports libsyncbn's sbn_* functions"
+fi
 checks=$((checks + 1)); [ ! -e "$home/lib" ] || fail "ascend layout also has lib/ (the plain layout)"
 
 # A clean environment, as a CANN user's shell: only set_env.sh may point at the prefix.
@@ -177,6 +192,10 @@ add_executable(app "$tmp/app.c")
 target_link_libraries(app PRIVATE syncbn::syncbn)
 add_executable(app_static "$tmp/app.c")
 target_link_libraries(app_static PRIVATE syncbn::syncbn_static)
+add_executable(acl_app "$src/samples/batch_norm_stats.c")
+target_link_libraries(acl_app PRIVATE syncbn::acl m)
+add_executable(acl_app_static "$src/samples/batch_norm_stats.c")
+target_link_libraries(acl_app_static PRIVATE syncbn::acl_static m)
 if(SYNCBN_HAVE_MPI)
   find_package(syncbn CONFIG REQUIRED COMPONENTS mpi)
   add_executable(app_mpi "$tmp/app_mpi.c")
@@ -187,6 +206,8 @@ check "find_package(syncbn CONFIG REQUIRED): configure and build" bash -c \
   "cmake -S '$tmp/proj' -B '$tmp/proj/b' -DCMAKE_PREFIX_PATH='$prefix' && cmake --build '$tmp/proj/b'"
 check "syncbn::syncbn app runs" clean "$tmp/proj/b/app"
 check "syncbn::syncbn_static app runs" clean "$tmp/proj/b/app_static"
+check "syncbn::acl sample runs" clean "$tmp/proj/b/acl_app"
+check "syncbn::acl_static sample runs" clean "$tmp/proj/b/acl_app_static"
 checks=$((checks + 1))
 if [ "$have_mpi" = 1 ]; then
   if [ -x "$tmp/proj/b/app_mpi" ]; then
@@ -211,6 +232,9 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 check "pkg-config --modversion = syncbn.h" test "$(pkg-config --modversion syncbn)" = "$version"
 check "pkg-config build (gcc)" bash -c "gcc -Wall -Werror -o '$tmp/app_pc' '$tmp/app.c' \$(pkg-config --cflags --libs syncbn)"
 check "pkg-config app runs" clean env LD_LIBRARY_PATH="$libdir" "$tmp/app_pc"
+check "pkg-config syncbn-acl: a CANN sample builds and runs" bash -c \
+  "gcc -Wall -Werror -o '$tmp/acl_pc' '$src/samples/batch_norm_stats.c' \$(pkg-config --cflags --libs syncbn-acl) -lm &&
+   env -i LD_LIBRARY_PATH='$libdir' '$tmp/acl_pc'"
 checks=$((checks + 1))
 if [ "$have_mpi" = 1 ]; then
   pkg-config --cflags syncbn | grep -q -- "-DSBN_HAVE_MPI=1" || fail "pkg-config --cflags lacks SBN_HAVE_MPI=1"
