@@ -1,9 +1,20 @@
 /*
- * ops.h - the native SyncBN compute ops. Each op is a stateless pair:
- * sbn_<op>_workspace_size(...) tells how many bytes of scratch the op needs for
- * these shapes, then sbn_<op>(..., workspace, workspace_bytes, pool) runs it. Ops
- * never allocate; a workspace of 0 bytes may be NULL. Arguments come in the order
- * inputs, outputs, workspace, pool. Optional tensors are NULL when absent.
+ * ops.h - the native SyncBN compute ops, stateless, in two kinds:
+ *  - Ops over an activation x (stats, stats_moments, reduce, elemt, backward_reduce,
+ *    backward_elemt, batch_norm, batch_norm_backward) and gather_stats_with_counts
+ *    are pairs: sbn_<op>_workspace_size(...) tells how many bytes of scratch the op
+ *    needs for these shapes, then sbn_<op>(..., workspace, workspace_bytes, pool)
+ *    runs it, splitting its work over the pool's threads.
+ *  - Ops over per-channel data only (gather_moments, gather_stats_from_sums,
+ *    fold_conv: O(W x C) or O(numel(conv_weight)) serial work) never need scratch or
+ *    threads, so they are single calls without workspace, workspace_bytes or pool.
+ * Ops never allocate; a workspace of 0 bytes may be NULL. Arguments come in the order
+ * inputs, scalars, outputs, workspace, pool, with PyTorch's names. They stay
+ * positional (the layer calls of layer.h take structs): at most 10 tensors, each op
+ * one formula, and adapters (aclnn, Python) map their namesakes onto them argument
+ * for argument. Optional tensors are NULL when absent. Every op returns an sbn_status (syncbn.h); a failure writes no
+ * output and leaves a sentence naming the argument, its shape and the rule it broke
+ * in sbn_last_error().
  *
  * Notation: x is (N, C, d2, ..., dk), rank 2..8, channel axis 1 (any strides).
  * R = numel(x) / C is the number of elements of one channel ("the reduction").
