@@ -1,13 +1,16 @@
 /*
  * ops.h - the native SyncBN compute ops, stateless, in two kinds:
  *  - Ops over an activation x (stats, stats_moments, reduce, elemt, backward_reduce,
- *    backward_elemt, batch_norm, batch_norm_backward) and gather_stats_with_counts
- *    are pairs: sbn_<op>_workspace_size(...) tells how many bytes of scratch the op
- *    needs for these shapes, then sbn_<op>(..., workspace, workspace_bytes, pool)
- *    runs it, splitting its work over the pool's threads.
+ *    backward_elemt, batch_norm, batch_norm_backward) are pairs:
+ *    sbn_<op>_workspace_size(...) tells how many bytes of scratch the op needs for
+ *    these shapes, then sbn_<op>(..., workspace, workspace_bytes, pool) runs it,
+ *    splitting its work over the pool's threads.
  *  - Ops over per-channel data only (gather_moments, gather_stats_from_sums,
  *    fold_conv: O(W x C) or O(numel(conv_weight)) serial work) never need scratch or
  *    threads, so they are single calls without workspace, workspace_bytes or pool.
+ *    gather_stats_with_counts is the one exception: it has the pair (its size is 0
+ *    and it runs serially) because its CANN twin, a two-phase aclnn call, reports
+ *    that size in its first phase.
  * Ops never allocate; a workspace of 0 bytes may be NULL. Arguments come in the order
  * inputs, scalars, outputs, workspace, pool, with PyTorch's names. They stay
  * positional (the layer calls of layer.h take structs): at most 10 tensors, each op
