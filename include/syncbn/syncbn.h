@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define SBN_VERSION_MAJOR 0
-#define SBN_VERSION_MINOR 1
+#define SBN_VERSION_MINOR 2
 #define SBN_VERSION_PATCH 0
 
 /* The largest rank a view may have. */
@@ -147,7 +147,7 @@ typedef void *(*sbn_malloc_fn)(size_t bytes, void *user);
 typedef void (*sbn_free_fn)(void *ptr, void *user);
 void sbn_set_allocator(sbn_malloc_fn malloc_fn, sbn_free_fn free_fn, void *user);
 
-/* "0.1.0" */
+/* "0.2.0" */
 const char *sbn_version(void);
 
 #ifdef __cplusplus

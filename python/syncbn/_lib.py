@@ -4,7 +4,7 @@ The library is looked up in this order, and the first one that loads wins:
 the path in the ``SBN_LIBRARY`` environment variable; a ``libsyncbn.so`` next to
 the package (the installed layout puts a symlink in the package directory); the
 build tree of a source checkout (``build/release/`` two levels above
-``python/syncbn``); the system loader path (``libsyncbn.so.0``, then whatever
+``python/syncbn``); the system loader path (``libsyncbn.so.0.2``, then whatever
 ``ctypes.util.find_library("syncbn")`` names). When none works, ``ImportError``
 lists every place tried and why it failed. Only declarations live here: the
 Python wrappers are in the other modules.
@@ -145,12 +145,12 @@ def _candidates():
     if env:
         out.append(("SBN_LIBRARY", env))
     for d in (here, os.path.dirname(here)):
-        for name in ("libsyncbn.so", "libsyncbn.so.0"):
+        for name in ("libsyncbn.so", "libsyncbn.so.0.2"):
             out.append(("next to the package", os.path.join(d, name)))
     checkout = os.path.dirname(os.path.dirname(here))
     out.append(("source checkout build tree",
                 os.path.join(checkout, "build", "release", "libsyncbn.so")))
-    out.append(("system loader path", "libsyncbn.so.0"))
+    out.append(("system loader path", "libsyncbn.so.0.2"))
     found = ctypes.util.find_library("syncbn")
     if found:
         out.append(("system loader path (find_library)", found))
