@@ -77,7 +77,7 @@ typedef struct sbn_syncbn_timing {
  */
 typedef struct sbn_syncbn_config {
     size_t size;              /* sizeof(sbn_syncbn_config) of the caller's header */
-    double eps;               /* default 1e-5; > 0 and finite */
+    double eps;               /* default 1e-5; finite, >= 0 */
     double momentum;          /* default 0.1, in [0, 1]; unused when cumulative */
     int cumulative;           /* momentum = None: factor 1/num_batches_tracked (default 0) */
     int training;             /* default 1 */

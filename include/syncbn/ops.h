@@ -15,9 +15,16 @@
  * inputs, scalars, outputs, workspace, pool, with PyTorch's names. They stay
  * positional (the layer calls of layer.h take structs): at most 10 tensors, each op
  * one formula, and adapters (aclnn, Python) map their namesakes onto them argument
- * for argument. Optional tensors are NULL when absent. Every op returns an sbn_status (syncbn.h); a failure writes no
- * output and leaves a sentence naming the argument, its shape and the rule it broke
- * in sbn_last_error().
+ * for argument. Optional tensors are NULL when absent.
+ *
+ * Errors: every op returns an sbn_status (syncbn.h); a failure writes no output and
+ * leaves a sentence naming the argument, its shape and the rule it broke in
+ * sbn_last_error(). The failures common to every op: SBN_ERR_NULL_ARGUMENT (a
+ * required pointer), SBN_ERR_BAD_DTYPE, SBN_ERR_BAD_RANK, SBN_ERR_BAD_SHAPE (a view
+ * against its peers), SBN_ERR_ALIAS (an output overlapping another argument or the
+ * workspace), SBN_ERR_MISALIGNED and SBN_ERR_TOO_LARGE (a view's data or extent),
+ * SBN_ERR_BAD_VALUE (eps not finite or < 0, momentum outside [0, 1], a count out of
+ * range), SBN_ERR_WORKSPACE_TOO_SMALL (pairs); each op's comment adds its own.
  *
  * Notation: x is (N, C, d2, ..., dk), rank 2..8, channel axis 1 (any strides).
  * R = numel(x) / C is the number of elements of one channel ("the reduction").
