@@ -3,6 +3,8 @@
  * communicator (layer.h has the contract). Every argument is checked before the
  * first collective; a rank whose arguments are wrong announces the failure with
  * sbn_comm_fail so that its peers return SBN_ERR_PEER_FAILED instead of waiting.
+ * The public calls read the caller's sized config into the library's own
+ * (layer_config.c) and hand the io struct's members to forward() and backward().
  *
  * The statistics travel as order-independent sums (layer_sums.h): the forward
  * pass deposits this rank's moments (default: one unit for the whole local batch;
@@ -28,7 +30,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 
 #include "core/internal.h"
@@ -205,8 +206,8 @@ static sbn_status check_config(const sbn_syncbn_config *config)
  * apart from every tensor of the call (outputs and inputs) and from the int64
  * counters num_batches_tracked and global_count (either may be NULL).
  */
-static sbn_status check_layer_workspace(const sbn_tensor *x, const void *workspace, size_t workspace_bytes,
-                                        const sbn__arg *outputs, int n_out,
+static sbn_status check_layer_workspace(const sbn_tensor *x, const void *workspace,
+                                        size_t workspace_bytes, const sbn__arg *outputs, int n_out,
                                         const sbn__arg *inputs, int n_in,
                                         int64_t *num_batches_tracked, int64_t *global_count)
 {
