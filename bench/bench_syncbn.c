@@ -95,7 +95,7 @@ static void rank_main(rank_args *ra)
         }
         fill_rank(x, rows * c * hw, first * c * hw, 0.5f, 1.0f, 11);
         fill_rank(dy, rows * c * hw, first * c * hw, 0.0f, 0.5f, 12);
-        s = sbn_syncbn_workspace_size(&tx, world, &ws_bytes);
+        s = sbn_syncbn_workspace_size(&tx, &ws_bytes);
         if (s == SBN_OK && (ws = bench_alloc(ws_bytes)) == NULL) s = SBN_ERR_OUT_OF_MEMORY;
     }
     if (s != SBN_OK) {
@@ -114,11 +114,15 @@ static void rank_main(rank_args *ra)
         double t0;
         if ((s = sbn_comm_barrier(comm)) != SBN_OK) break;
         t0 = bench_now();
-        s = sbn_syncbn_forward(comm, &cfg, &tx, &w, &b, &rm, &rv, &nbt, &ty, &sm, &si, &count, ws,
-                               ws_bytes, NULL);
+        s = sbn_syncbn_forward(comm, &cfg, &(sbn_syncbn_forward_io){.x = &tx, .weight = &w,
+                               .bias = &b, .running_mean = &rm, .running_var = &rv,
+                               .num_batches_tracked = &nbt, .y = &ty, .save_mean = &sm,
+                               .save_invstd = &si, .global_count = &count}, ws, ws_bytes, NULL);
         if (!SBN_FAILED(s))
-            s = sbn_syncbn_backward(comm, &cfg, &tdy, &tx, &w, NULL, NULL, &sm, &si, count, &tdx,
-                                    &gw, &gb, ws, ws_bytes, NULL);
+            s = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &tdy, .x = &tx,
+                                    .weight = &w, .save_mean = &sm, .save_invstd = &si,
+                                    .global_count = count, .grad_input = &tdx, .grad_weight = &gw,
+                                    .grad_bias = &gb}, ws, ws_bytes, NULL);
         if (SBN_FAILED(s)) break;
         if (i >= 2) est += bench_now() - t0;
     }
@@ -145,11 +149,15 @@ static void rank_main(rank_args *ra)
         memset(&tm, 0, sizeof tm);
         if ((s = sbn_comm_barrier(comm)) != SBN_OK) break;
         t0 = bench_now();
-        s = sbn_syncbn_forward(comm, &cfg, &tx, &w, &b, &rm, &rv, &nbt, &ty, &sm, &si, &count, ws,
-                               ws_bytes, NULL);
+        s = sbn_syncbn_forward(comm, &cfg, &(sbn_syncbn_forward_io){.x = &tx, .weight = &w,
+                               .bias = &b, .running_mean = &rm, .running_var = &rv,
+                               .num_batches_tracked = &nbt, .y = &ty, .save_mean = &sm,
+                               .save_invstd = &si, .global_count = &count}, ws, ws_bytes, NULL);
         if (!SBN_FAILED(s))
-            s = sbn_syncbn_backward(comm, &cfg, &tdy, &tx, &w, NULL, NULL, &sm, &si, count, &tdx,
-                                    &gw, &gb, ws, ws_bytes, NULL);
+            s = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &tdy, .x = &tx,
+                                    .weight = &w, .save_mean = &sm, .save_invstd = &si,
+                                    .global_count = count, .grad_input = &tdx, .grad_weight = &gw,
+                                    .grad_bias = &gb}, ws, ws_bytes, NULL);
         if (SBN_FAILED(s)) break;
         mine[i] = bench_now() - t0;
         mine[MAX_STEPS + i] = tm.comm_seconds;

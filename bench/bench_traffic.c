@@ -59,13 +59,16 @@ static sbn_status layer_step(sbn_comm_t *comm, int reproducible)
     for (i = 0; i < 4 * C; i++) vec[i] = 1.0f;
     sbn_syncbn_config_default(&cfg);
     cfg.reproducible = reproducible;
-    if ((s = sbn_syncbn_workspace_size(&tx, sbn_comm_size(comm), &bytes)) != SBN_OK) return s;
+    if ((s = sbn_syncbn_workspace_size(&tx, &bytes)) != SBN_OK) return s;
     if ((ws = malloc(bytes)) == NULL) return sbn_comm_fail(comm, SBN_ERR_OUT_OF_MEMORY);
-    s = sbn_syncbn_forward(comm, &cfg, &tx, &w, &b, NULL, NULL, NULL, &ty, &sm, &si, &count, ws,
-                           bytes, NULL);
+    s = sbn_syncbn_forward(comm, &cfg, &(sbn_syncbn_forward_io){.x = &tx, .weight = &w, .bias = &b,
+                           .y = &ty, .save_mean = &sm, .save_invstd = &si, .global_count = &count},
+                           ws, bytes, NULL);
     if (!SBN_FAILED(s))
-        s = sbn_syncbn_backward(comm, &cfg, &tdy, &tx, &w, NULL, NULL, &sm, &si, count, &tdx, &gw,
-                                &gb, ws, bytes, NULL);
+        s = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &tdy, .x = &tx,
+                                .weight = &w, .save_mean = &sm, .save_invstd = &si,
+                                .global_count = count, .grad_input = &tdx, .grad_weight = &gw,
+                                .grad_bias = &gb}, ws, bytes, NULL);
     free(ws);
     return SBN_FAILED(s) ? s : SBN_OK;
 }

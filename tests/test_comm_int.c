@@ -281,12 +281,18 @@ static void layer_rank(layer_ctx *c, int64_t n0, int64_t n)
     sbn_syncbn_config_default(&cfg);
     cfg.reproducible = 1;
     cfg.sync_grad_params = 1;
-    RSTATUS(c, sbn_syncbn_workspace_size(&x, c->world, &bytes), SBN_OK);
+    RSTATUS(c, sbn_syncbn_workspace_size(&x, &bytes), SBN_OK);
     ws = malloc(bytes + 1);
-    RNOTE_STATUS(c, sbn_syncbn_forward(c->comm, &cfg, &x, &wt, &bt, &rm, &rv, &nbt, &y, &sm,
-                                       &si, &count, ws, bytes, NULL), SBN_OK);
-    RNOTE_STATUS(c, sbn_syncbn_backward(c->comm, &cfg, &dy, &x, &wt, NULL, NULL, &sm, &si, count,
-                                        &gi, &gw, &gb, ws, bytes, NULL), SBN_OK);
+    RNOTE_STATUS(c, sbn_syncbn_forward(c->comm, &cfg, &(sbn_syncbn_forward_io){.x = &x,
+                                       .weight = &wt, .bias = &bt, .running_mean = &rm,
+                                       .running_var = &rv, .num_batches_tracked = &nbt, .y = &y,
+                                       .save_mean = &sm, .save_invstd = &si,
+                                       .global_count = &count}, ws, bytes, NULL), SBN_OK);
+    RNOTE_STATUS(c, sbn_syncbn_backward(c->comm, &cfg, &(sbn_syncbn_backward_io){.dy = &dy,
+                                        .x = &x, .weight = &wt, .save_mean = &sm,
+                                        .save_invstd = &si, .global_count = count,
+                                        .grad_input = &gi, .grad_weight = &gw, .grad_bias = &gb},
+                                        ws, bytes, NULL), SBN_OK);
     RNOTE(c, count == LN * LS, "global count %lld", (long long)count);
     free(ws);
 }

@@ -148,7 +148,7 @@ static void version(void)
              SBN_VERSION_PATCH);
     CHECK(sbn_version() != NULL);
     CHECK_MSG(strcmp(sbn_version(), want) == 0, "sbn_version() = \"%s\"", sbn_version());
-    CHECK(strcmp(want, "0.1.0") == 0);
+    CHECK(strcmp(want, "0.2.0") == 0);
 }
 
 /* ---- ops used to exercise pools: stats then elemt on an f32 (8, 16, 257) x ---- */

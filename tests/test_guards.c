@@ -179,7 +179,7 @@ static void layer_workspace_size_wraps(void)
     int64_t shape[2] = {1, (int64_t)1 << 56};
     sbn_tensor x = sbn_tensor_contiguous(NULL, SBN_F32, 2, shape);
     size_t bytes = 7;
-    sbn_status s = sbn_syncbn_workspace_size(&x, 1 << 20, &bytes);
+    sbn_status s = sbn_syncbn_workspace_size(&x, &bytes);
     CHECK_MSG(s == SBN_ERR_TOO_LARGE || (s == SBN_OK && bytes >= ((size_t)1 << 56) * 248),
               "got %s, bytes %zu (%s)", sbn_status_name(s), bytes, sbn_last_error());
     if (s != SBN_OK) CHECK(bytes == 7);
@@ -392,13 +392,15 @@ static void layer_rank(tsup_rank *ctx)
     smv = sbn_tensor_1d(sm, SBN_F32, C);
     siv = sbn_tensor_1d(si, SBN_F32, C);
     sbn_syncbn_config_default(&cfg);
-    RNOTE(ctx, sbn_syncbn_workspace_size(&xv, ctx->world, &bytes) == SBN_OK, "workspace size");
+    RNOTE(ctx, sbn_syncbn_workspace_size(&xv, &bytes) == SBN_OK, "workspace size");
     ws = malloc(bytes + sizeof y);
     /* rank 0 puts y at the end of its workspace, which the layer uses for scratch */
     yv = sbn_tensor_contiguous(ctx->rank == 0 ? (void *)(ws + bytes - 16) : (void *)y, SBN_F32,
                                2, shape);
-    s = sbn_syncbn_forward(ctx->comm, &cfg, &xv, NULL, NULL, &rmv, &rvv, &nbt, &yv, &smv, &siv,
-                           &count, ws, bytes + sizeof y, NULL);
+    s = sbn_syncbn_forward(ctx->comm, &cfg, &(sbn_syncbn_forward_io){.x = &xv,
+                           .running_mean = &rmv, .running_var = &rvv, .num_batches_tracked = &nbt,
+                           .y = &yv, .save_mean = &smv, .save_invstd = &siv,
+                           .global_count = &count}, ws, bytes + sizeof y, NULL);
     free(ws);
     if (ctx->rank == 0) {
         RNOTE(ctx, s == SBN_ERR_ALIAS, "rank 0: got %s (%s)", sbn_status_name(s),

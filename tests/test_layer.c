@@ -106,19 +106,27 @@ static void rank_prop(tsup_rank *cx)
         sbn_tensor *rm = sp->tracking ? &pcb[P_RM].view : NULL;
         sbn_tensor *rv = sp->tracking ? &pcb[P_RV].view : NULL;
         if (k == 0) {
-            RNOTE_STATUS(cx, sbn_syncbn_workspace_size(&x.view, cx->world, &bytes), SBN_OK);
+            RNOTE_STATUS(cx, sbn_syncbn_workspace_size(&x.view, &bytes), SBN_OK);
             ws = malloc(bytes ? bytes : 1);
         }
         /* No early return: a rank that stopped would leave its peers waiting. */
-        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &x.view, w, b, rm, rv, &nbt, &y.view,
-                                            &pcb[P_SM].view, &pcb[P_SI].view, &d->count[r][k], ws,
-                                            bytes, NULL), SBN_OK);
+        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &(sbn_syncbn_forward_io){.x = &x.view,
+                                            .weight = w, .bias = b, .running_mean = rm,
+                                            .running_var = rv, .num_batches_tracked = &nbt,
+                                            .y = &y.view, .save_mean = &pcb[P_SM].view,
+                                            .save_invstd = &pcb[P_SI].view,
+                                            .global_count = &d->count[r][k]}, ws, bytes, NULL), SBN_OK);
         d->nbt[r][k] = nbt;
         tsup_read(&y.view, d->y[k] + base);
-        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &dy.view, &x.view, w, rm, rv,
-                                             &pcb[P_SM].view, &pcb[P_SI].view, d->count[r][k],
-                                             &gi.view, &pcb[P_GW].view, &pcb[P_GB].view, ws, bytes,
-                                             NULL), SBN_OK);
+        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg,
+                                             &(sbn_syncbn_backward_io){.dy = &dy.view,
+                                             .x = &x.view, .weight = w, .running_mean = rm,
+                                             .running_var = rv, .save_mean = &pcb[P_SM].view,
+                                             .save_invstd = &pcb[P_SI].view,
+                                             .global_count = d->count[r][k],
+                                             .grad_input = &gi.view,
+                                             .grad_weight = &pcb[P_GW].view,
+                                             .grad_bias = &pcb[P_GB].view}, ws, bytes, NULL), SBN_OK);
         tsup_read(&gi.view, d->gi[k] + base);
         for (j = 0; j < P_COUNT; j++) {
             tsup_read(&pcb[j].view, PC(d, r, k, j));
@@ -388,21 +396,28 @@ static void rank_all_empty(tsup_rank *cx)
     void *ws;
     int sync;
 
-    sbn_syncbn_workspace_size(&x.view, cx->world, &bytes);
+    sbn_syncbn_workspace_size(&x.view, &bytes);
     ws = malloc(bytes);
     sbn_syncbn_config_default(&cfg);
     for (sync = 0; sync < 2; sync++) {
         cfg.sync_grad_params = sync;
-        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &x.view, &w.view, &b.view, &rm.view,
-                                            &rv.view, &nbt, &y.view, &sm.view, &si.view, &count, ws,
-                                            bytes, NULL), SBN_NO_SAMPLES);
+        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &(sbn_syncbn_forward_io){.x = &x.view,
+                                            .weight = &w.view, .bias = &b.view,
+                                            .running_mean = &rm.view, .running_var = &rv.view,
+                                            .num_batches_tracked = &nbt, .y = &y.view,
+                                            .save_mean = &sm.view, .save_invstd = &si.view,
+                                            .global_count = &count}, ws, bytes, NULL), SBN_NO_SAMPLES);
         RNOTE(cx, tsup_unchanged(&rm, rms) && tsup_unchanged(&rv, rvs), "running stats changed");
         RNOTE(cx, count == 0, "global_count %lld", (long long)count);
         RNOTE(cx, nbt == 6 + sync, "num_batches_tracked %lld (PyTorch counts every training "
               "call)", (long long)nbt);
-        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &dy.view, &x.view, &w.view, NULL, NULL,
-                                             &sm.view, &si.view, count, &gi.view, &gw.view, &gb.view,
-                                             ws, bytes, NULL), SBN_OK);
+        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg,
+                                             &(sbn_syncbn_backward_io){.dy = &dy.view,
+                                             .x = &x.view, .weight = &w.view,
+                                             .save_mean = &sm.view, .save_invstd = &si.view,
+                                             .global_count = count, .grad_input = &gi.view,
+                                             .grad_weight = &gw.view, .grad_bias = &gb.view}, ws,
+                                             bytes, NULL), SBN_OK);
         for (i = 0; i < c; i++)
             RNOTE(cx, tsup_get1(&gw.view, i) == 0.0 && tsup_get1(&gb.view, i) == 0.0,
                   "sync=%d: channel %lld: grad_weight %g, grad_bias %g; an empty world has zero "
@@ -461,7 +476,7 @@ static void rank_eval(tsup_rank *cx)
     b = tsup_make_1d(SBN_F32, c, sh->b);
     rm = tsup_make_1d(SBN_F32, c, sh->rm);
     rv = tsup_make_1d(SBN_F32, c, sh->rv);
-    sbn_syncbn_workspace_size(&x.view, cx->world, &bytes);
+    sbn_syncbn_workspace_size(&x.view, &bytes);
     ws = malloc(bytes);
     sbn_syncbn_config_default(&cfg);
     cfg.training = 0;
@@ -469,14 +484,24 @@ static void rank_eval(tsup_rank *cx)
     for (mode = 0; mode < 2; mode++) { /* 0: with running stats, 1: track_running_stats off */
         sbn_tensor *rmv = mode ? NULL : &rm.view, *rvv = mode ? NULL : &rv.view;
         for (j = 0; j < 4; j++) pcb[j] = tsup_make_1d(SBN_F32, c, three);
-        sh->st[2 * mode] = sbn_syncbn_forward(cx->comm, &cfg, &x.view, &w.view, &b.view, rmv,
-                                              rvv, &nbt, &y.view, &pcb[0].view, &pcb[1].view,
-                                              &count, ws, bytes, NULL);
+        sh->st[2 * mode] = sbn_syncbn_forward(cx->comm, &cfg,
+                                              &(sbn_syncbn_forward_io){.x = &x.view,
+                                              .weight = &w.view, .bias = &b.view,
+                                              .running_mean = rmv, .running_var = rvv,
+                                              .num_batches_tracked = &nbt, .y = &y.view,
+                                              .save_mean = &pcb[0].view,
+                                              .save_invstd = &pcb[1].view, .global_count = &count},
+                                              ws, bytes, NULL);
         snprintf(sh->err[2 * mode], sizeof sh->err[0], "%s", sbn_last_error());
-        sh->st[2 * mode + 1] = sbn_syncbn_backward(cx->comm, &cfg, &dy.view, &x.view, &w.view,
-                                                   rmv, rvv, &pcb[0].view, &pcb[1].view, count,
-                                                   &gi.view, &pcb[2].view, &pcb[3].view, ws,
-                                                   bytes, NULL);
+        sh->st[2 * mode + 1] = sbn_syncbn_backward(cx->comm, &cfg,
+                                                   &(sbn_syncbn_backward_io){.dy = &dy.view,
+                                                   .x = &x.view, .weight = &w.view,
+                                                   .running_mean = rmv, .running_var = rvv,
+                                                   .save_mean = &pcb[0].view,
+                                                   .save_invstd = &pcb[1].view,
+                                                   .global_count = count, .grad_input = &gi.view,
+                                                   .grad_weight = &pcb[2].view,
+                                                   .grad_bias = &pcb[3].view}, ws, bytes, NULL);
         snprintf(sh->err[2 * mode + 1], sizeof sh->err[0], "%s", sbn_last_error());
         tsup_read(&y.view, sh->y[mode]);
         tsup_read(&gi.view, sh->gi[mode]);

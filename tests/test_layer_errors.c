@@ -52,8 +52,7 @@ typedef struct rank_bufs {
 } rank_bufs;
 
 /* x ~ N(0.5, 1) from (seed, rank), rounded to dtype; outputs filled with 7 (gradients NaN). */
-static void bufs_make(rank_bufs *rb, int64_t n, int64_t c, sbn_dtype dtype, uint64_t seed,
-                      int world)
+static void bufs_make(rank_bufs *rb, int64_t n, int64_t c, sbn_dtype dtype, uint64_t seed)
 {
     tsup_rng rng = tsup_rng_seed(seed);
     int64_t shape[3] = {n, c, 2}, numel = n * c * 2, i;
@@ -80,7 +79,7 @@ static void bufs_make(rank_bufs *rb, int64_t n, int64_t c, sbn_dtype dtype, uint
         static const int src[NB] = {0, 0, 0, 0, 0, 1, 1, 0, 2, 2, 3, 3};
         rb->t[k] = tsup_make_1d(k >= B_SM && k <= B_SI ? SBN_F64 : SBN_F32, c, per[src[k]]);
     }
-    sbn_syncbn_workspace_size(&rb->t[B_X].view, world, &rb->bytes);
+    sbn_syncbn_workspace_size(&rb->t[B_X].view, &rb->bytes);
     rb->ws = malloc(rb->bytes);
 }
 
@@ -119,16 +118,22 @@ static void bufs_free(rank_bufs *rb)
 
 static sbn_status fwd(tsup_rank *cx, rank_bufs *rb, const sbn_syncbn_config *cfg)
 {
-    return sbn_syncbn_forward(cx->comm, cfg, V(rb, B_X), V(rb, B_W), V(rb, B_B), V(rb, B_RM),
-                              V(rb, B_RV), &rb->nbt, V(rb, B_Y), V(rb, B_SM), V(rb, B_SI),
-                              &rb->count, rb->ws, rb->bytes, NULL);
+    return sbn_syncbn_forward(cx->comm, cfg, &(sbn_syncbn_forward_io){.x = V(rb, B_X),
+                              .weight = V(rb, B_W), .bias = V(rb, B_B),
+                              .running_mean = V(rb, B_RM), .running_var = V(rb, B_RV),
+                              .num_batches_tracked = &rb->nbt, .y = V(rb, B_Y),
+                              .save_mean = V(rb, B_SM), .save_invstd = V(rb, B_SI),
+                              .global_count = &rb->count}, rb->ws, rb->bytes, NULL);
 }
 
 static sbn_status bwd(tsup_rank *cx, rank_bufs *rb, const sbn_syncbn_config *cfg, int64_t count)
 {
-    return sbn_syncbn_backward(cx->comm, cfg, V(rb, B_DY), V(rb, B_X), V(rb, B_W), V(rb, B_RM),
-                               V(rb, B_RV), V(rb, B_SM), V(rb, B_SI), count, V(rb, B_GI),
-                               V(rb, B_GW), V(rb, B_GB), rb->ws, rb->bytes, NULL);
+    return sbn_syncbn_backward(cx->comm, cfg, &(sbn_syncbn_backward_io){.dy = V(rb, B_DY),
+                               .x = V(rb, B_X), .weight = V(rb, B_W), .running_mean = V(rb, B_RM),
+                               .running_var = V(rb, B_RV), .save_mean = V(rb, B_SM),
+                               .save_invstd = V(rb, B_SI), .global_count = count,
+                               .grad_input = V(rb, B_GI), .grad_weight = V(rb, B_GW),
+                               .grad_bias = V(rb, B_GB)}, rb->ws, rb->bytes, NULL);
 }
 
 /* ---- (g), (h), (i): an odd rank ---- */
@@ -207,7 +212,7 @@ static void rank_err(tsup_rank *cx)
     tsup_buf bad_y;
     double t0, took;
 
-    bufs_make(&rb, 1 + cx->rank % 3, c, dt, 40 + (uint64_t)cx->rank, cx->world);
+    bufs_make(&rb, 1 + cx->rank % 3, c, dt, 40 + (uint64_t)cx->rank);
     sbn_syncbn_config_default(&cfg);
     if (backward) RNOTE_STATUS(cx, fwd(cx, &rb, &cfg), SBN_OK);
     bufs_snapshot(&rb);
@@ -222,17 +227,18 @@ static void rank_err(tsup_rank *cx)
         case K_WORKSPACE: rb.bytes--; got = fwd(cx, &rb, &cfg); break;
         case K_Y_SHAPE: rb.t[B_Y].view.shape[0]++; got = fwd(cx, &rb, &cfg); break;
         case K_SAVE_NULL:
-            got = sbn_syncbn_forward(cx->comm, &cfg, V(&rb, B_X), NULL, NULL, NULL, NULL, NULL,
-                                     V(&rb, B_Y), NULL, V(&rb, B_SI), &rb.count, rb.ws, rb.bytes,
-                                     NULL);
+            got = sbn_syncbn_forward(cx->comm, &cfg, &(sbn_syncbn_forward_io){.x = V(&rb, B_X),
+                                     .y = V(&rb, B_Y), .save_invstd = V(&rb, B_SI),
+                                     .global_count = &rb.count}, rb.ws, rb.bytes, NULL);
             break;
         case K_CHANNELS:
         case K_DTYPE: got = fwd(cx, &rb, &cfg); break;
         case K_BACKWARD_INSTEAD: got = bwd(cx, &rb, &cfg, rb.n * 2); break;
         case K_BWD_GI_SHAPE:
-            got = sbn_syncbn_backward(cx->comm, &cfg, V(&rb, B_DY), V(&rb, B_X), NULL, NULL, NULL,
-                                      V(&rb, B_SM), V(&rb, B_SI), rb.count, &bad_y.view, NULL,
-                                      NULL, rb.ws, rb.bytes, NULL);
+            got = sbn_syncbn_backward(cx->comm, &cfg, &(sbn_syncbn_backward_io){.dy = V(&rb, B_DY),
+                                      .x = V(&rb, B_X), .save_mean = V(&rb, B_SM),
+                                      .save_invstd = V(&rb, B_SI), .global_count = rb.count,
+                                      .grad_input = &bad_y.view}, rb.ws, rb.bytes, NULL);
             break;
         case K_BWD_COUNT: got = bwd(cx, &rb, &cfg, 0); break;
         case K_BWD_FORWARD_INSTEAD: got = fwd(cx, &rb, &cfg); break;
@@ -305,7 +311,7 @@ static void rank_guard(tsup_rank *cx)
     sbn_status want, got;
     rank_bufs rb;
 
-    bufs_make(&rb, n, 3, SBN_F32, 90 + (uint64_t)cx->rank, cx->world);
+    bufs_make(&rb, n, 3, SBN_F32, 90 + (uint64_t)cx->rank);
     if (gc->single) { /* x (n, 3, 1): its elements (0, c, 0) are (0, c, 0) of (n, 3, 2) */
         rb.t[B_X].view.shape[2] = rb.t[B_Y].view.shape[2] = 1;
         for (i = 0; i < 3; i++) rb.x[i] = rb.x[2 * i];

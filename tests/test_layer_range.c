@@ -118,10 +118,13 @@ static void rank_fwd(tsup_rank *cx)
     sbn_syncbn_config_default(&cfg);
     cfg.eps = 0.0;
     cfg.reproducible = rn->reproducible;
-    RCHECK(cx, sbn_syncbn_workspace_size(&xv, cx->world, &bytes) == SBN_OK, "workspace size");
+    RCHECK(cx, sbn_syncbn_workspace_size(&xv, &bytes) == SBN_OK, "workspace size");
     ws = malloc(bytes);
-    rn->status[cx->rank] = sbn_syncbn_forward(cx->comm, &cfg, &xv, &wv, &bv, &rmv, &rvv, &nbt,
-                                              &yv, &smv, &siv, &rn->count[cx->rank], ws, bytes,
+    rn->status[cx->rank] = sbn_syncbn_forward(cx->comm, &cfg, &(sbn_syncbn_forward_io){.x = &xv,
+                                              .weight = &wv, .bias = &bv, .running_mean = &rmv,
+                                              .running_var = &rvv, .num_batches_tracked = &nbt,
+                                              .y = &yv, .save_mean = &smv, .save_invstd = &siv,
+                                              .global_count = &rn->count[cx->rank]}, ws, bytes,
                                               NULL);
     free(ws);
 }
@@ -297,10 +300,13 @@ static void rank_const(tsup_rank *cx)
     siv = sbn_tensor_1d(cr->si[cx->rank], SBN_F64, CC);
     sbn_syncbn_config_default(&cfg);
     cfg.reproducible = cr->reproducible;
-    RCHECK(cx, sbn_syncbn_workspace_size(&xv, cx->world, &bytes) == SBN_OK, "workspace size");
+    RCHECK(cx, sbn_syncbn_workspace_size(&xv, &bytes) == SBN_OK, "workspace size");
     ws = malloc(bytes);
-    cr->status[cx->rank] = sbn_syncbn_forward(cx->comm, &cfg, &xv, NULL, NULL, &rmv, &rvv, &nbt,
-                                              &yv, &smv, &siv, &count, ws, bytes, NULL);
+    cr->status[cx->rank] = sbn_syncbn_forward(cx->comm, &cfg, &(sbn_syncbn_forward_io){.x = &xv,
+                                              .running_mean = &rmv, .running_var = &rvv,
+                                              .num_batches_tracked = &nbt, .y = &yv,
+                                              .save_mean = &smv, .save_invstd = &siv,
+                                              .global_count = &count}, ws, bytes, NULL);
     free(ws);
 }
 

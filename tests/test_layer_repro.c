@@ -278,19 +278,27 @@ static void *rank_main(void *arg)
     cfg.sync_grad_params = 1;
     cfg.cumulative = cs->cumulative;
     if (cs->cumulative) cfg.momentum = 0.7; /* must be ignored */
-    RNOTE_STATUS(cx, sbn_syncbn_workspace_size(&x0, pl->world, &bytes), SBN_OK);
+    RNOTE_STATUS(cx, sbn_syncbn_workspace_size(&x0, &bytes), SBN_OK);
     ws = malloc(bytes ? bytes : 1);
     /* No early return: a rank that stopped would leave its peers waiting. */
     for (k = 0; k < STEPS; k++) {
         sbn_tensor x = rows_of(&in->xb[k].view, off, nr), dy = rows_of(&in->dyb[k].view, off, nr);
         sbn_tensor y = rows_of(&run->y[k].view, off, nr), gi = rows_of(&run->gi[k].view, off, nr);
-        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &x, &wt.view, &bs.view,
-                                            &pcb[P_RM].view, &pcb[P_RV].view, &ctr[1], &y,
-                                            &pcb[P_SM].view, &pcb[P_SI].view, &ctr[0], ws, bytes,
-                                            pool), SBN_OK);
-        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &dy, &x, &wt.view, NULL, NULL,
-                                             &pcb[P_SM].view, &pcb[P_SI].view, ctr[0], &gi,
-                                             &pcb[P_GW].view, &pcb[P_GB].view, ws, bytes, pool),
+        RNOTE_STATUS(cx, sbn_syncbn_forward(cx->comm, &cfg, &(sbn_syncbn_forward_io){.x = &x,
+                                            .weight = &wt.view, .bias = &bs.view,
+                                            .running_mean = &pcb[P_RM].view,
+                                            .running_var = &pcb[P_RV].view,
+                                            .num_batches_tracked = &ctr[1], .y = &y,
+                                            .save_mean = &pcb[P_SM].view,
+                                            .save_invstd = &pcb[P_SI].view,
+                                            .global_count = &ctr[0]}, ws, bytes, pool), SBN_OK);
+        RNOTE_STATUS(cx, sbn_syncbn_backward(cx->comm, &cfg, &(sbn_syncbn_backward_io){.dy = &dy,
+                                             .x = &x, .weight = &wt.view,
+                                             .save_mean = &pcb[P_SM].view,
+                                             .save_invstd = &pcb[P_SI].view,
+                                             .global_count = ctr[0], .grad_input = &gi,
+                                             .grad_weight = &pcb[P_GW].view,
+                                             .grad_bias = &pcb[P_GB].view}, ws, bytes, pool),
                      SBN_OK);
         for (j = 0; j < P_COUNT; j++)
             memcpy(blob_pc(in, run->blob, r, k, j), j == P_CTR ? (void *)ctr : pcb[j].view.data,

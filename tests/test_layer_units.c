@@ -132,21 +132,26 @@ static void rank0_init(rank0 *r)
     sbn_syncbn_config_default(&r->cfg);
     r->cfg.reproducible = 1;
     r->cfg.sync_grad_params = 1;
-    sbn_syncbn_workspace_size(&r->xv, 2, &r->bytes);
+    sbn_syncbn_workspace_size(&r->xv, &r->bytes);
     r->ws = malloc(r->bytes);
 }
 
 static sbn_status rank0_forward(rank0 *r, sbn_comm_t *comm)
 {
-    return sbn_syncbn_forward(comm, &r->cfg, &r->xv, NULL, NULL, &r->rmv, &r->rvv, &r->nbt,
-                              &r->yv, &r->smv, &r->siv, &r->count, r->ws, r->bytes, NULL);
+    return sbn_syncbn_forward(comm, &r->cfg, &(sbn_syncbn_forward_io){.x = &r->xv,
+                              .running_mean = &r->rmv, .running_var = &r->rvv,
+                              .num_batches_tracked = &r->nbt, .y = &r->yv, .save_mean = &r->smv,
+                              .save_invstd = &r->siv, .global_count = &r->count}, r->ws, r->bytes,
+                              NULL);
 }
 
 static sbn_status rank0_backward(rank0 *r, sbn_comm_t *comm, int64_t global_count)
 {
-    return sbn_syncbn_backward(comm, &r->cfg, &r->dyv, &r->xv, NULL, NULL, NULL, &r->smv,
-                               &r->siv, global_count, &r->giv, &r->gwv, &r->gbv, r->ws,
-                               r->bytes, NULL);
+    return sbn_syncbn_backward(comm, &r->cfg, &(sbn_syncbn_backward_io){.dy = &r->dyv, .x = &r->xv,
+                               .save_mean = &r->smv, .save_invstd = &r->siv,
+                               .global_count = global_count, .grad_input = &r->giv,
+                               .grad_weight = &r->gwv, .grad_bias = &r->gbv}, r->ws, r->bytes,
+                               NULL);
 }
 
 /* 1 when no forward output moved from its fill. */
@@ -254,17 +259,20 @@ static void one_rank_past_the_limit(void)
     sbn_syncbn_config_default(&cfg);
     cfg.reproducible = 1;
     CHECK(sbn_comm_threads_create(1, 5.0, &comm) == SBN_OK);
-    CHECK(sbn_syncbn_workspace_size(&x, 1, &bytes) == SBN_OK);
+    CHECK(sbn_syncbn_workspace_size(&x, &bytes) == SBN_OK);
     ws = malloc(bytes);
-    CHECK_STATUS(sbn_syncbn_forward(comm, &cfg, &x, NULL, NULL, &rmv, &rvv, &nbt, &y, &smv, &siv,
-                                    &count, ws, bytes, NULL),
+    CHECK_STATUS(sbn_syncbn_forward(comm, &cfg, &(sbn_syncbn_forward_io){.x = &x,
+                                    .running_mean = &rmv, .running_var = &rvv,
+                                    .num_batches_tracked = &nbt, .y = &y, .save_mean = &smv,
+                                    .save_invstd = &siv, .global_count = &count}, ws, bytes, NULL),
                  SBN_ERR_TOO_LARGE);
     CHECK_MSG(has("this rank holds 715827876 units") && has("715827875"), "message: %s",
               sbn_last_error());
     CHECK(rm == 0.5 && rv == 2.0 && sm == 7.0 && si == 7.0 && nbt == 3 && count == -7);
     sm = 0.0, si = 1.0;
-    CHECK_STATUS(sbn_syncbn_backward(comm, &cfg, &x, &x, NULL, NULL, NULL, &smv, &siv, n, NULL,
-                                     NULL, &gbv, ws, bytes, NULL),
+    CHECK_STATUS(sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &x, .x = &x,
+                                     .save_mean = &smv, .save_invstd = &siv, .global_count = n,
+                                     .grad_bias = &gbv}, ws, bytes, NULL),
                  SBN_ERR_TOO_LARGE);
     CHECK_MSG(has("this rank holds 715827876 units"), "message: %s", sbn_last_error());
     CHECK(gb == 7.0);

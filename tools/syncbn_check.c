@@ -113,7 +113,7 @@ static void *xcalloc(size_t count, size_t size, int *ok)
     return p;
 }
 
-static int allocate(run_state *st, const check_config *cfg, int world)
+static int allocate(run_state *st, const check_config *cfg)
 {
     size_t es = sbn_dtype_size(cfg->dtype), n = (size_t)st->numel, c = (size_t)st->c, bytes = 0;
     size_t rows = (size_t)(st->rows * st->c * st->hw);
@@ -149,13 +149,13 @@ static int allocate(run_state *st, const check_config *cfg, int world)
     if (!ok) return 0;
     /* one workspace for the layer, the whole-batch reference and the conversions */
     whole = view_of(st->x, SBN_F64, st->n, cfg, 0);
-    if (sbn_syncbn_workspace_size(&whole, world, &bytes) != SBN_OK) return 0;
+    if (sbn_syncbn_workspace_size(&whole, &bytes) != SBN_OK) return 0;
     {
         /* the layer's own need is that of this rank's x (dtype, layout, rows), which may
          * exceed the whole batch's: reproducible mode's per-sample scratch */
         sbn_tensor mine = view_of(st->x_r, cfg->dtype, st->rows, cfg, cfg->channels_last);
         size_t more = 0;
-        if (sbn_syncbn_workspace_size(&mine, world, &more) != SBN_OK) return 0;
+        if (sbn_syncbn_workspace_size(&mine, &more) != SBN_OK) return 0;
         if (more > bytes) bytes = more;
         sbn_batch_norm_backward_workspace_size(&whole, &more);
         if (more > bytes) bytes = more;
@@ -249,11 +249,16 @@ static sbn_status layer_step(run_state *st, const check_config *cfg, sbn_comm_t 
     config.cumulative = cfg->cumulative;
     config.reproducible = cfg->reproducible;
     config.timing = timing;
-    s = sbn_syncbn_forward(comm, &config, &x, &w, &b, &rm, &rv, &st->num_batches_tracked, &y, &m,
-                           &is, &count, st->ws, st->ws_bytes, pool);
+    s = sbn_syncbn_forward(comm, &config, &(sbn_syncbn_forward_io){.x = &x, .weight = &w,
+                           .bias = &b, .running_mean = &rm, .running_var = &rv,
+                           .num_batches_tracked = &st->num_batches_tracked, .y = &y,
+                           .save_mean = &m, .save_invstd = &is, .global_count = &count}, st->ws,
+                           st->ws_bytes, pool);
     if (SBN_FAILED(s)) return s;
-    return sbn_syncbn_backward(comm, &config, &dy, &x, &w, NULL, NULL, &m, &is, count, &gi, &gw,
-                               &gb, st->ws, st->ws_bytes, pool);
+    return sbn_syncbn_backward(comm, &config, &(sbn_syncbn_backward_io){.dy = &dy, .x = &x,
+                               .weight = &w, .save_mean = &m, .save_invstd = &is,
+                               .global_count = count, .grad_input = &gi, .grad_weight = &gw,
+                               .grad_bias = &gb}, st->ws, st->ws_bytes, pool);
 }
 
 static double max_abs(const double *a, int64_t n)
@@ -354,7 +359,7 @@ void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result)
     st.numel = st.n * st.c * st.hw;
     check_split(st.n, world, rank, cfg->empty_rank, &st.first, &st.rows);
     all = calloc((size_t)world * 8, sizeof *all);
-    if (!allocate(&st, cfg, world) || all == NULL) {
+    if (!allocate(&st, cfg) || all == NULL) {
         result->status = sbn_comm_fail(comm, SBN_ERR_OUT_OF_MEMORY);
         snprintf(result->message, sizeof result->message, "rank %d: out of memory", rank);
         goto done;

@@ -268,7 +268,7 @@ static sbn_status run_rank(const vinputs *in, int64_t first, int64_t rows, int t
     *digest = REPRO_DIGEST_INIT;
     *agree = 1;
     if (!f || !sv || !y || !gi) s = SBN_ERR_OUT_OF_MEMORY;
-    if (s == SBN_OK) s = sbn_syncbn_workspace_size(&x0, sbn_comm_size(comm), &bytes);
+    if (s == SBN_OK) s = sbn_syncbn_workspace_size(&x0, &bytes);
     if (s == SBN_OK && (ws = malloc(bytes + 1)) == NULL) s = SBN_ERR_OUT_OF_MEMORY;
     if (s == SBN_OK && threads > 0) s = sbn_pool_create(threads, &pool);
     if (s != SBN_OK) { /* the peers' next collective fails instead of waiting */
@@ -293,11 +293,15 @@ static sbn_status run_rank(const vinputs *in, int64_t first, int64_t rows, int t
         sbn_tensor x = view_of((char *)in->x[k] + at, cs->dtype, cs, rows, cs->channels_last);
         sbn_tensor dy = view_of((char *)in->dy[k] + at, cs->dtype, cs, rows, cs->channels_last);
         repro_step st = {k, first, {&yv, &gv}, {&sm, &si, &rm, &rv, &gw, &gb}, {0, 0}};
-        s = sbn_syncbn_forward(comm, &cfg, &x, &w, &b, &rm, &rv, &nbt, &yv, &sm, &si, &count, ws,
-                               bytes, pool);
+        s = sbn_syncbn_forward(comm, &cfg, &(sbn_syncbn_forward_io){.x = &x, .weight = &w,
+                               .bias = &b, .running_mean = &rm, .running_var = &rv,
+                               .num_batches_tracked = &nbt, .y = &yv, .save_mean = &sm,
+                               .save_invstd = &si, .global_count = &count}, ws, bytes, pool);
         if (SBN_FAILED(s)) break;
-        s = sbn_syncbn_backward(comm, &cfg, &dy, &x, &w, NULL, NULL, &sm, &si, count, &gv, &gw,
-                                &gb, ws, bytes, pool);
+        s = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &dy, .x = &x,
+                                .weight = &w, .save_mean = &sm, .save_invstd = &si,
+                                .global_count = count, .grad_input = &gv, .grad_weight = &gw,
+                                .grad_bias = &gb}, ws, bytes, pool);
         if (SBN_FAILED(s)) break;
         st.counters[0] = count;
         st.counters[1] = nbt;

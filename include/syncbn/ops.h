@@ -1,9 +1,30 @@
 /*
- * ops.h - the native SyncBN compute ops. Each op is a stateless pair:
- * sbn_<op>_workspace_size(...) tells how many bytes of scratch the op needs for
- * these shapes, then sbn_<op>(..., workspace, workspace_bytes, pool) runs it. Ops
- * never allocate; a workspace of 0 bytes may be NULL. Arguments come in the order
- * inputs, outputs, workspace, pool. Optional tensors are NULL when absent.
+ * ops.h - the native SyncBN compute ops, stateless, in two kinds:
+ *  - Ops over an activation x (stats, stats_moments, reduce, elemt, backward_reduce,
+ *    backward_elemt, batch_norm, batch_norm_backward) are pairs:
+ *    sbn_<op>_workspace_size(...) tells how many bytes of scratch the op needs for
+ *    these shapes, then sbn_<op>(..., workspace, workspace_bytes, pool) runs it,
+ *    splitting its work over the pool's threads.
+ *  - Ops over per-channel data only (gather_moments, gather_stats_from_sums,
+ *    fold_conv: O(W x C) or O(numel(conv_weight)) serial work) never need scratch or
+ *    threads, so they are single calls without workspace, workspace_bytes or pool.
+ *    gather_stats_with_counts is the one exception: it has the pair (its size is 0
+ *    and it runs serially) because its CANN twin, a two-phase aclnn call, reports
+ *    that size in its first phase.
+ * Ops never allocate; a workspace of 0 bytes may be NULL. Arguments come in the order
+ * inputs, scalars, outputs, workspace, pool, with PyTorch's names. They stay
+ * positional (the layer calls of layer.h take structs): at most 10 tensors, each op
+ * one formula, and adapters (aclnn, Python) map their namesakes onto them argument
+ * for argument. Optional tensors are NULL when absent.
+ *
+ * Errors: every op returns an sbn_status (syncbn.h); a failure writes no output and
+ * leaves a sentence naming the argument, its shape and the rule it broke in
+ * sbn_last_error(). The failures common to every op: SBN_ERR_NULL_ARGUMENT (a
+ * required pointer), SBN_ERR_BAD_DTYPE, SBN_ERR_BAD_RANK, SBN_ERR_BAD_SHAPE (a view
+ * against its peers), SBN_ERR_ALIAS (an output overlapping another argument or the
+ * workspace), SBN_ERR_MISALIGNED and SBN_ERR_TOO_LARGE (a view's data or extent),
+ * SBN_ERR_BAD_VALUE (eps not finite or < 0, momentum outside [0, 1], a count out of
+ * range), SBN_ERR_WORKSPACE_TOO_SMALL (pairs); each op's comment adds its own.
  *
  * Notation: x is (N, C, d2, ..., dk), rank 2..8, channel axis 1 (any strides).
  * R = numel(x) / C is the number of elements of one channel ("the reduction").

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define SBN_VERSION_MAJOR 0
-#define SBN_VERSION_MINOR 1
+#define SBN_VERSION_MINOR 2
 #define SBN_VERSION_PATCH 0
 
 /* The largest rank a view may have. */
@@ -162,7 +162,7 @@ void sbn_set_allocator(sbn_malloc_fn malloc_fn, sbn_free_fn free_fn, void *user)
 void *sbn_malloc(size_t bytes);
 void sbn_free(void *ptr);
 
-/* "0.1.0" */
+/* "0.2.0" */
 const char *sbn_version(void);
 
 #ifdef __cplusplus

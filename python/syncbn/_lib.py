@@ -4,7 +4,7 @@ The library is looked up in this order, and the first one that loads wins:
 the path in the ``SBN_LIBRARY`` environment variable; a ``libsyncbn.so`` next to
 the package (the installed layout puts a symlink in the package directory); the
 build tree of a source checkout (``build/release/`` two levels above
-``python/syncbn``); the system loader path (``libsyncbn.so.0``, then whatever
+``python/syncbn``); the system loader path (``libsyncbn.so.0.2``, then whatever
 ``ctypes.util.find_library("syncbn")`` names). When none works, ``ImportError``
 lists every place tried and why it failed. Only declarations live here: the
 Python wrappers are in the other modules.
@@ -29,11 +29,33 @@ class Timing(ctypes.Structure):
 
 
 class LayerConfig(ctypes.Structure):
-    """``sbn_syncbn_config``."""
-    _fields_ = [("eps", ctypes.c_double), ("momentum", ctypes.c_double),
-                ("cumulative", ctypes.c_int), ("training", ctypes.c_int),
-                ("sync_grad_params", ctypes.c_int), ("nan_guard", ctypes.c_int),
-                ("timing", ctypes.POINTER(Timing)), ("reproducible", ctypes.c_int)]
+    """``sbn_syncbn_config``; ``size`` is set by ``sbn_syncbn_config_init``."""
+    _fields_ = [("size", ctypes.c_size_t), ("eps", ctypes.c_double),
+                ("momentum", ctypes.c_double), ("cumulative", ctypes.c_int),
+                ("training", ctypes.c_int), ("sync_grad_params", ctypes.c_int),
+                ("nan_guard", ctypes.c_int), ("reproducible", ctypes.c_int),
+                ("timing", ctypes.POINTER(Timing))]
+
+
+class ForwardIO(ctypes.Structure):
+    """``sbn_syncbn_forward_io``: the tensors of a forward call (None = absent)."""
+    _fields_ = [("x", ctypes.POINTER(Tensor)), ("weight", ctypes.POINTER(Tensor)),
+                ("bias", ctypes.POINTER(Tensor)), ("running_mean", ctypes.POINTER(Tensor)),
+                ("running_var", ctypes.POINTER(Tensor)),
+                ("num_batches_tracked", ctypes.POINTER(ctypes.c_int64)),
+                ("y", ctypes.POINTER(Tensor)), ("save_mean", ctypes.POINTER(Tensor)),
+                ("save_invstd", ctypes.POINTER(Tensor)),
+                ("global_count", ctypes.POINTER(ctypes.c_int64))]
+
+
+class BackwardIO(ctypes.Structure):
+    """``sbn_syncbn_backward_io``: the tensors of a backward call (None = absent)."""
+    _fields_ = [("dy", ctypes.POINTER(Tensor)), ("x", ctypes.POINTER(Tensor)),
+                ("weight", ctypes.POINTER(Tensor)), ("running_mean", ctypes.POINTER(Tensor)),
+                ("running_var", ctypes.POINTER(Tensor)), ("save_mean", ctypes.POINTER(Tensor)),
+                ("save_invstd", ctypes.POINTER(Tensor)), ("global_count", ctypes.c_int64),
+                ("grad_input", ctypes.POINTER(Tensor)), ("grad_weight", ctypes.POINTER(Tensor)),
+                ("grad_bias", ctypes.POINTER(Tensor))]
 
 
 ALLGATHER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -102,18 +124,15 @@ _SIGNATURES = {
     "sbn_comm_fail": [_VP, _I],
     "sbn_comm_destroy": [_VP],
     "sbn_comm_traffic": [_VP, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)],
-    "sbn_syncbn_config_default": [ctypes.POINTER(LayerConfig)],
-    "sbn_syncbn_workspace_size": [_T, _I, _PSZ],
-    "sbn_syncbn_forward": [_VP, ctypes.POINTER(LayerConfig), _T, _T, _T, _T, _T,
-                           ctypes.POINTER(_I64), _T, _T, _T, ctypes.POINTER(_I64)] + _WS,
-    "sbn_syncbn_backward": [_VP, ctypes.POINTER(LayerConfig), _T, _T, _T, _T, _T, _T, _T, _I64,
-                            _T, _T, _T] + _WS,
+    "sbn_syncbn_config_init": [ctypes.POINTER(LayerConfig), _SZ],
+    "sbn_syncbn_workspace_size": [_T, _PSZ],
+    "sbn_syncbn_forward": [_VP, ctypes.POINTER(LayerConfig), ctypes.POINTER(ForwardIO)] + _WS,
+    "sbn_syncbn_backward": [_VP, ctypes.POINTER(LayerConfig), ctypes.POINTER(BackwardIO)] + _WS,
 }
 _RESTYPES = {"sbn_status_name": ctypes.c_char_p, "sbn_status_str": ctypes.c_char_p,
              "sbn_last_error": ctypes.c_char_p, "sbn_version": ctypes.c_char_p,
              "sbn_pool_destroy": None, "sbn_pool_threads": _I, "sbn_comm_rank": _I,
-             "sbn_comm_size": _I, "sbn_comm_destroy": None, "sbn_comm_traffic": None,
-             "sbn_syncbn_config_default": None}
+             "sbn_comm_size": _I, "sbn_comm_destroy": None, "sbn_comm_traffic": None}
 # Functions a library may lack (older builds); their wrappers raise when called.
 _OPTIONAL = {"sbn_fold_conv"}
 
@@ -126,12 +145,12 @@ def _candidates():
     if env:
         out.append(("SBN_LIBRARY", env))
     for d in (here, os.path.dirname(here)):
-        for name in ("libsyncbn.so", "libsyncbn.so.0"):
+        for name in ("libsyncbn.so", "libsyncbn.so.0.2"):
             out.append(("next to the package", os.path.join(d, name)))
     checkout = os.path.dirname(os.path.dirname(here))
     out.append(("source checkout build tree",
                 os.path.join(checkout, "build", "release", "libsyncbn.so")))
-    out.append(("system loader path", "libsyncbn.so.0"))
+    out.append(("system loader path", "libsyncbn.so.0.2"))
     found = ctypes.util.find_library("syncbn")
     if found:
         out.append(("system loader path (find_library)", found))

@@ -3,6 +3,8 @@
  * communicator (layer.h has the contract). Every argument is checked before the
  * first collective; a rank whose arguments are wrong announces the failure with
  * sbn_comm_fail so that its peers return SBN_ERR_PEER_FAILED instead of waiting.
+ * The public calls read the caller's sized config into the library's own
+ * (layer_config.c) and hand the io struct's members to forward() and backward().
  *
  * The statistics travel as order-independent sums (layer_sums.h): the forward
  * pass deposits this rank's moments (default: one unit for the whole local batch;
@@ -28,7 +30,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 
 #include "core/arith.h"
@@ -36,6 +37,7 @@
 #include "core/export.h"
 #include "core/status.h"
 #include "kernels/convert.h"
+#include "layer/layer_config.h"
 #include "layer/layer_sums.h"
 #include "ops/moments.h"
 #include "syncbn/layer.h"
@@ -85,34 +87,23 @@ static size_t layer_bytes(const sbn_tensor *x)
     return sbn__sat_add(sbn__ws_bytes(arrays_bytes(x->shape[1])), ops_bytes(x));
 }
 
-static sbn_status too_large(const sbn_tensor *x, int64_t world)
+static sbn_status too_large(const sbn_tensor *x)
 {
     char shape[160];
     return sbn__error(SBN_ERR_TOO_LARGE,
-                      "x has shape %s and the world %lld ranks: the layer workspace does not fit "
-                      "in size_t", sbn__shape_str(x, shape, sizeof shape), (long long)world);
+                      "x has shape %s: the layer workspace does not fit in size_t",
+                      sbn__shape_str(x, shape, sizeof shape));
 }
 
-SBN_API void sbn_syncbn_config_default(sbn_syncbn_config *config)
-{
-    if (config == NULL) return;
-    memset(config, 0, sizeof *config);
-    config->eps = 1e-5;
-    config->momentum = 0.1;
-    config->training = 1;
-}
-
-SBN_API sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, int world, size_t *bytes)
+SBN_API sbn_status sbn_syncbn_workspace_size(const sbn_tensor *x, size_t *bytes)
 {
     size_t need;
     sbn_status s;
     sbn__clear_error();
     if ((s = sbn__check_present(bytes, "bytes")) != SBN_OK) return s;
     if ((s = sbn__check_activation_shape(x, "x")) != SBN_OK) return s;
-    if (world < 1)
-        return sbn__error(SBN_ERR_BAD_VALUE, "world is %d; expected >= 1", world);
     need = layer_bytes(x);
-    if (need == SIZE_MAX) return too_large(x, world);
+    if (need == SIZE_MAX) return too_large(x);
     *bytes = need;
     return SBN_OK;
 }
@@ -220,9 +211,8 @@ static sbn_status check_config(const sbn_syncbn_config *config)
  * apart from every tensor of the call (outputs and inputs) and from the int64
  * counters num_batches_tracked and global_count (either may be NULL).
  */
-static sbn_status check_layer_workspace(sbn_comm_t *comm, const sbn_tensor *x,
-                                        const void *workspace, size_t workspace_bytes,
-                                        const sbn__arg *outputs, int n_out,
+static sbn_status check_layer_workspace(const sbn_tensor *x, const void *workspace,
+                                        size_t workspace_bytes, const sbn__arg *outputs, int n_out,
                                         const sbn__arg *inputs, int n_in,
                                         int64_t *num_batches_tracked, int64_t *global_count)
 {
@@ -230,7 +220,7 @@ static sbn_status check_layer_workspace(sbn_comm_t *comm, const sbn_tensor *x,
     sbn_tensor counter_views[2];
     sbn__arg counters[2] = {{NULL, "num_batches_tracked"}, {NULL, "global_count"}};
     sbn_status s;
-    if (need == SIZE_MAX) return too_large(x, sbn_comm_size(comm));
+    if (need == SIZE_MAX) return too_large(x);
     if (workspace_bytes < need || workspace == NULL)
         return sbn__error(SBN_ERR_WORKSPACE_TOO_SMALL,
                           "workspace_bytes is %zu but the layer needs %zu bytes "
@@ -246,7 +236,7 @@ static sbn_status check_layer_workspace(sbn_comm_t *comm, const sbn_tensor *x,
 }
 
 /* Every check of the forward call that can be made before the collective. */
-static sbn_status check_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+static sbn_status check_forward(const sbn_syncbn_config *config,
                                 const sbn_tensor *x, const sbn_tensor *weight,
                                 const sbn_tensor *bias, sbn_tensor *running_mean,
                                 sbn_tensor *running_var, int64_t *num_batches_tracked,
@@ -283,7 +273,7 @@ static sbn_status check_forward(sbn_comm_t *comm, const sbn_syncbn_config *confi
         return sbn__error(SBN_ERR_NULL_ARGUMENT,
                           "eval mode needs both running_mean and running_var (or neither)");
     if ((s = sbn__check_aliases(outputs, 5, inputs, 5, y, x)) != SBN_OK) return s;
-    return check_layer_workspace(comm, x, workspace, workspace_bytes, outputs, 5, inputs, 5,
+    return check_layer_workspace(x, workspace, workspace_bytes, outputs, 5, inputs, 5,
                                  num_batches_tracked, global_count);
 }
 
@@ -429,16 +419,16 @@ static sbn_status merge_forward(sbn_comm_t *comm, const sbn_syncbn_config *confi
     return SBN_OK;
 }
 
-SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
-                                      const sbn_tensor *x, const sbn_tensor *weight,
-                                      const sbn_tensor *bias, sbn_tensor *running_mean,
-                                      sbn_tensor *running_var, int64_t *num_batches_tracked,
-                                      sbn_tensor *y, sbn_tensor *save_mean,
-                                      sbn_tensor *save_invstd, int64_t *global_count,
-                                      void *workspace, size_t workspace_bytes, sbn_pool_t *pool)
+/* The forward pass with the config read (layer.h has the contract). */
+static sbn_status forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                          const sbn_tensor *x, const sbn_tensor *weight, const sbn_tensor *bias,
+                          sbn_tensor *running_mean, sbn_tensor *running_var,
+                          int64_t *num_batches_tracked, sbn_tensor *y, sbn_tensor *save_mean,
+                          sbn_tensor *save_invstd, int64_t *global_count, void *workspace,
+                          size_t workspace_bytes, sbn_pool_t *pool)
 {
     sbn_syncbn_timing unused = {0, 0, 0};
-    sbn_syncbn_timing *timing = config && config->timing ? config->timing : &unused;
+    sbn_syncbn_timing *timing = config->timing ? config->timing : &unused;
     sbn_status s, result = SBN_OK;
     sbn_tensor mean_view, invstd_view;
     double mark = now_seconds(), factor;
@@ -446,10 +436,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     int tracking = running_mean != NULL || running_var != NULL, update = 1;
     layer_ws ws;
 
-    sbn__clear_error();
-    if ((s = sbn__check_present(comm, "comm")) != SBN_OK) return s;
-    if ((s = sbn__check_present(config, "config")) != SBN_OK) return sbn_comm_fail(comm, s);
-    s = check_forward(comm, config, x, weight, bias, running_mean, running_var,
+    s = check_forward(config, x, weight, bias, running_mean, running_var,
                       num_batches_tracked, y, save_mean, save_invstd, global_count, workspace,
                       workspace_bytes);
     if (s != SBN_OK) return config->training ? sbn_comm_fail(comm, s) : s;
@@ -504,7 +491,7 @@ SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config 
     return result;
 }
 
-static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+static sbn_status check_backward(const sbn_syncbn_config *config,
                                  const sbn_tensor *dy, const sbn_tensor *x,
                                  const sbn_tensor *weight, const sbn_tensor *running_mean,
                                  const sbn_tensor *running_var, const sbn_tensor *save_mean,
@@ -541,7 +528,7 @@ static sbn_status check_backward(sbn_comm_t *comm, const sbn_syncbn_config *conf
                           "global_count is %lld but x holds %lld samples per channel",
                           (long long)global_count, (long long)r);
     if ((s = sbn__check_aliases(outputs, 3, inputs, 7, grad_input, dy)) != SBN_OK) return s;
-    return check_layer_workspace(comm, x, workspace, workspace_bytes, outputs, 3, inputs, 7, NULL,
+    return check_layer_workspace(x, workspace, workspace_bytes, outputs, 3, inputs, 7, NULL,
                                  NULL);
 }
 
@@ -574,17 +561,17 @@ static sbn_status deposit_backward(const sbn_syncbn_config *config, const sbn_te
     return SBN_OK;
 }
 
-SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
-                                       const sbn_tensor *dy, const sbn_tensor *x,
-                                       const sbn_tensor *weight, const sbn_tensor *running_mean,
-                                       const sbn_tensor *running_var, const sbn_tensor *save_mean,
-                                       const sbn_tensor *save_invstd, int64_t global_count,
-                                       sbn_tensor *grad_input, sbn_tensor *grad_weight,
-                                       sbn_tensor *grad_bias, void *workspace,
-                                       size_t workspace_bytes, sbn_pool_t *pool)
+/* The backward pass with the config read. */
+static sbn_status backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                           const sbn_tensor *dy, const sbn_tensor *x, const sbn_tensor *weight,
+                           const sbn_tensor *running_mean, const sbn_tensor *running_var,
+                           const sbn_tensor *save_mean, const sbn_tensor *save_invstd,
+                           int64_t global_count, sbn_tensor *grad_input, sbn_tensor *grad_weight,
+                           sbn_tensor *grad_bias, void *workspace, size_t workspace_bytes,
+                           sbn_pool_t *pool)
 {
     sbn_syncbn_timing unused = {0, 0, 0};
-    sbn_syncbn_timing *timing = config && config->timing ? config->timing : &unused;
+    sbn_syncbn_timing *timing = config->timing ? config->timing : &unused;
     sbn_tensor sum_dy, sum_dy_xmu;
     double mark = now_seconds(), *param_sums;
     int64_t channels, c;
@@ -592,10 +579,7 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
     sbn_status s;
     int sync_params;
 
-    sbn__clear_error();
-    if ((s = sbn__check_present(comm, "comm")) != SBN_OK) return s;
-    if ((s = sbn__check_present(config, "config")) != SBN_OK) return sbn_comm_fail(comm, s);
-    s = check_backward(comm, config, dy, x, weight, running_mean, running_var, save_mean,
+    s = check_backward(config, dy, x, weight, running_mean, running_var, save_mean,
                        save_invstd, global_count, grad_input, grad_weight, grad_bias, workspace,
                        workspace_bytes);
     if (s != SBN_OK) return config->training ? sbn_comm_fail(comm, s) : s;
@@ -646,4 +630,42 @@ SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config
     }
     lap(config, &timing->elemt_seconds, &mark);
     return SBN_OK;
+}
+
+/* comm, config and io present and the config readable: else the failure, announced to
+ * the peers (a rank cannot tell here whether the call would have been a collective). */
+static sbn_status check_call(sbn_comm_t *comm, const sbn_syncbn_config *config, const void *io,
+                             sbn_syncbn_config *read)
+{
+    sbn_status s;
+    sbn__clear_error();
+    if ((s = sbn__check_present(comm, "comm")) != SBN_OK) return s;
+    if ((s = sbn__check_present(config, "config")) != SBN_OK) return sbn_comm_fail(comm, s);
+    if ((s = sbn__check_present(io, "io")) != SBN_OK) return sbn_comm_fail(comm, s);
+    if ((s = sbn__layer_read_config(config, read)) != SBN_OK) return sbn_comm_fail(comm, s);
+    return SBN_OK;
+}
+
+SBN_API sbn_status sbn_syncbn_forward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                                      const sbn_syncbn_forward_io *io, void *workspace,
+                                      size_t workspace_bytes, sbn_pool_t *pool)
+{
+    sbn_syncbn_config read;
+    sbn_status s = check_call(comm, config, io, &read);
+    if (s != SBN_OK) return s;
+    return forward(comm, &read, io->x, io->weight, io->bias, io->running_mean, io->running_var,
+                   io->num_batches_tracked, io->y, io->save_mean, io->save_invstd,
+                   io->global_count, workspace, workspace_bytes, pool);
+}
+
+SBN_API sbn_status sbn_syncbn_backward(sbn_comm_t *comm, const sbn_syncbn_config *config,
+                                       const sbn_syncbn_backward_io *io, void *workspace,
+                                       size_t workspace_bytes, sbn_pool_t *pool)
+{
+    sbn_syncbn_config read;
+    sbn_status s = check_call(comm, config, io, &read);
+    if (s != SBN_OK) return s;
+    return backward(comm, &read, io->dy, io->x, io->weight, io->running_mean, io->running_var,
+                    io->save_mean, io->save_invstd, io->global_count, io->grad_input,
+                    io->grad_weight, io->grad_bias, workspace, workspace_bytes, pool);
 }

@@ -185,7 +185,7 @@ static void *rank_main(void *arg)
     x = activation(NULL, p, n);
     numel = sbn_tensor_numel(&x);
     act_bytes = (size_t)numel * es + 8;
-    if (sbn_syncbn_workspace_size(&x, p->world, &ws_bytes) != SBN_OK) abort();
+    if (sbn_syncbn_workspace_size(&x, &ws_bytes) != SBN_OK) abort();
     ws_alloc = ws_bytes + act_bytes + 64;
     xd = malloc(act_bytes), yd = malloc(act_bytes), dyd = malloc(act_bytes), gid = malloc(act_bytes);
     ws = malloc(ws_alloc);
@@ -213,9 +213,12 @@ static void *rank_main(void *arg)
         sbn_status s;
         if (bad_here && !p->bad_in_backward) spoil(&fa, p->bad, ws, ws_bytes, es);
         if (bad_here && p->bad_in_backward) spoil(&ba, p->bad, ws, ws_bytes, es);
-        s = sbn_syncbn_forward(st->comm, &fa.config, fa.x_null ? NULL : &fa.x, &fa.w, &b,
-                               p->track ? &rm : NULL, p->track ? &rv : NULL, &nbt, &fa.out, &sm,
-                               &si, fa.count, ws, fa.ws_bytes, p->pool);
+        s = sbn_syncbn_forward(st->comm, &fa.config,
+                               &(sbn_syncbn_forward_io){.x = fa.x_null ? NULL : &fa.x,
+                               .weight = &fa.w, .bias = &b, .running_mean = p->track ? &rm : NULL,
+                               .running_var = p->track ? &rv : NULL, .num_batches_tracked = &nbt,
+                               .y = &fa.out, .save_mean = &sm, .save_invstd = &si,
+                               .global_count = fa.count}, ws, fa.ws_bytes, p->pool);
         st->forward[step] = s;
         st->backward[step] = SBN_ERR_INTERNAL;
         if (SBN_FAILED(s)) break;
@@ -223,10 +226,13 @@ static void *rank_main(void *arg)
             st->save_mean[step][ch] = save_mean[ch], st->save_invstd[step][ch] = save_invstd[ch];
         st->global_count[step] = count;
         st->outputs_finite[step] = all_finite(yd, dtype, numel);
-        s = sbn_syncbn_backward(st->comm, &ba.config, &dy, ba.x_null ? NULL : &ba.x, &ba.w,
-                                p->track ? &rm : NULL, p->track ? &rv : NULL, &sm, &si,
-                                ba.count ? count : -1, &ba.out, &gw, &gb, ws, ba.ws_bytes,
-                                p->pool);
+        s = sbn_syncbn_backward(st->comm, &ba.config, &(sbn_syncbn_backward_io){.dy = &dy,
+                                .x = ba.x_null ? NULL : &ba.x, .weight = &ba.w,
+                                .running_mean = p->track ? &rm : NULL,
+                                .running_var = p->track ? &rv : NULL, .save_mean = &sm,
+                                .save_invstd = &si, .global_count = ba.count ? count : -1,
+                                .grad_input = &ba.out, .grad_weight = &gw, .grad_bias = &gb}, ws,
+                                ba.ws_bytes, p->pool);
         st->backward[step] = s;
         if (SBN_FAILED(s)) break;
         st->outputs_finite[step] = st->outputs_finite[step] && all_finite(gid, dtype, numel) &&

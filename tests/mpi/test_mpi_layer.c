@@ -164,13 +164,19 @@ static void check_property(const spec *sp)
         tsup_buf y = tsup_make(sp->xdt, 3, shape, sp->layout, nanv);
         tsup_buf gi = tsup_make(sp->xdt, 3, shape, sp->layout, nanv);
         sbn_status st;
-        if (k == 0) sbn_syncbn_workspace_size(&x.view, g_size, &bytes);
+        if (k == 0) sbn_syncbn_workspace_size(&x.view, &bytes);
         ws = malloc(bytes ? bytes : 1);
-        st = sbn_syncbn_forward(comm, &cfg, &x.view, &wt.view, &bs.view, &rm.view, &rv.view, &nbt,
-                                &y.view, &sm.view, &si.view, &count, ws, bytes, NULL);
+        st = sbn_syncbn_forward(comm, &cfg, &(sbn_syncbn_forward_io){.x = &x.view,
+                                .weight = &wt.view, .bias = &bs.view, .running_mean = &rm.view,
+                                .running_var = &rv.view, .num_batches_tracked = &nbt, .y = &y.view,
+                                .save_mean = &sm.view, .save_invstd = &si.view,
+                                .global_count = &count}, ws, bytes, NULL);
         EXPECT_STATUS_OF(st, SBN_OK, "forward");
-        st = sbn_syncbn_backward(comm, &cfg, &dy.view, &x.view, &wt.view, NULL, NULL, &sm.view,
-                                 &si.view, count, &gi.view, &gwb.view, &gbb.view, ws, bytes, NULL);
+        st = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &dy.view,
+                                 .x = &x.view, .weight = &wt.view, .save_mean = &sm.view,
+                                 .save_invstd = &si.view, .global_count = count,
+                                 .grad_input = &gi.view, .grad_weight = &gwb.view,
+                                 .grad_bias = &gbb.view}, ws, bytes, NULL);
         EXPECT_STATUS_OF(st, SBN_OK, "backward");
         free(ws);
         EXPECT(count == bt.ntot * S && nbt == k + 1, "step %d: global_count %lld, "
@@ -295,7 +301,7 @@ static void small_make(small *t, int64_t n, double v)
     t->si = tsup_make_1d(SBN_F64, 3, nanv);
     t->gw = tsup_make_1d(SBN_F32, 3, nanv);
     t->gb = tsup_make_1d(SBN_F32, 3, nanv);
-    sbn_syncbn_workspace_size(&t->x.view, g_size, &t->bytes);
+    sbn_syncbn_workspace_size(&t->x.view, &t->bytes);
     t->ws = malloc(t->bytes);
 }
 
@@ -310,9 +316,12 @@ static void small_free(small *t)
 static sbn_status small_forward(sbn_comm_t *comm, const sbn_syncbn_config *cfg, small *t,
                                 int64_t *nbt, int64_t *count)
 {
-    return sbn_syncbn_forward(comm, cfg, &t->x.view, &t->w.view, &t->b.view, &t->rm.view,
-                              &t->rv.view, nbt, &t->y.view, &t->sm.view, &t->si.view, count, t->ws,
-                              t->bytes, NULL);
+    return sbn_syncbn_forward(comm, cfg, &(sbn_syncbn_forward_io){.x = &t->x.view,
+                              .weight = &t->w.view, .bias = &t->b.view,
+                              .running_mean = &t->rm.view, .running_var = &t->rv.view,
+                              .num_batches_tracked = nbt, .y = &t->y.view,
+                              .save_mean = &t->sm.view, .save_invstd = &t->si.view,
+                              .global_count = count}, t->ws, t->bytes, NULL);
 }
 
 static void all_empty(void)
@@ -332,9 +341,11 @@ static void all_empty(void)
     EXPECT_STATUS_OF(st, SBN_NO_SAMPLES, "forward on an all-empty world");
     EXPECT(tsup_unchanged(&t.rm, rms) && tsup_unchanged(&t.rv, rvs), "running stats changed");
     EXPECT(count == 0, "global_count %lld", (long long)count);
-    st = sbn_syncbn_backward(comm, &cfg, &t.x.view, &t.x.view, &t.w.view, NULL, NULL, &t.sm.view,
-                             &t.si.view, count, &t.y.view, &t.gw.view, &t.gb.view, t.ws, t.bytes,
-                             NULL);
+    st = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &t.x.view, .x = &t.x.view,
+                             .weight = &t.w.view, .save_mean = &t.sm.view,
+                             .save_invstd = &t.si.view, .global_count = count,
+                             .grad_input = &t.y.view, .grad_weight = &t.gw.view,
+                             .grad_bias = &t.gb.view}, t.ws, t.bytes, NULL);
     EXPECT_STATUS_OF(st, SBN_OK, "backward on an all-empty world");
     sbn_comm_destroy(comm);
     free(rms);
@@ -431,9 +442,11 @@ static void config_mismatch(void)
     EXPECT_STATUS_OF(sbn_comm_mpi_create(MPI_COMM_WORLD, &comm), SBN_OK, "sbn_comm_mpi_create");
     EXPECT_STATUS_OF(small_forward(comm, &cfg, &t, &nbt, &count), SBN_OK, "forward, same config");
     if (g_rank == g_size - 1) cfg.sync_grad_params = 1;
-    st = sbn_syncbn_backward(comm, &cfg, &t.x.view, &t.x.view, &t.w.view, NULL, NULL, &t.sm.view,
-                             &t.si.view, count, &t.y.view, &t.gw.view, &t.gb.view, t.ws, t.bytes,
-                             NULL);
+    st = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &t.x.view, .x = &t.x.view,
+                             .weight = &t.w.view, .save_mean = &t.sm.view,
+                             .save_invstd = &t.si.view, .global_count = count,
+                             .grad_input = &t.y.view, .grad_weight = &t.gw.view,
+                             .grad_bias = &t.gb.view}, t.ws, t.bytes, NULL);
     EXPECT_STATUS_OF(st, SBN_ERR_COMM_MISMATCH, "backward with sync_grad_params on one rank");
     EXPECT_HAS(g_rank == g_size - 1 ? "sync_grad_params 1" : "sync_grad_params 0");
     sbn_comm_destroy(comm);

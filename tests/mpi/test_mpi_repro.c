@@ -155,7 +155,7 @@ static void run_layer(sbn_comm_t *comm, const mcase *cs, const minputs *in, int6
     cfg.reproducible = 1;
     cfg.sync_grad_params = 1;
     cfg.cumulative = cs->cumulative;
-    sbn_syncbn_workspace_size(&x0, sbn_comm_size(comm), &bytes);
+    sbn_syncbn_workspace_size(&x0, &bytes);
     ws = malloc(bytes ? bytes : 1);
     for (k = 0; k < STEPS; k++) {
         sbn_tensor x = rows_of(&in->xb[k].view, off, n), dy = rows_of(&in->dyb[k].view, off, n);
@@ -163,13 +163,18 @@ static void run_layer(sbn_comm_t *comm, const mcase *cs, const minputs *in, int6
         tsup_buf gi = tsup_make(cs->xdt, cs->nd, shape, cs->layout, nanv);
         sbn_status st;
         /* no early return: every process must make the same collectives */
-        st = sbn_syncbn_forward(comm, &cfg, &x, &wt.view, &bs.view, &pcb[P_RM].view,
-                                &pcb[P_RV].view, &nbt, &y.view, &pcb[P_SM].view, &pcb[P_SI].view,
-                                &count, ws, bytes, pool);
+        st = sbn_syncbn_forward(comm, &cfg, &(sbn_syncbn_forward_io){.x = &x, .weight = &wt.view,
+                                .bias = &bs.view, .running_mean = &pcb[P_RM].view,
+                                .running_var = &pcb[P_RV].view, .num_batches_tracked = &nbt,
+                                .y = &y.view, .save_mean = &pcb[P_SM].view,
+                                .save_invstd = &pcb[P_SI].view, .global_count = &count}, ws, bytes,
+                                pool);
         EXPECT(st == SBN_OK, "%s step %d: forward returned %s", what, k, sbn_status_name(st));
-        st = sbn_syncbn_backward(comm, &cfg, &dy, &x, &wt.view, NULL, NULL, &pcb[P_SM].view,
-                                 &pcb[P_SI].view, count, &gi.view, &pcb[P_GW].view,
-                                 &pcb[P_GB].view, ws, bytes, pool);
+        st = sbn_syncbn_backward(comm, &cfg, &(sbn_syncbn_backward_io){.dy = &dy, .x = &x,
+                                 .weight = &wt.view, .save_mean = &pcb[P_SM].view,
+                                 .save_invstd = &pcb[P_SI].view, .global_count = count,
+                                 .grad_input = &gi.view, .grad_weight = &pcb[P_GW].view,
+                                 .grad_bias = &pcb[P_GB].view}, ws, bytes, pool);
         EXPECT(st == SBN_OK, "%s step %d: backward returned %s", what, k, sbn_status_name(st));
         memcpy(out->act[k][0], y.view.data, act);
         memcpy(out->act[k][1], gi.view.data, act);

@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from .. import _errors, _runtime
 from .. import _views as V
-from .._lib import LayerConfig, lib
+from .._lib import BackwardIO, ForwardIO, LayerConfig, lib
 from ._state import state_of
 
 _LOW = (torch.float16, torch.bfloat16)
@@ -62,7 +62,8 @@ def _check_input(m, x):
 
 def _config(m, training):
     cfg = LayerConfig()
-    lib.sbn_syncbn_config_default(ctypes.byref(cfg))
+    _errors.check(lib.sbn_syncbn_config_init(ctypes.byref(cfg), ctypes.sizeof(cfg)),
+                  "sbn_syncbn_config_init")
     cfg.eps = float(m.eps)
     cfg.cumulative = int(m.momentum is None)
     cfg.momentum = 0.0 if m.momentum is None else float(m.momentum)
@@ -71,9 +72,14 @@ def _config(m, training):
     return cfg
 
 
+def _ptr(v):
+    """A pointer member of an io struct for an optional view."""
+    return ctypes.pointer(v) if v is not None else None
+
+
 def _workspace(xv, comm):
     n = ctypes.c_size_t()
-    _errors.check(lib.sbn_syncbn_workspace_size(ctypes.byref(xv), comm.size, ctypes.byref(n)),
+    _errors.check(lib.sbn_syncbn_workspace_size(ctypes.byref(xv), ctypes.byref(n)),
                   "sbn_syncbn_workspace_size")
     return _runtime.workspace(n.value)
 
@@ -131,10 +137,10 @@ class _SyncBNFunction(torch.autograd.Function):
         saved = [t.clone() for t in state] if x.numel() <= c else None
         if cfg.training:
             comm.set_step(call.step)
-        s = lib.sbn_syncbn_forward(comm.handle, ctypes.byref(cfg), ctypes.byref(xv), V.ref(wv),
-                                   V.ref(bv), V.ref(rmv), V.ref(rvv), nbt_ptr, ctypes.byref(yv),
-                                   ctypes.byref(smv), ctypes.byref(siv), ctypes.byref(count), ws,
-                                   nb, _runtime.pool())
+        io = ForwardIO(_ptr(xv), _ptr(wv), _ptr(bv), _ptr(rmv), _ptr(rvv), nbt_ptr, _ptr(yv),
+                       _ptr(smv), _ptr(siv), ctypes.pointer(count))
+        s = lib.sbn_syncbn_forward(comm.handle, ctypes.byref(cfg), ctypes.byref(io), ws, nb,
+                                   _runtime.pool())
         if s < 0:
             raise comm.error(s, _describe(m, x))
         if s == _errors.SINGLE_SAMPLE and cfg.training:
@@ -257,13 +263,12 @@ def _native_backward(ctx, dy):
         raise
     if cfg.training:
         comm.set_step(call.step)
-    s = lib.sbn_syncbn_backward(comm.handle, ctypes.byref(cfg), ctypes.byref(dv),
-                                ctypes.byref(xv), V.ref(V.view(weight, "weight")),
-                                V.ref(V.view(rm, "running_mean")),
-                                V.ref(V.view(rv, "running_var")),
-                                ctypes.byref(V.view(call.save_mean, "save_mean")),
-                                ctypes.byref(V.view(call.save_invstd, "save_invstd")),
-                                call.global_count, *[V.ref(v) for v in views], ws, nb,
+    io = BackwardIO(_ptr(dv), _ptr(xv), _ptr(V.view(weight, "weight")),
+                    _ptr(V.view(rm, "running_mean")), _ptr(V.view(rv, "running_var")),
+                    _ptr(V.view(call.save_mean, "save_mean")),
+                    _ptr(V.view(call.save_invstd, "save_invstd")), call.global_count,
+                    *[_ptr(v) for v in views])
+    s = lib.sbn_syncbn_backward(comm.handle, ctypes.byref(cfg), ctypes.byref(io), ws, nb,
                                 _runtime.pool())
     if s < 0:
         raise comm.error(s, "backward of " + _describe(call.module, x))
