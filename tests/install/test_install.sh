@@ -218,6 +218,10 @@ check "pkg-config app runs" clean env LD_LIBRARY_PATH="$libdir" "$tmp/app_pc"
 check "pkg-config build with -Wl,-rpath,libdir (gcc)" bash -c "gcc -Wall -Werror -o '$tmp/app_rpath' '$tmp/app.c' \
   \$(pkg-config --cflags --libs syncbn) -Wl,-rpath,\$(pkg-config --variable=libdir syncbn)"
 check "pkg-config rpath app runs without LD_LIBRARY_PATH" clean "$tmp/app_rpath"
+check "README's C example (examples/channel_stats.c) with pkg-config and rpath" bash -c \
+  "cc -Wall -Wextra -Werror -o '$tmp/channel_stats' '$src/examples/channel_stats.c' \
+   \$(pkg-config --cflags --libs syncbn) -Wl,-rpath,\$(pkg-config --variable=libdir syncbn)"
+check "README's C example runs without LD_LIBRARY_PATH" clean "$tmp/channel_stats"
 checks=$((checks + 1))
 ! pkg-config --cflags --libs syncbn | grep -Eqi -- "SBN_HAVE_MPI|-lmpi|openmpi|mpich" || fail "pkg-config syncbn carries MPI flags: $(pkg-config --cflags --libs syncbn)"
 checks=$((checks + 1))
