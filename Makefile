@@ -30,8 +30,10 @@ release: $(BUILD)/release/Makefile
 asan: $(BUILD)/asan/Makefile
 	cmake --build $(BUILD)/asan -j $(JOBS)
 
+# The demo: 4 in-process ranks, rank 1 given no samples on purpose (--empty) to show an empty
+# rank taking part; across processes: mpirun -np 2 build/release/syncbn demo --backend mpi.
 demo: deps release
-	./$(BUILD)/release/syncbn demo --ranks 4
+	./$(BUILD)/release/syncbn demo --ranks 4 --empty
 
 test: release
 	cd $(BUILD)/release && ctest --output-on-failure -j $(JOBS)

@@ -1,11 +1,13 @@
 /*
  * syncbn.c - the `syncbn` command, the project's main job.
  *   syncbn demo   [--ranks W] [--shape NxCxHxW] [--iters K] [--backend threads|mpi]
- *                 [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty] [--cumulative]
+ *                 [--dtype f32|bf16|f16|f64] [--channels-last] [--empty] [--cumulative]
  *                 [--threads T] [--reproducible]
  *       W ranks train K steps of forward + backward on a synthetic, deliberately uneven
- *       batch (rank 1 empty by default) and print per step the max difference against
- *       whole-batch BN and the time split into stats, communication and elementwise work.
+ *       batch (rank r holds a share r + 1 of it, so every rank has samples; --empty gives
+ *       rank 1 none, to show an empty rank taking part) and print per step the max
+ *       difference against whole-batch BN and the time split into stats, communication and
+ *       elementwise work. (--no-empty, the default, is still accepted.)
  *       --reproducible: the layer's reproducible mode; also prints the digest of the
  *       outputs and whether it equals the digest of the same batch on one rank.
  *   syncbn verify [--backend threads|mpi] [--reproducible]
@@ -74,7 +76,7 @@ static void print_usage(FILE *out)
 {
     fprintf(out,
             "usage: syncbn demo [--ranks W] [--shape NxCxHxW] [--iters K] [--backend threads|mpi]\n"
-            "                   [--dtype f32|bf16|f16|f64] [--channels-last] [--no-empty]\n"
+            "                   [--dtype f32|bf16|f16|f64] [--channels-last] [--empty]\n"
             "                   [--cumulative] [--threads T] [--reproducible]\n"
             "       syncbn verify [--backend threads|mpi] [--reproducible]\n"
             "       syncbn info\n"
@@ -201,7 +203,7 @@ static int64_t batch_elements(const check_config *cfg)
 static const char *const k_flags[] = {"--ranks",         "--iters",    "--threads",
                                       "--backend",       "--dtype",    "--shape",
                                       "--channels-last", "--no-empty", "--cumulative",
-                                      "--reproducible",  "--print-digests"};
+                                      "--reproducible",  "--print-digests", "--empty"};
 #define N_VALUE_FLAGS 6
 
 /* The flag's index in k_flags, or -1. */
@@ -230,7 +232,7 @@ static int is_switch(const char *flag)
  */
 static int parse(int argc, char **argv, options *o)
 {
-    int i, no_empty = 0, rc;
+    int i, empty = 0, no_empty = 0, rc;
     unsigned seen = 0; /* bit k: k_flags[k] was given */
     memset(o, 0, sizeof *o);
     if (argc < 2) {
@@ -285,6 +287,7 @@ static int parse(int argc, char **argv, options *o)
         if (is_switch(a)) {
             if (strcmp(a, "--channels-last") == 0) o->cfg.channels_last = 1;
             if (strcmp(a, "--no-empty") == 0) no_empty = 1;
+            if (strcmp(a, "--empty") == 0) empty = 1;
             if (strcmp(a, "--cumulative") == 0) o->cfg.cumulative = 1;
             if (strcmp(a, "--reproducible") == 0) o->cfg.reproducible = 1;
             continue;
@@ -314,7 +317,9 @@ static int parse(int argc, char **argv, options *o)
         }
         if (rc != 0) return rc;
     }
-    o->cfg.empty_rank = no_empty ? -1 : 1;
+    if (empty && no_empty)
+        return usage_error("--empty with --no-empty: give one (--empty: rank 1 gets no samples)");
+    o->cfg.empty_rank = empty ? 1 : -1;
     if (strcmp(o->backend, "mpi") == 0 && (seen >> flag_index("--ranks") & 1u))
         return usage_error("--ranks %d with --backend mpi: the world is the MPI processes (mpirun "
                            "-np %d); --ranks is a flag of the threads backend",

@@ -39,11 +39,21 @@ double check_comm_timeout(void)
 
 void check_split(int64_t n, int world, int rank, int empty_rank, int64_t *first, int64_t *count)
 {
-    /* ranks other than the empty one get shares 1, 2, 3, ... of N (uneven on purpose) */
-    int64_t weight_before = 0, weight_all = 0, j, start, end;
+    /*
+     * Uneven on purpose: the k ranks other than the empty one (empty_rank, -1 for none) get
+     * shares 1, 2, 3, ... of the batch. When N >= k each of them first gets one sample and
+     * the shares split the other N - k, so no rank is empty by accident of rounding:
+     *   rank r: first = (ranks before r that hold samples) + m * w_before / w_all,
+     *           count = [r holds samples] + m * (w_before + w_r) / w_all - m * w_before / w_all,
+     * with m = N - k, w_r = r + 1 (0 for the empty rank). When N < k, m = N and no base.
+     */
+    int64_t weight_before = 0, weight_all = 0, holders_before = 0, holders = 0, j, m, base;
+    int64_t mine = rank == empty_rank ? 0 : rank + 1;
     for (j = 0; j < world; j++) {
         int64_t wj = j == empty_rank ? 0 : j + 1;
         if (j < rank) weight_before += wj;
+        if (j < rank && wj > 0) holders_before++;
+        if (wj > 0) holders++;
         weight_all += wj;
     }
     if (weight_all == 0) {
@@ -51,10 +61,10 @@ void check_split(int64_t n, int world, int rank, int empty_rank, int64_t *first,
         *count = rank == 0 ? n : 0;
         return;
     }
-    start = n * weight_before / weight_all;
-    end = n * (weight_before + (rank == empty_rank ? 0 : rank + 1)) / weight_all;
-    *first = start;
-    *count = end - start;
+    base = n >= holders ? 1 : 0;
+    m = n - base * holders;
+    *first = base * holders_before + m * weight_before / weight_all;
+    *count = base * (mine > 0) + m * (weight_before + mine) / weight_all - m * weight_before / weight_all;
 }
 
 int check_passed(const check_result *r)

@@ -61,7 +61,8 @@ typedef struct check_result {
 #define CHECK_TIMEOUT 120.0
 double check_comm_timeout(void);
 
-/* The rows of the global batch owned by `rank` of `world`: [*first, *first + *count). */
+/* The rows of the global batch owned by `rank` of `world`: [*first, *first + *count); uneven,
+ * and empty only for empty_rank or when N is smaller than the ranks that hold samples. */
 void check_split(int64_t n, int world, int rank, int empty_rank, int64_t *first, int64_t *count);
 /* Runs the configuration on this rank; every rank of the world must call it. */
 void check_run(const check_config *cfg, sbn_comm_t *comm, check_result *result);

@@ -112,6 +112,8 @@ expect_usage_error "syncbn: --dtype is given twice" "once" demo --dtype f32 --dt
 expect_usage_error "syncbn: --channels-last is given twice" "once" demo --channels-last --channels-last
 expect_usage_error "syncbn: --backend is given twice" "once" verify --backend threads --backend threads
 expect_usage_error "syncbn: --reproducible is given twice" "once" verify --reproducible --reproducible
+expect_usage_error "syncbn: --empty is given twice" "once" demo --empty --empty
+expect_usage_error "syncbn: --empty with --no-empty" "rank 1" demo --empty --no-empty
 # --ranks under --backend mpi was silently ignored: the world is mpirun's processes
 if "$syncbn" info 2>/dev/null | grep -q "^mpi: yes"; then
   expect_usage_error "syncbn: --ranks 4 with --backend mpi:" "mpirun -np 4" demo --backend mpi --ranks 4
@@ -194,6 +196,23 @@ expect_demo_ok --ranks 64 --shape 64x2 --iters 1 --threads 16
 expect_demo_ok --ranks 3 --shape 7x3x2x2 --iters 2 --reproducible
 expect_demo_ok --ranks 4 --shape 9x5x3 --iters 1 --dtype f16 --channels-last --reproducible \
   --threads 2
+expect_demo_ok --ranks 2 --shape 4x3x2x2 --iters 1 --empty
+expect_demo_ok --ranks 3 --shape 7x3x2x2 --iters 2 --reproducible --empty --threads 2
+# the split the demo prints: by default every rank holds samples (two ranks once printed
+# "16 0"); --empty leaves rank 1 without any, and the others share the batch
+# expect_split "SAMPLES LINE REGEX" ARGS...
+expect_split() {
+  local regex=$1 line
+  shift
+  checks=$((checks + 1))
+  line=$(timeout 120 "$syncbn" demo "$@" 2>&1 | grep "samples per rank:")
+  grep -Eq -e "$regex" <<<"$line" || fail "syncbn demo $*: split '$line' does not match /$regex/"
+}
+expect_split "^  samples per rank: [1-9][0-9]* [1-9][0-9]*$" --ranks 2 --iters 1
+expect_split "^  samples per rank:( [1-9][0-9]*){4}$" --ranks 4 --iters 1
+expect_split "^  samples per rank:( [1-9][0-9]*){5}$" --ranks 5 --shape 5x3x2 --iters 1
+expect_split "^  samples per rank: [1-9][0-9]* 0 [1-9][0-9]* [1-9][0-9]*$" --ranks 4 --iters 1 --empty
+expect_split "^  samples per rank: [1-9][0-9]* 0$" --ranks 2 --iters 1 --empty
 # demo --reproducible prints the digest and that it equals one rank's
 checks=$((checks + 1))
 out=$(timeout 120 "$syncbn" demo --ranks 5 --shape 6x3x2 --iters 2 --reproducible 2>&1)

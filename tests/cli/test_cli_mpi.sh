@@ -66,6 +66,9 @@ expect_mpi nonzero "SBN_COMM_TIMEOUT is \"abc\"" \
 # --- --ranks is mpirun's business
 expect_mpi 2 "--ranks 4 with --backend mpi" -np "$np" "$syncbn" demo --backend mpi --ranks 4
 # --- the good runs: the same flags (the flag order aside), or only --threads differing
+# the default split gives every process samples (two processes once got "16 0")
+expect_mpi 0 "^  samples per rank:( [1-9][0-9]*){$np}\$" -np "$np" "$syncbn" demo --backend mpi --iters 1
+expect_mpi 0 "^  samples per rank: [1-9][0-9]* 0" -np "$np" "$syncbn" demo --backend mpi "${small[@]}" --empty
 expect_mpi 0 "W = 1 digest [0-9a-f]+: equal" \
   -np "$np" "$syncbn" demo --backend mpi "${small[@]}" --reproducible
 expect_mpi 0 "matches whole-batch BN" \

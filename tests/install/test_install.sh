@@ -9,8 +9,11 @@
 # CANN-style CMakeLists, and run. (2) The plain install: a CMake project with find_package(syncbn
 # CONFIG REQUIRED) and syncbn::syncbn, syncbn::syncbn_static, syncbn::acl, syncbn::acl_static (and
 # syncbn::mpi under mpirun when MPI is built); an unknown component fails; `pkg-config --cflags --libs
-# syncbn` builds (with MPI's flags when built), and so does a CANN sample with syncbn-acl. (3) `syncbn info` prints the version of syncbn.h, the kernels, CPUs, threads, MPI, the timeout
-# and honours SBN_FORCE_SCALAR, SBN_NUM_THREADS and SBN_COMM_TIMEOUT. Every failed check is printed.
+# syncbn` builds without MPI's flags and, with -Wl,-rpath from its libdir variable, runs without
+# LD_LIBRARY_PATH; syncbn-mpi (installed only when MPI is built) adds MPI's flags and SBN_HAVE_MPI=1
+# and builds an MPI program; a CANN sample builds with syncbn-acl. (3) `syncbn info` prints the
+# version of syncbn.h, the kernels, CPUs, threads, MPI, the timeout and honours SBN_FORCE_SCALAR,
+# SBN_NUM_THREADS and SBN_COMM_TIMEOUT. Every failed check is printed.
 set -u
 build=$(cd "${1:?usage: test_install.sh BUILD_DIR SOURCE_DIR HAVE_MPI}" && pwd)
 src=$(cd "${2:?}" && pwd)
@@ -235,15 +238,27 @@ check "pkg-config app runs" clean env LD_LIBRARY_PATH="$libdir" "$tmp/app_pc"
 check "pkg-config syncbn-acl: a CANN sample builds and runs" bash -c \
   "gcc -Wall -Werror -o '$tmp/acl_pc' '$src/samples/batch_norm_stats.c' \$(pkg-config --cflags --libs syncbn-acl) -lm &&
    env -i LD_LIBRARY_PATH='$libdir' '$tmp/acl_pc'"
+# The README's line: the rpath from the libdir variable, then the program starts in a clean
+# environment (no LD_LIBRARY_PATH); and syncbn alone carries no MPI flag, built or not.
+check "pkg-config build with -Wl,-rpath,libdir (gcc)" bash -c "gcc -Wall -Werror -o '$tmp/app_rpath' '$tmp/app.c' \
+  \$(pkg-config --cflags --libs syncbn) -Wl,-rpath,\$(pkg-config --variable=libdir syncbn)"
+check "pkg-config rpath app runs without LD_LIBRARY_PATH" clean "$tmp/app_rpath"
+check "README's C example (examples/channel_stats.c) with pkg-config and rpath" bash -c \
+  "cc -Wall -Wextra -Werror -o '$tmp/channel_stats' '$src/examples/channel_stats.c' \
+   \$(pkg-config --cflags --libs syncbn) -Wl,-rpath,\$(pkg-config --variable=libdir syncbn)"
+check "README's C example runs without LD_LIBRARY_PATH" clean "$tmp/channel_stats"
+checks=$((checks + 1))
+! pkg-config --cflags --libs syncbn | grep -Eqi -- "SBN_HAVE_MPI|-lmpi|openmpi|mpich" || fail "pkg-config syncbn carries MPI flags: $(pkg-config --cflags --libs syncbn)"
 checks=$((checks + 1))
 if [ "$have_mpi" = 1 ]; then
-  pkg-config --cflags syncbn | grep -q -- "-DSBN_HAVE_MPI=1" || fail "pkg-config --cflags lacks SBN_HAVE_MPI=1"
-  check "pkg-config build of an MPI program (gcc, no mpicc)" bash -c \
-    "gcc -Wall -Werror -o '$tmp/app_mpi_pc' '$tmp/app_mpi.c' \$(pkg-config --cflags --libs syncbn)"
-  check "pkg-config MPI app under mpirun -np 2" env LD_LIBRARY_PATH="$libdir" \
-    mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_LIBRARY_PATH "$tmp/app_mpi_pc"
+  pkg-config --cflags syncbn-mpi | grep -q -- "-DSBN_HAVE_MPI=1" || fail "pkg-config --cflags syncbn-mpi lacks SBN_HAVE_MPI=1"
+  check "pkg-config syncbn-mpi --modversion = syncbn.h" test "$(pkg-config --modversion syncbn-mpi)" = "$version"
+  check "pkg-config syncbn-mpi build of an MPI program (gcc, no mpicc, rpath)" bash -c \
+    "gcc -Wall -Werror -o '$tmp/app_mpi_pc' '$tmp/app_mpi.c' \$(pkg-config --cflags --libs syncbn-mpi) \
+     -Wl,-rpath,\$(pkg-config --variable=libdir syncbn-mpi)"
+  check "pkg-config syncbn-mpi app under mpirun -np 2 (no LD_LIBRARY_PATH)" mpirun_np2 "$tmp/app_mpi_pc"
 else
-  ! pkg-config --cflags --libs syncbn | grep -q -i "mpi" || fail "pkg-config carries MPI flags without MPI"
+  [ ! -e "$libdir/pkgconfig/syncbn-mpi.pc" ] || fail "syncbn-mpi.pc is installed although MPI is not built"
 fi
 check "pkg-config (the ascend layout's lib64/pkgconfig) build" bash -c \
   "PKG_CONFIG_PATH='$moved/lib64/pkgconfig' gcc -o '$tmp/app_pc64' '$tmp/app.c' \$(PKG_CONFIG_PATH='$moved/lib64/pkgconfig' pkg-config --cflags --libs syncbn) && LD_LIBRARY_PATH='$moved/lib64' '$tmp/app_pc64'"
