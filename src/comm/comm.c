@@ -16,7 +16,8 @@
  * same gather-then-rank-order scheme; a backend with merge_rsum (callbacks with
  * allreduce_int64) merges the library's own accumulators (merge ==
  * sbn__rsum_merge_bytes) by integer maxima and sums instead, their tops riding in
- * the header exchange. The header also carries the caller's step
+ * the header exchange (or, when its guess of both holds, in one SUM that its
+ * exchange_headers makes and that sets `merged`: comm_spec.h). The header also carries the caller's step
  * (sbn_comm_set_step): the call number alone can never differ between ranks,
  * since every exchange pairs the k-th call of each rank, so it cannot reveal a
  * rank that skipped a whole step; the caller's step can. The timeout rule shared
