@@ -34,9 +34,12 @@ class _Comm:
     handle = None
     group = None
     pending = None  # an exception raised inside a callback, for the next raise
+    step = None     # the step last declared to the handle (the backward repeats the forward's)
 
     def set_step(self, step):
-        _errors.check(lib.sbn_comm_set_step(self.handle, int(step)), "sbn_comm_set_step")
+        if step != self.step:
+            _errors.check(lib.sbn_comm_set_step(self.handle, int(step)), "sbn_comm_set_step")
+            self.step = step
 
     def fail(self, status):
         """Announces a failure of this rank at the next collective (peers get PeerFailedError)."""
