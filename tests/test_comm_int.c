@@ -12,8 +12,10 @@
  * rank is SBN_ERR_PEER_FAILED on the others; another merge (xor, not the
  * accumulators) still gives the rank-order result through the allgather. The
  * speculative merge (comm_spec.h): alternating merges of 13 and 193 take one SUM
- * once the guess exists, fall back (guessed SUM, MAX, SUM) when one rank's top
- * rises and when the maximum top falls, and always give the rank-order bytes; an
+ * once two steps show the period, fall back (guessed SUM, MAX, SUM) when one
+ * rank's top rises and when the maximum top falls; merges of 13 alone (period 1)
+ * and two of 13 then two of 193 (period 4) take one SUM too; the result is always
+ * the rank-order bytes; an
  * armed handle still reports a step mismatch, a count mismatch and a failed rank. The
  * layer: reproducible forward + backward over the bus, W = 3 with a split of 3, 0
  * and 4 samples, gives W = 1's bits (threads backend, whole batch) for y,
@@ -250,25 +252,34 @@ static uint64_t spec_bytes(size_t n)
 
 /*
  * Merge j of the speculation script: its count, step, whether rank 1 adds a huge
- * term to accumulator 0 (its top rises above every other rank's), and the bytes
- * each rank hands the callbacks (a hit: the guessed SUM alone; a miss: the guessed
- * SUM, then the MAX and the SUM).
+ * term to accumulator 0 (its top rises above every other rank's), the count of the
+ * guess it starts with (0: none, the two-collective path alone) and whether the
+ * guess holds; the bytes each rank hands the callbacks follow (a hit: the guessed
+ * SUM alone; a miss: the guessed SUM, then the MAX and the SUM).
  */
 typedef struct spec_merge {
     size_t n;
     int64_t step;
     int huge;
-    int hit; /* -1: no guess yet (the two-collective path alone) */
+    size_t guess;
+    int hit;
 } spec_merge;
 
 static const spec_merge k_script[] = {
-    {13, 1, 0, -1}, {193, 1, 0, -1}, /* a forward and a backward: the guesses */
-    {13, 2, 0, 1},  {193, 2, 0, 1},  /* the next step: one SUM each */
-    {13, 3, 1, 0},                   /* rank 1's top rose: it does not fit */
-    {193, 3, 0, 1},
-    {13, 4, 0, 0},                   /* the guessed top is nobody's now: the maximum fell */
-    {193, 4, 0, 1}, {13, 5, 0, 1},   /* the same tops again */
-    {193, 7, 0, 1},                  /* a step two ahead on every rank: the same distance */
+    {13, 1, 0, 0, 0}, {193, 1, 0, 0, 0}, /* forwards and backwards: two steps show the period */
+    {13, 2, 0, 0, 0}, {193, 2, 0, 0, 0},
+    {13, 3, 0, 13, 1}, {193, 3, 0, 193, 1}, /* the next step: one SUM each */
+    {13, 4, 1, 13, 0},                      /* rank 1's top rose: it does not fit */
+    {193, 4, 0, 193, 1},
+    {13, 5, 0, 13, 0},                      /* the guessed top is nobody's: the maximum fell */
+    {193, 5, 0, 193, 1}, {13, 6, 0, 13, 1}, /* the same tops again */
+    {193, 8, 0, 193, 1},                    /* a step two ahead on every rank: one distance */
+    {13, 9, 0, 13, 1},
+    {13, 9, 0, 193, 0},                     /* a second forward: the guess (a backward) fails */
+    {13, 10, 0, 0, 0}, {13, 10, 0, 13, 1},  /* forwards alone: period 1 after three */
+    {193, 10, 0, 13, 0}, {193, 10, 0, 0, 0}, /* two forwards, two backwards (accumulation) */
+    {13, 11, 0, 0, 0}, {13, 11, 0, 0, 0}, {193, 11, 0, 193, 1}, {193, 11, 0, 193, 1}, /* P 4 */
+    {13, 12, 0, 13, 1}, {13, 12, 0, 13, 1}, {193, 12, 0, 193, 1}, {193, 12, 0, 193, 1},
 };
 
 static void spec_run(rank_ctx *c, sbn_comm_t **out)
@@ -298,28 +309,27 @@ static void spec_run(rank_ctx *c, sbn_comm_t **out)
         sbn_comm_traffic(*out, &s1, &r1);
         RCHECK(c, memcmp(acc, want, m->n * sizeof *acc) == 0, "merge %zu (count %zu): merged "
                "bytes differ from the rank-order merge", j, m->n);
-        expect = m->hit == 1 ? spec_bytes(m->n)
-               : m->hit == 0 ? spec_bytes(m->n) + normal_bytes(m->n) : normal_bytes(m->n);
+        expect = m->guess == 0 ? normal_bytes(m->n)
+               : spec_bytes(m->guess) + (m->hit ? 0 : normal_bytes(m->n));
         RCHECK(c, c->world == 1 || s1 - s0 == expect, "merge %zu (count %zu): %llu bytes sent, "
                "expected %llu", j, m->n, (unsigned long long)(s1 - s0),
                (unsigned long long)expect);
     }
     if (c->world == 1) return;
-    /* armed (the guess: count 13 at step 5): the last rank is a step ahead */
-    RSTATUS(c, sbn_comm_set_step(*out, c->rank == c->world - 1 ? 7 : 6), SBN_OK);
+    /* armed (period 4, the guess: count 13 at step 12): the last rank is a step ahead */
+    RSTATUS(c, sbn_comm_set_step(*out, c->rank == c->world - 1 ? 14 : 13), SBN_OK);
     RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, 13, sizeof(sbn__rsum), sbn__rsum_merge_bytes,
                                         13), SBN_ERR_COMM_MISMATCH);
-    RHAS(c, "is at step 6");
-    /* armed (count 193 at step 7): a count mismatch, then (count 13 is no guess: the
-     * mismatch left none) a barrier; then armed again (193): rank 0 fails */
-    RSTATUS(c, sbn_comm_set_step(*out, 8), SBN_OK);
+    RHAS(c, "is at step 13");
+    /* a count mismatch; then two steps re-arm the guess (period 2), and rank 0 fails while
+     * the others make the guessed merge */
+    RSTATUS(c, sbn_comm_set_step(*out, 15), SBN_OK);
     RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, c->rank == 0 ? 12 : 193, sizeof(sbn__rsum),
                                         sbn__rsum_merge_bytes, 193), SBN_ERR_COMM_MISMATCH);
     RHAS(c, "allreduce_merge (count 12");
-    RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, 13, sizeof(sbn__rsum), sbn__rsum_merge_bytes,
-                                        13), SBN_OK);
-    RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, 193, sizeof(sbn__rsum), sbn__rsum_merge_bytes,
-                                        193), SBN_OK);
+    for (j = 0; j < 4; j++)
+        RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, j % 2 ? 193 : 13, sizeof(sbn__rsum),
+                                            sbn__rsum_merge_bytes, j % 2 ? 193 : 13), SBN_OK);
     if (c->rank == 0) {
         RSTATUS(c, sbn_comm_fail(*out, SBN_ERR_BAD_SHAPE), SBN_ERR_BAD_SHAPE);
     } else {

@@ -20,9 +20,9 @@
  * rank sees the same maxima, so a disagreement makes every rank gather the
  * headers (allgather) for the generic verdicts. The accumulators' merge is then a
  * MAX of the tops that did not ride (count > CB_RIDE) and one SUM of their packed
- * words (core/rsum.h). Once the collective two before a merge was the same merge
- * (a training step's forward and backward alternate), the merge is one SUM: it
- * guesses the header and the maximum tops from that collective and proves the
+ * words (core/rsum.h). Once the collectives repeat with a period (a training
+ * step's forward and backward alternate), the merge is one SUM: it guesses the
+ * header and the maximum tops from the collective one period back and proves the
  * guess in the same SUM (comm_spec.h), falling back to the MAX and the SUM when
  * the guess fails on any rank; either way the bits of the rank-order merge.
  */
@@ -111,13 +111,14 @@ static sbn_status callbacks_headers(sbn_comm_t *base, const int64_t *mine, int *
     int w, agree;
     if (sbn__spec_armed(&c->spec)) {
         /* every rank starts with the guessed SUM (its size is the guess's, the same on all) */
-        size_t m = sbn__spec_words(c->spec.rec[c->spec.older].n);
+        size_t m = sbn__spec_words(sbn__spec_guess_n(&c->spec));
         sbn__spec_fill(&c->spec, mine, base->ride_data, base->ride, base->ride_n);
         s = int_allreduce(c, c->spec.buf, m, SBN_COMM_INT_SUM, "speculative merge");
         if (SBN_FAILED(s)) return s;
         if (sbn__spec_verdict(&c->spec, base->size, base->ride_data)) {
+            const int64_t *guessed = c->spec.rec[c->spec.guess].tops;
             sbn__spec_record_start(&c->spec, mine, base->ride_n);
-            sbn__spec_record_tops(&c->spec, c->spec.rec[c->spec.older ^ 1].tops, base->ride_n);
+            sbn__spec_record_tops(&c->spec, guessed, base->ride_n);
             base->merged = 1;
             *all_agree = 1;
             return SBN_OK;

@@ -4,10 +4,13 @@
  * takes two collectives: a MAX (the header check, with the accumulators' tops)
  * and a SUM of their words aligned to the maximum tops (core/rsum.h). In training
  * the same merges come back every step with the same tops, so a merge can guess
- * both the header and the maximum tops from the merge two collectives earlier (a
- * forward follows a forward, a backward a backward) and send only the SUM,
- * aligned to the guessed tops, with the proof that the guess was right folded
- * into the same SUM:
+ * both the header and the maximum tops from the collective one period earlier and
+ * send only the SUM, aligned to the guessed tops, with the proof that the guess
+ * was right folded into the same SUM. The period P (1 to SBN_SPEC_MAX_PERIOD) is
+ * the smallest for which the last two collectives repeat the two P before them
+ * (same op, count, tag and element size, both agreed merges): 2 for a forward and
+ * a backward that alternate, 1 for forwards alone, 4 for two forwards and two
+ * backwards (gradient accumulation). The SUM's words:
  *
  *   words[0 .. 11 n)          the accumulators packed at the guessed tops P
  *                             (sbn__rsum_pack), as in the second collective;
@@ -16,7 +19,7 @@
  *                             word i / 3 when this rank's top equals P[i]: the
  *                             sum counts the ranks that reach P[i] (<= 2^20);
  *   fits                      1 when this rank's call is that merge (op, count,
- *                             element size, tag as guessed, call number + 2), its
+ *                             element size, tag as guessed, call number + P), its
  *                             step is the guessed one plus d, 0 <= d < 2^11, and
  *                             every top i is at most P[i]; else 0 (and the rest
  *                             of its words 0): a rank in another collective, a
@@ -34,9 +37,9 @@
  * reports any disagreement or failure as before), one collective later.
  *
  * The guess must be the same on every rank, since it sets the size of the first
- * collective: it comes only from what every rank saw, the agreed header and
- * maximum tops of the collective two before this one (a collective that did not
- * agree, or was not such a merge, leaves no guess), and a rank whose callback
+ * collective: it comes only from what every rank saw, the agreed headers and
+ * maximum tops of the last collectives (a collective that did not agree, or was
+ * not such a merge, is no guess and matches nothing), and a rank whose callback
  * failed drops its guesses as it drops out of step. Every collective of an armed
  * handle starts with the guessed SUM, whatever it is, so that the ranks' calls
  * pair up: a barrier, an allgather or a failure announcement sends fits = 0.
@@ -54,6 +57,10 @@
 
 #define SBN_SPEC_STEP_BITS 11
 #define SBN_SPEC_FIELD_BITS 21
+#define SBN_SPEC_MAX_PERIOD 4
+/* The records kept: the period's test reads up to 2 P back (P + 1 and 1 before it), and
+ * the next record is written over the oldest, which no guess reads. */
+#define SBN_SPEC_RECORDS (2 * SBN_SPEC_MAX_PERIOD)
 
 /* One collective as every rank saw it: the agreed header and, for a merge, the maximum tops. */
 typedef struct sbn__spec_record {
@@ -65,8 +72,9 @@ typedef struct sbn__spec_record {
 } sbn__spec_record;
 
 typedef struct sbn__spec {
-    sbn__spec_record rec[2];
-    int older;                    /* rec[older]: the collective two back, the guess */
+    sbn__spec_record rec[SBN_SPEC_RECORDS];  /* a ring, rec[newest] the last collective */
+    int newest;
+    int guess, period;            /* set by sbn__spec_armed: rec[guess], P; guess -1: none */
     int64_t *buf;                 /* the guessed SUM's words (grow-only) */
     size_t buf_cap;
 } sbn__spec;
@@ -75,8 +83,11 @@ typedef struct sbn__spec {
 size_t sbn__spec_words(size_t n);
 /* Grows the buffers a merge of n needs for its own record and a later guess. */
 sbn_status sbn__spec_reserve(sbn__spec *sp, size_t n);
-/* 1 when the next collective starts with the guessed SUM. */
-int sbn__spec_armed(const sbn__spec *sp);
+/* 1 when the next collective starts with the guessed SUM (it finds the period and the
+ * guess, for the calls below). */
+int sbn__spec_armed(sbn__spec *sp);
+/* The count of the guess (after sbn__spec_armed answered 1). */
+size_t sbn__spec_guess_n(const sbn__spec *sp);
 /*
  * Fills sp->buf (sbn__spec_words of the guess's n) for this rank's header `mine`;
  * data/tops/count: the accumulators of an rsum merge and their tops (data NULL for
