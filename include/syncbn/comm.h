@@ -89,10 +89,10 @@ typedef void (*sbn_comm_merge_fn)(void *inout, const void *in, size_t count);
  *              one SUM of 11 words per element, so each rank hands 512 + 96 * count
  *              bytes to the callback per merge (512 + 88 * count when count <= 51)
  *              whatever the world size, and the result has the bytes of the
- *              rank-order merge. When the collective two before a merge was the
- *              same merge (a training step's forward and backward alternate), the
- *              merge is first tried as one SUM aligned to that merge's maximum
- *              tops, with the proof that the guess holds on every rank folded in
+ *              rank-order merge. When the collectives repeat with a period of 1 to
+ *              4 (a training step's forward and backward alternate), a merge is
+ *              first tried as one SUM aligned to the maximum tops of the merge one
+ *              period back, with the proof that the guess holds on every rank folded in
  *              (8 * (11 * count + ceil(count / 3) + 3) bytes; src/comm/comm_spec.h);
  *              when it does not hold, the MAX and the SUM follow, on every rank.
  *              Other merges use `allreduce` or the allgather.

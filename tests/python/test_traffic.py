@@ -2,9 +2,9 @@
 
 For W = 2, 3, 4 gloo processes, every rank's forward+backward of a
 SyncBatchNorm(C) hands torch.distributed the same number of bytes, in one
-all_reduce per exchange once the step is a repeat of the previous one (the
+all_reduce per exchange once two steps have shown the exchanges' period (the
 speculative merge, src/comm/comm_spec.h: a SUM of 11 words per accumulator
-aligned to the previous step's agreed tops, a count per three accumulators of
+aligned to the agreed tops of the previous step, a count per three accumulators of
 the ranks reaching them, and 3 words proving the guess; 3C + 2 accumulators
 forward, 2C + 1 backward, the last of each block counting the world's units)
 and no all_gather; the bytes equal what the C handle counts and the formula of

@@ -9,9 +9,9 @@ size, tag with C and dtype, call number, the caller's step), folded into one MAX
 of 64 words with their complements, so ranks making different calls get
 ``CommMismatchError`` instead of waiting; it merges the layer's exact
 accumulators with that MAX (their tops ride in it) and one SUM of 11 words per
-accumulator (comm.h). Once a step repeats the previous one (the forward's merge two
-collectives after the last forward's, the backward's likewise), the C layer guesses
-the header and the tops from it and sends only the SUM, with the proof of the guess
+accumulator (comm.h). Once the exchanges repeat with a period (forward, backward;
+two steps show it), the C layer guesses the header and the tops from the exchange
+one period back and sends only the SUM, with the proof of the guess
 folded in (src/comm/comm_spec.h), falling back to the MAX and the SUM on every rank
 when the guess fails: in training, a forward or a backward is one all_reduce of
 O(C) bytes whatever the world size, and always the bits of the rank-order merge.
