@@ -39,13 +39,14 @@ class BuildWithLibrary(build_py):
         subprocess.check_call(args)
         jobs = os.environ.get("SBN_BUILD_JOBS") or str(os.cpu_count() or 1)
         subprocess.check_call(["cmake", "--build", cmake_dir, "--target", "syncbn", "-j", jobs])
-        built = [p for p in glob.glob(os.path.join(cmake_dir, "libsyncbn.so*"))
-                 if not os.path.islink(p)]
-        if len(built) != 1:
-            raise RuntimeError("expected one libsyncbn.so* file in %s, found %s" % (cmake_dir,
-                                                                                   built))
+        # the real file of this version (libsyncbn.so.X.Y.Z); a build tree reused across
+        # versions also holds older ones, which must not be packaged
+        built = os.path.join(cmake_dir, "libsyncbn.so." + version())
+        if not os.path.isfile(built) or os.path.islink(built):
+            raise RuntimeError("the build did not produce %s (found %s)" % (
+                built, sorted(glob.glob(os.path.join(cmake_dir, "libsyncbn.so*")))))
         dest = os.path.join(self.build_lib, "syncbn", "libsyncbn.so")
-        shutil.copyfile(built[0], dest)
+        shutil.copyfile(built, dest)
         os.chmod(dest, 0o755)
 
 

@@ -11,6 +11,12 @@
  * against 6) is SBN_ERR_COMM_MISMATCH on every rank naming both calls; a failed
  * rank is SBN_ERR_PEER_FAILED on the others; another merge (xor, not the
  * accumulators) still gives the rank-order result through the allgather. The
+ * speculative merge (comm_spec.h): alternating merges of 13 and 193 take one SUM
+ * once two steps show the period, fall back (guessed SUM, MAX, SUM) when one
+ * rank's top rises and when the maximum top falls; merges of 13 alone (period 1)
+ * and two of 13 then two of 193 (period 4) take one SUM too; the result is always
+ * the rank-order bytes; an
+ * armed handle still reports a step mismatch, a count mismatch and a failed rank. The
  * layer: reproducible forward + backward over the bus, W = 3 with a split of 3, 0
  * and 4 samples, gives W = 1's bits (threads backend, whole batch) for y,
  * grad_input, the saved and running statistics and the synced parameter gradients.
@@ -232,6 +238,138 @@ static void merges_over_int64(void)
                   (unsigned long long)per_w[w], (unsigned long long)per_w[2]);
 }
 
+/* ---- the speculative one-SUM merge (comm_spec.h) ---- */
+
+static uint64_t normal_bytes(size_t n)
+{
+    return 512 + 88 * n + (n > 51 ? 8 * (n - 51) : 0);
+}
+
+static uint64_t spec_bytes(size_t n)
+{
+    return 8 * (11 * n + (n + 2) / 3 + 3);
+}
+
+/*
+ * Merge j of the speculation script: its count, step, whether rank 1 adds a huge
+ * term to accumulator 0 (its top rises above every other rank's), the count of the
+ * guess it starts with (0: none, the two-collective path alone) and whether the
+ * guess holds; the bytes each rank hands the callbacks follow (a hit: the guessed
+ * SUM alone; a miss: the guessed SUM, then the MAX and the SUM).
+ */
+typedef struct spec_merge {
+    size_t n;
+    int64_t step;
+    int huge;
+    size_t guess;
+    int hit;
+} spec_merge;
+
+static const spec_merge k_script[] = {
+    {13, 1, 0, 0, 0}, {193, 1, 0, 0, 0}, /* forwards and backwards: two steps show the period */
+    {13, 2, 0, 0, 0}, {193, 2, 0, 0, 0},
+    {13, 3, 0, 13, 1}, {193, 3, 0, 193, 1}, /* the next step: one SUM each */
+    {13, 4, 1, 13, 0},                      /* rank 1's top rose: it does not fit */
+    {193, 4, 0, 193, 1},
+    {13, 5, 0, 13, 0},                      /* the guessed top is nobody's: the maximum fell */
+    {193, 5, 0, 193, 1}, {13, 6, 0, 13, 1}, /* the same tops again */
+    {193, 8, 0, 193, 1},                    /* a step two ahead on every rank: one distance */
+    {13, 9, 0, 13, 1},
+    {13, 9, 0, 193, 0},                     /* a second forward: the guess (a backward) fails */
+    {13, 10, 0, 0, 0}, {13, 10, 0, 13, 1},  /* forwards alone: period 1 after three */
+    {193, 10, 0, 13, 0}, {193, 10, 0, 0, 0}, /* two forwards, two backwards (accumulation) */
+    {13, 11, 0, 0, 0}, {13, 11, 0, 0, 0}, {193, 11, 0, 193, 1}, {193, 11, 0, 193, 1}, /* P 4 */
+    {13, 12, 0, 13, 1}, {13, 12, 0, 13, 1}, {193, 12, 0, 193, 1}, {193, 12, 0, 193, 1},
+};
+
+static void spec_run(rank_ctx *c, sbn_comm_t **out)
+{
+    sbn_comm_callbacks cb = {bus_allgather, NULL, NULL, NULL, bus_allreduce_int64};
+    sbn__rsum acc[193], want[193], other[193];
+    size_t j;
+    int r;
+    c->ep.b = c->b;
+    c->ep.rank = c->rank;
+    RSTATUS(c, sbn_comm_callbacks_create(c->rank, c->world, &cb, &c->ep, out), SBN_OK);
+    for (j = 0; j < sizeof k_script / sizeof k_script[0]; j++) {
+        const spec_merge *m = &k_script[j];
+        uint64_t s0, r0, s1, r1, expect;
+        build(acc, m->n, c->rank, (unsigned)m->n);
+        if (m->huge && c->rank == 1) sbn__rsum_add(&acc[0], ldexp(1.0, 1000));
+        build(want, m->n, 0, (unsigned)m->n);
+        for (r = 1; r < c->world; r++) {
+            build(other, m->n, r, (unsigned)m->n);
+            if (m->huge && r == 1) sbn__rsum_add(&other[0], ldexp(1.0, 1000));
+            sbn__rsum_merge_bytes(want, other, m->n);
+        }
+        RSTATUS(c, sbn_comm_set_step(*out, m->step), SBN_OK);
+        sbn_comm_traffic(*out, &s0, &r0);
+        RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, m->n, sizeof(sbn__rsum),
+                                            sbn__rsum_merge_bytes, (int64_t)m->n), SBN_OK);
+        sbn_comm_traffic(*out, &s1, &r1);
+        RCHECK(c, memcmp(acc, want, m->n * sizeof *acc) == 0, "merge %zu (count %zu): merged "
+               "bytes differ from the rank-order merge", j, m->n);
+        expect = m->guess == 0 ? normal_bytes(m->n)
+               : spec_bytes(m->guess) + (m->hit ? 0 : normal_bytes(m->n));
+        RCHECK(c, c->world == 1 || s1 - s0 == expect, "merge %zu (count %zu): %llu bytes sent, "
+               "expected %llu", j, m->n, (unsigned long long)(s1 - s0),
+               (unsigned long long)expect);
+    }
+    if (c->world == 1) return;
+    /* armed (period 4, the guess: count 13 at step 12): the last rank is a step ahead */
+    RSTATUS(c, sbn_comm_set_step(*out, c->rank == c->world - 1 ? 14 : 13), SBN_OK);
+    RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, 13, sizeof(sbn__rsum), sbn__rsum_merge_bytes,
+                                        13), SBN_ERR_COMM_MISMATCH);
+    RHAS(c, "is at step 13");
+    /* a count mismatch; then two steps re-arm the guess (period 2), and rank 0 fails while
+     * the others make the guessed merge */
+    RSTATUS(c, sbn_comm_set_step(*out, 15), SBN_OK);
+    RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, c->rank == 0 ? 12 : 193, sizeof(sbn__rsum),
+                                        sbn__rsum_merge_bytes, 193), SBN_ERR_COMM_MISMATCH);
+    RHAS(c, "allreduce_merge (count 12");
+    for (j = 0; j < 4; j++)
+        RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, j % 2 ? 193 : 13, sizeof(sbn__rsum),
+                                            sbn__rsum_merge_bytes, j % 2 ? 193 : 13), SBN_OK);
+    if (c->rank == 0) {
+        RSTATUS(c, sbn_comm_fail(*out, SBN_ERR_BAD_SHAPE), SBN_ERR_BAD_SHAPE);
+    } else {
+        RSTATUS(c, sbn_comm_allreduce_merge(*out, acc, 13, sizeof(sbn__rsum),
+                                            sbn__rsum_merge_bytes, 13), SBN_ERR_PEER_FAILED);
+        RHAS(c, "SBN_ERR_BAD_SHAPE");
+    }
+}
+
+static void *spec_main(void *p)
+{
+    sbn_comm_t *comm = NULL;
+    spec_run(p, &comm);
+    sbn_comm_destroy(comm);
+    return NULL;
+}
+
+static void speculative_merges(void)
+{
+    int w, r;
+    for (w = 1; w <= MAXW; w++) {
+        rank_ctx ctx[MAXW];
+        pthread_t threads[MAXW];
+        bus b;
+        memset(&b, 0, sizeof b);
+        pthread_barrier_init(&b.meet, NULL, (unsigned)w);
+        b.size = w;
+        for (r = 0; r < w; r++) {
+            memset(&ctx[r], 0, sizeof ctx[r]);
+            ctx[r].rank = r;
+            ctx[r].world = w;
+            ctx[r].b = &b;
+            if (pthread_create(&threads[r], NULL, spec_main, &ctx[r]) != 0) exit(1);
+        }
+        for (r = 0; r < w; r++) pthread_join(threads[r], NULL);
+        pthread_barrier_destroy(&b.meet);
+        for (r = 0; r < w; r++) CHECK_MSG(!ctx[r].failed, "world %d: %s", w, ctx[r].msg);
+    }
+}
+
 /* ---- the layer over the bus against W = 1 ---- */
 
 #define LC 3
@@ -372,6 +510,7 @@ static void layer_equals_one_rank(void)
 
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(merges_over_int64),
+    SBN_TEST_CASE(speculative_merges),
     SBN_TEST_CASE(layer_equals_one_rank),
 };
 

@@ -3,7 +3,8 @@
 Two gloo processes on 127.0.0.1 each hold half of an N x C x H x W fp32 batch
 (default 32x64x56x56, so 16x64x56x56 per rank) and time forward + backward of
 ``syncbn.torch.SyncBatchNorm`` (synchronised: one exact merge forward, one
-backward, each a MAX and a SUM all_reduce) against ``torch.nn.BatchNorm2d`` forward + backward on the same local
+backward, each one SUM all_reduce once a step repeats the previous one: the
+speculative merge of src/comm/comm_spec.h; a MAX and a SUM when its guess fails) against ``torch.nn.BatchNorm2d`` forward + backward on the same local
 half, unsynchronised, which is what CPU users fall back to today. Both run in the
 same processes at the same time, one compute thread per process (2 processes on
 2 cores). A tiny 2x4x2x2 batch gives the per-call overhead of the Python layer and
@@ -96,16 +97,16 @@ def worker(rank, world, port, args, queue):
                                                agree)
     # where the tiny step's time goes: the same module over a group of one rank (Python,
     # ctypes, views and the C calls, no collective), and the step's collectives alone
-    # (what syncbn hands torch.distributed for C = 4: forward a MAX of 64 int64 and a SUM
-    # of 13 x 11, backward a MAX of 64 and a SUM of 8 x 11)
+    # (what syncbn hands torch.distributed for C = 4 in the steady state: forward a SUM
+    # of 11 x 14 + 5 + 3 int64, backward a SUM of 11 x 9 + 3 + 3; comm_spec.h)
     x = torch.randn(2, 4, 2, 2, generator=gen).requires_grad_(True)
     dy = torch.randn(2, 4, 2, 2, generator=gen)
     groups = [dist.new_group([r]) for r in range(world)]  # every rank makes every group
     alone = sbt.SyncBatchNorm(4, process_group=groups[rank])
     results["tiny-local"] = time_steps(lambda: alone(x).backward(dy), args.min_reps,
                                        args.min_time, agree)
-    bufs = [torch.zeros(n, dtype=torch.int64) for n in (64, 13 * 11, 64, 8 * 11)]
-    ops = [dist.ReduceOp.MAX, dist.ReduceOp.SUM] * 2
+    bufs = [torch.zeros(n, dtype=torch.int64) for n in (14 * 11 + 5 + 3, 9 * 11 + 3 + 3)]
+    ops = [dist.ReduceOp.SUM] * 2
 
     def collectives():
         for b, op in zip(bufs, ops):
@@ -143,7 +144,8 @@ def traffic_worker(rank, world, port, channels, queue):
 
     m = sbt.SyncBatchNorm(channels)
     x = torch.randn(2, channels, 2, 2, requires_grad=True)
-    m(x).sum().backward()
+    for _ in range(2):  # the communicator, and two steps for the speculative merge's period
+        m(x).sum().backward()
     dist.all_reduce, dist.all_gather = all_reduce, all_gather
     steps = 3
     for _ in range(steps):
@@ -229,7 +231,7 @@ def main():
           "torch BatchNorm2d %.0f us, difference %.0f us" % (
               tiny_ours * 1e6, tiny_plain * 1e6, (tiny_ours - tiny_plain) * 1e6))
     print("# where the 2x4x2x2 step goes: %.0f us for the same module over a group of one "
-          "rank (Python, ctypes, views, C; no collective), %.0f us for its four all_reduce "
+          "rank (Python, ctypes, views, C; no collective), %.0f us for its two all_reduce "
           "calls alone" % (worst("tiny-local")[1] * 1e6, worst("tiny-collectives")[1] * 1e6))
     print("# torch %s, %d ranks x 1 thread" % (torch.__version__, args.world))
     for world in args.traffic_worlds:

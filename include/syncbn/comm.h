@@ -89,7 +89,13 @@ typedef void (*sbn_comm_merge_fn)(void *inout, const void *in, size_t count);
  *              one SUM of 11 words per element, so each rank hands 512 + 96 * count
  *              bytes to the callback per merge (512 + 88 * count when count <= 51)
  *              whatever the world size, and the result has the bytes of the
- *              rank-order merge. Other merges use `allreduce` or the allgather.
+ *              rank-order merge. When the collectives repeat with a period of 1 to
+ *              4 (a training step's forward and backward alternate), a merge is
+ *              first tried as one SUM aligned to the maximum tops of the merge one
+ *              period back, with the proof that the guess holds on every rank folded in
+ *              (8 * (11 * count + ceil(count / 3) + 3) bytes; src/comm/comm_spec.h);
+ *              when it does not hold, the MAX and the SUM follow, on every rank.
+ *              Other merges use `allreduce` or the allgather.
  * A struct zero-initialized and then filled keeps working as members are added
  * at the end (a NULL member is "not provided").
  */

@@ -17,6 +17,7 @@ alive); an output the library writes in place (``writable``) is refused, since
 the library would store un-negated values into it.
 """
 import ctypes
+import struct
 
 import numpy as np
 
@@ -108,6 +109,15 @@ if _torch is not None:
     _HAS_NESTED = hasattr(_torch.Tensor, "is_nested")
 
 
+# sbn_tensor's bytes (data, dtype, rank, shape[8], strides[8]) packed in one call: building
+# the ctypes Structure from them is a third of the cost of filling its fields and arrays
+_PACKER = struct.Struct("=Qii%dq%dq" % (MAX_RANK, MAX_RANK))
+_PACK = _PACKER.pack if _PACKER.size == ctypes.sizeof(Tensor) and \
+    Tensor.shape.offset == 16 and Tensor.strides.offset == 16 + 8 * MAX_RANK else None
+_FROM_BYTES = Tensor.from_buffer_copy
+_PAD = [(0,) * (MAX_RANK - r) for r in range(MAX_RANK + 1)]
+
+
 def _fast_torch_view(a):
     """The view of a plain dense CPU tensor of a library dtype without lazy bits, or None for
     anything else (which view()'s checks then refuse or resolve). A layer call makes a dozen
@@ -117,9 +127,13 @@ def _fast_torch_view(a):
             or not _HAS_LAZY_BITS or a.is_neg() or a.is_conj():
         return None
     shape = a.shape
-    if len(shape) > MAX_RANK:
+    rank = len(shape)
+    if rank > MAX_RANK:
         return None
-    return Tensor(a.data_ptr() or None, code, len(shape), _DIMS(*shape), _DIMS(*a.stride()))
+    if _PACK is not None:
+        pad = _PAD[rank]
+        return _FROM_BYTES(_PACK(a.data_ptr(), code, rank, *shape, *pad, *a.stride(), *pad))
+    return Tensor(a.data_ptr() or None, code, rank, _DIMS(*shape), _DIMS(*a.stride()))
 
 
 def view(a, name, writable=False):

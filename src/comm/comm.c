@@ -16,7 +16,8 @@
  * same gather-then-rank-order scheme; a backend with merge_rsum (callbacks with
  * allreduce_int64) merges the library's own accumulators (merge ==
  * sbn__rsum_merge_bytes) by integer maxima and sums instead, their tops riding in
- * the header exchange. The header also carries the caller's step
+ * the header exchange (or, when its guess of both holds, in one SUM that its
+ * exchange_headers makes and that sets `merged`: comm_spec.h). The header also carries the caller's step
  * (sbn_comm_set_step): the call number alone can never differ between ranks,
  * since every exchange pairs the k-th call of each rank, so it cannot reveal a
  * rank that skipped a whole step; the caller's step can. The timeout rule shared
@@ -47,6 +48,8 @@ sbn_status sbn__comm_init(sbn_comm_t *comm, const struct sbn__comm_vtable *vt, i
     comm->step = 0;
     comm->ride = NULL;
     comm->ride_n = comm->ride_cap = 0;
+    comm->ride_data = NULL;
+    comm->merged = 0;
     comm->headers = sbn__malloc((size_t)size * SBN_HDR_WORDS * sizeof(int64_t));
     if (comm->headers == NULL)
         return sbn__error(SBN_ERR_OUT_OF_MEMORY,
@@ -401,14 +404,21 @@ static sbn_status rsum_merge(sbn_comm_t *comm, void *data, size_t count, int64_t
         return sbn__error(SBN_ERR_OUT_OF_MEMORY, "allreduce_merge on rank %d: could not allocate "
                           "the %zu x %zu int64 scratch", comm->rank, count, per);
     }
+    if (comm->vt->prepare_rsum != NULL) {
+        s = comm->vt->prepare_rsum(comm, count);
+        if (SBN_FAILED(s)) return announce_own(comm, s);
+    }
     tops = comm->scratch;
     sbn__rsum_tops(data, count, tops);
     comm->ride = tops;
     comm->ride_n = count;
+    comm->ride_data = data;
+    comm->merged = 0;
     s = start(comm, SBN_OP_ALLREDUCE_MERGE, count, sizeof(sbn__rsum), tag, SBN_OK);
     comm->ride = NULL;
     comm->ride_n = 0;
-    if (SBN_FAILED(s)) return s;
+    comm->ride_data = NULL;
+    if (SBN_FAILED(s) || comm->merged) return s; /* merged: the speculative SUM held */
     s = comm->vt->merge_rsum(comm, data, count, tops, tops + count);
     if (SBN_FAILED(s)) return backend_error(comm, SBN_OP_ALLREDUCE_MERGE, "payload", s);
     return SBN_OK;

@@ -20,9 +20,14 @@
  * rank sees the same maxima, so a disagreement makes every rank gather the
  * headers (allgather) for the generic verdicts. The accumulators' merge is then a
  * MAX of the tops that did not ride (count > CB_RIDE) and one SUM of their packed
- * words (core/rsum.h).
+ * words (core/rsum.h). Once the collectives repeat with a period (a training
+ * step's forward and backward alternate), the merge is one SUM: it guesses the
+ * header and the maximum tops from the collective one period back and proves the
+ * guess in the same SUM (comm_spec.h), falling back to the MAX and the SUM when
+ * the guess fails on any rank; either way the bits of the rank-order merge.
  */
 #include "comm_internal.h"
+#include "comm_spec.h"
 #include "core/alloc.h"
 #include "core/export.h"
 #include "core/rsum.h"
@@ -37,6 +42,7 @@ typedef struct callbacks_comm {
     sbn_comm_callbacks cb;
     void *user;
     unsigned char *barrier_recv; /* size bytes, only without a barrier callback */
+    sbn__spec spec;              /* the guesses of the speculative merge (with merge_rsum) */
 } callbacks_comm;
 
 static sbn_status callbacks_allgather(sbn_comm_t *base, const void *send, size_t bytes,
@@ -89,10 +95,12 @@ static sbn_status int_allreduce(callbacks_comm *c, int64_t *data, size_t count, 
                                 const char *what)
 {
     int rc = c->cb.allreduce_int64(c->user, data, count, op);
-    if (rc != 0)
+    if (rc != 0) {
+        sbn__spec_forget(&c->spec); /* the peers may have gone on: no guess is shared now */
         return sbn__error(SBN_ERR_COMM, "the allreduce_int64 callback returned %d on rank %d of %d "
                           "(%s: %zu values, %s)", rc, c->base.rank, c->base.size, what, count,
                           op == SBN_COMM_INT_MAX ? "max" : "sum");
+    }
     sbn__comm_count(&c->base, (uint64_t)count * 8, (uint64_t)count * 8);
     return SBN_OK;
 }
@@ -104,6 +112,21 @@ static sbn_status callbacks_headers(sbn_comm_t *base, const int64_t *mine, int *
     size_t ride = base->ride_n < CB_RIDE ? base->ride_n : CB_RIDE, i;
     sbn_status s;
     int w, agree;
+    if (sbn__spec_armed(&c->spec)) {
+        /* every rank starts with the guessed SUM (its size is the guess's, the same on all) */
+        size_t m = sbn__spec_words(sbn__spec_guess_n(&c->spec));
+        sbn__spec_fill(&c->spec, mine, base->ride_data, base->ride, base->ride_n);
+        s = int_allreduce(c, c->spec.buf, m, SBN_COMM_INT_SUM, "speculative merge");
+        if (SBN_FAILED(s)) return s;
+        if (sbn__spec_verdict(&c->spec, base->size, base->ride_data)) {
+            const int64_t *guessed = c->spec.rec[c->spec.guess].tops;
+            sbn__spec_record_start(&c->spec, mine, base->ride_n);
+            sbn__spec_record_tops(&c->spec, guessed, base->ride_n);
+            base->merged = 1;
+            *all_agree = 1;
+            return SBN_OK;
+        }
+    }
     for (w = 0; w < CB_CHECKED; w++) {
         buf[w] = mine[w];
         buf[CB_CHECKED + w] = ~mine[w];
@@ -116,6 +139,9 @@ static sbn_status callbacks_headers(sbn_comm_t *base, const int64_t *mine, int *
     agree = buf[2 * CB_CHECKED] == 0;
     for (w = 0; w < CB_CHECKED; w++) agree = agree && buf[w] == ~buf[CB_CHECKED + w];
     *all_agree = agree;
+    /* a merge that agreed becomes a guess once merge_rsum has its maximum tops */
+    sbn__spec_record_start(&c->spec, agree && base->ride_data != NULL ? mine : NULL,
+                           base->ride_n);
     if (agree) {
         for (i = 0; i < ride; i++) base->ride[i] = buf[2 * CB_CHECKED + 1 + i];
         return SBN_OK;
@@ -137,13 +163,20 @@ static sbn_status callbacks_merge_rsum(sbn_comm_t *base, void *data, size_t coun
     s = int_allreduce(c, words, count * SBN_RSUM_INT_WORDS, SBN_COMM_INT_SUM, "sums");
     if (SBN_FAILED(s)) return s;
     sbn__rsum_unpack(data, count, tops, words);
+    sbn__spec_record_tops(&c->spec, tops, count);
     return SBN_OK;
+}
+
+static sbn_status callbacks_prepare_rsum(sbn_comm_t *base, size_t count)
+{
+    return sbn__spec_reserve(&((callbacks_comm *)base)->spec, count);
 }
 
 static void callbacks_destroy(sbn_comm_t *base)
 {
     callbacks_comm *c = (callbacks_comm *)base;
     if (c->cb.destroy != NULL) c->cb.destroy(c->user);
+    sbn__spec_free(&c->spec);
     sbn__free(c->barrier_recv);
     sbn__free(c);
 }
@@ -169,6 +202,7 @@ static const struct sbn__comm_vtable callbacks_vtable_int = {
     .destroy = callbacks_destroy,
     .exchange_headers = callbacks_headers,
     .merge_rsum = callbacks_merge_rsum,
+    .prepare_rsum = callbacks_prepare_rsum,
 };
 
 static const struct sbn__comm_vtable callbacks_vtable_int_allreduce = {
@@ -178,6 +212,7 @@ static const struct sbn__comm_vtable callbacks_vtable_int_allreduce = {
     .allreduce_merge = callbacks_allreduce,
     .exchange_headers = callbacks_headers,
     .merge_rsum = callbacks_merge_rsum,
+    .prepare_rsum = callbacks_prepare_rsum,
 };
 
 SBN_API sbn_status sbn_comm_callbacks_create(int rank, int size, const sbn_comm_callbacks *callbacks,

@@ -88,6 +88,12 @@ struct sbn__comm_vtable {
      */
     sbn_status (*merge_rsum)(sbn_comm_t *comm, void *data, size_t count, int64_t *tops,
                              int64_t *words);
+    /*
+     * Optional, with merge_rsum, before the header exchange of a merge of `count`
+     * accumulators: what can fail on one rank alone (the speculative merge's
+     * buffers), so that the rank announces the failure. NULL: nothing.
+     */
+    sbn_status (*prepare_rsum)(sbn_comm_t *comm, size_t count);
 };
 
 struct sbn_comm {
@@ -111,6 +117,13 @@ struct sbn_comm {
      */
     int64_t *ride;
     size_t ride_n, ride_cap;
+    /*
+     * Around the start() of an rsum merge, its accumulators (else NULL): a backend's
+     * exchange_headers may merge them already (the speculative merge, comm_spec.h)
+     * and then sets `merged`, so that merge_rsum is not called.
+     */
+    void *ride_data;
+    int merged;
     /* Traffic (sbn_comm_traffic), counted by the backends with sbn__comm_count. */
     uint64_t bytes_sent, bytes_received;
 };

@@ -9,8 +9,12 @@ size, tag with C and dtype, call number, the caller's step), folded into one MAX
 of 64 words with their complements, so ranks making different calls get
 ``CommMismatchError`` instead of waiting; it merges the layer's exact
 accumulators with that MAX (their tops ride in it) and one SUM of 11 words per
-accumulator (comm.h), so a forward or a backward is two all_reduce calls moving
-O(C) bytes whatever the world size, and gives the bits of the rank-order merge.
+accumulator (comm.h). Once the exchanges repeat with a period (forward, backward;
+two steps show it), the C layer guesses the header and the tops from the exchange
+one period back and sends only the SUM, with the proof of the guess
+folded in (src/comm/comm_spec.h), falling back to the MAX and the SUM on every rank
+when the guess fails: in training, a forward or a backward is one all_reduce of
+O(C) bytes whatever the world size, and always the bits of the rank-order merge.
 An exception raised by torch inside a callback is kept and chained to the
 SyncBNError the C call then returns.
 ``LocalComm`` is a world of one rank (threads backend): no collective leaves the
@@ -30,9 +34,12 @@ class _Comm:
     handle = None
     group = None
     pending = None  # an exception raised inside a callback, for the next raise
+    step = None     # the step last declared to the handle (the backward repeats the forward's)
 
     def set_step(self, step):
-        _errors.check(lib.sbn_comm_set_step(self.handle, int(step)), "sbn_comm_set_step")
+        if step != self.step:
+            _errors.check(lib.sbn_comm_set_step(self.handle, int(step)), "sbn_comm_set_step")
+            self.step = step
 
     def fail(self, status):
         """Announces a failure of this rank at the next collective (peers get PeerFailedError)."""

@@ -61,6 +61,19 @@ def _check_input(m, x):
 
 
 def _config(m, training):
+    """The module's sbn_syncbn_config, one per setting, kept in its state (the C calls only
+    read it)."""
+    key = (m.eps, m.momentum, bool(training), bool(getattr(m, "reproducible", False)))
+    configs = state_of(m).configs
+    cfg = configs.get(key)
+    if cfg is None:
+        if len(configs) > 16:  # a module whose eps or momentum keeps changing
+            configs.clear()
+        cfg = configs[key] = _new_config(m, training)
+    return cfg
+
+
+def _new_config(m, training):
     cfg = LayerConfig()
     _errors.check(lib.sbn_syncbn_config_init(ctypes.byref(cfg), ctypes.sizeof(cfg)),
                   "sbn_syncbn_config_init")
@@ -77,11 +90,20 @@ def _ptr(v):
     return ctypes.pointer(v) if v is not None else None
 
 
-def _workspace(xv, comm):
-    n = ctypes.c_size_t()
-    _errors.check(lib.sbn_syncbn_workspace_size(ctypes.byref(xv), ctypes.byref(n)),
-                  "sbn_syncbn_workspace_size")
-    return _runtime.workspace(n.value)
+_WORKSPACE_BYTES = {}  # (shape, strides, dtype) -> sbn_syncbn_workspace_size's answer
+
+
+def _workspace(x, xv, comm):
+    key = (x.shape, x.stride(), x.dtype)
+    nbytes = _WORKSPACE_BYTES.get(key)
+    if nbytes is None:
+        n = ctypes.c_size_t()
+        _errors.check(lib.sbn_syncbn_workspace_size(ctypes.byref(xv), ctypes.byref(n)),
+                      "sbn_syncbn_workspace_size")
+        if len(_WORKSPACE_BYTES) > 256:
+            _WORKSPACE_BYTES.clear()
+        nbytes = _WORKSPACE_BYTES[key] = n.value
+    return _runtime.workspace(nbytes)
 
 
 def _sync_group(m):
@@ -95,9 +117,12 @@ def _sync_group(m):
 
 
 class _Call:
-    """What forward hands to backward besides the saved tensors."""
+    """What forward hands to backward besides the saved tensors: among them the views forward
+    made of the tensors backward reads again (x, weight, the running stats, save_mean and
+    save_invstd: the same memory, which the saved tensors keep alive and autograd's version
+    check keeps unchanged)."""
     __slots__ = ("module", "comm", "step", "cfg", "global_count", "save_mean", "save_invstd",
-                 "bias_dtype")
+                 "bias_dtype", "views")
 
 
 class _SyncBNFunction(torch.autograd.Function):
@@ -121,7 +146,7 @@ class _SyncBNFunction(torch.autograd.Function):
             smv, siv = V.view(save_mean, "save_mean"), V.view(save_invstd, "save_invstd")
             if nbt is not None:
                 V.resolved(nbt, "num_batches_tracked", True)  # written through data_ptr() below
-            ws, nb = _workspace(xv, comm)
+            ws, nb = _workspace(x, xv, comm)
         except _errors.SyncBNError as e:
             if cfg.training:
                 comm.fail(e.status)
@@ -152,6 +177,7 @@ class _SyncBNFunction(torch.autograd.Function):
                                     % (comm.size, tuple(x.shape)))
         call.global_count = count.value
         call.save_mean, call.save_invstd = save_mean, save_invstd
+        call.views = (xv, wv, rmv, rvv, smv, siv)
         call.bias_dtype = bias.dtype if bias is not None else None
         ctx.call = call
         # Eval with running statistics reads them again in backward: saved, so that autograd
@@ -252,22 +278,22 @@ def _native_backward(ctx, dy):
     gi = torch.empty_like(x) if want_x else None
     gw = torch.empty_like(weight) if want_w and weight is not None else None
     gb = torch.empty(x.size(1), dtype=call.bias_dtype) if want_b and call.bias_dtype else None
+    xv, wv, rmv, rvv, smv, siv = call.views
     try:
-        xv, dv = V.view(x, "input"), V.view(dy, "grad_output")
+        dv = V.view(dy, "grad_output")
         views = [V.view(t, n, True) for t, n in ((gi, "grad_input"), (gw, "grad_weight"),
                                                  (gb, "grad_bias"))]
-        ws, nb = _workspace(xv, comm)
+        ws, nb = _workspace(x, xv, comm)
     except _errors.SyncBNError as e:
         if cfg.training:
             comm.fail(e.status)
         raise
     if cfg.training:
         comm.set_step(call.step)
-    io = BackwardIO(_ptr(dv), _ptr(xv), _ptr(V.view(weight, "weight")),
-                    _ptr(V.view(rm, "running_mean")), _ptr(V.view(rv, "running_var")),
-                    _ptr(V.view(call.save_mean, "save_mean")),
-                    _ptr(V.view(call.save_invstd, "save_invstd")), call.global_count,
-                    *[_ptr(v) for v in views])
+    # the running stats are read in eval only (saved then); training passes none
+    io = BackwardIO(_ptr(dv), _ptr(xv), _ptr(wv), _ptr(rmv if rm is not None else None),
+                    _ptr(rvv if rv is not None else None), _ptr(smv), _ptr(siv),
+                    call.global_count, *[_ptr(v) for v in views])
     s = lib.sbn_syncbn_backward(comm.handle, ctypes.byref(cfg), ctypes.byref(io), ws, nb,
                                 _runtime.pool())
     if s < 0:

@@ -19,6 +19,7 @@ class SyncState:
         self.input_dim = input_dim
         self.replaced = replaced  # the batch norm class convert_sync_batchnorm swapped out
         self.steps = 0
+        self.configs = {}  # sbn_syncbn_config per (eps, momentum, training, reproducible)
         self._local = None
         self._group_comm = None
         self._group_key = None

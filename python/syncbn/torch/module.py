@@ -1,12 +1,15 @@
 """``syncbn.torch.SyncBatchNorm``: torch.nn.SyncBatchNorm that trains on CPU tensors.
 
 The constructor, attributes, parameters, buffers and state_dict keys are those of
-``torch.nn.SyncBatchNorm`` (it loads torch's checkpoints and torch's loads ours),
-and it is a ``torch.nn.modules.batchnorm._BatchNorm``, so weight-decay filters,
-converters and exporters that look for batch norm layers find it. It is not a
-subclass of ``torch.nn.SyncBatchNorm`` on purpose: torch 1.13's
-DistributedDataParallel refuses every such layer in a CPU model ("SyncBatchNorm
-layers only work with GPU modules"). Its forward runs libsyncbn on CPU tensors
+``torch.nn.SyncBatchNorm`` (it loads torch's checkpoints and torch's loads ours).
+It is a subclass of ``torch.nn.SyncBatchNorm`` (hence a ``_BatchNorm``), so
+``isinstance(m, torch.nn.SyncBatchNorm)`` holds for the tools that look for SyncBN
+layers: DistributedDataParallel's ``has_sync_bn`` logging, Lightning's and
+mmengine's revert. DistributedDataParallel (torch 1.13 and 2.x) refuses every
+such layer in a CPU model ("SyncBatchNorm layers only work with GPU modules",
+``_passing_sync_batchnorm_handle``): importing this module wraps that check so
+that it spares this class's layers, which run on CPU, and still refuses torch's
+own (unless ``patch()`` routes them here too). Its forward runs libsyncbn on CPU tensors
 (see ``_function``): synchronised over ``process_group`` (default: the world)
 when training in a process group of more than one rank, plain batch norm
 otherwise. Inputs of 2 or more dims are accepted, as torch's SyncBatchNorm does.
@@ -15,14 +18,13 @@ otherwise. Inputs of 2 or more dims are accepted, as torch's SyncBatchNorm does.
 """
 import torch
 import torch.fx
-from torch.nn.modules.batchnorm import _BatchNorm
 
 from .. import _errors
 from ._function import sync_batch_norm
 from ._state import state_of
 
 
-class SyncBatchNorm(_BatchNorm):
+class SyncBatchNorm(torch.nn.SyncBatchNorm):
     """Synchronised batch norm over torch.distributed, computed by libsyncbn on CPU.
 
     Arguments as ``torch.nn.SyncBatchNorm``: num_features, eps=1e-5, momentum=0.1
@@ -38,7 +40,7 @@ class SyncBatchNorm(_BatchNorm):
                  track_running_stats=True, process_group=None, device=None, dtype=None, *,
                  reproducible=False):
         super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         device=device, dtype=dtype)
+                         process_group, device=device, dtype=dtype)
         self.process_group = process_group
         self.reproducible = bool(reproducible)
 
@@ -73,3 +75,26 @@ class SyncBatchNorm(_BatchNorm):
 
 # the classes revert_sync_batchnorm turns back into plain batch norm
 SYNC_CLASSES = (SyncBatchNorm, torch.nn.SyncBatchNorm)
+
+
+def _spare_ours(check):
+    """DistributedDataParallel's SyncBN check, sparing CPU models whose SyncBN layers are all
+    syncbn's (any other SyncBatchNorm still gets torch's verdict)."""
+    def _passing_sync_batchnorm_handle(self, module):
+        if getattr(self, "device_type", None) == "cpu" and all(
+                isinstance(m, SyncBatchNorm) for m in module.modules()
+                if isinstance(m, torch.nn.SyncBatchNorm)):
+            return None
+        return check(self, module)
+    _passing_sync_batchnorm_handle.syncbn_spares = check
+    return _passing_sync_batchnorm_handle
+
+
+def _install_ddp_shim():
+    ddp = getattr(getattr(torch.nn, "parallel", None), "DistributedDataParallel", None)
+    check = getattr(ddp, "__dict__", {}).get("_passing_sync_batchnorm_handle")
+    if check is not None and not hasattr(check, "syncbn_spares"):
+        ddp._passing_sync_batchnorm_handle = _spare_ours(check)
+
+
+_install_ddp_shim()
