@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,49 @@ static void dtypes(void)
         CHECK_MSG(strcmp(sbn_dtype_name(rows[i].dtype), rows[i].name) == 0, "name(%d) = \"%s\"",
                   (int)rows[i].dtype, sbn_dtype_name(rows[i].dtype));
     }
+}
+
+/* The value of binary16 bits h by its definition, in double (every half is exact). */
+static double f16_oracle(unsigned h)
+{
+    int exponent = (int)(h >> 10) & 31, mantissa = (int)(h & 1023u);
+    double v = exponent ? ldexp(1024 + mantissa, exponent - 25) : ldexp(mantissa, -24);
+    return (h & 0x8000u) ? -v : v;
+}
+
+/* sbn_f16_to_float on all 65536 patterns against the definition, the round trip, and
+ * sbn_float_to_f16 at every midpoint between neighbouring finite halves (ties to even)
+ * and just beside it, at the overflow threshold and for NaN. */
+static void f16_conversions(void)
+{
+    unsigned h;
+    for (h = 0; h < 65536u; h++) {
+        float f = sbn_f16_to_float((uint16_t)h);
+        int nan = ((h >> 10) & 31) == 31 && (h & 1023u);
+        if (nan) {
+            CHECK_MSG(isnan(f), "f16 %#x is not NaN as float", h);
+            CHECK_MSG(sbn_float_to_f16(f) == ((h & 0x8000u) | 0x7E00u), "NaN %#x", h);
+            continue;
+        }
+        if (((h >> 10) & 31) == 31) {
+            CHECK_MSG(isinf(f) && (f < 0) == !!(h & 0x8000u), "f16 %#x is not Inf", h);
+        } else {
+            CHECK_MSG((double)f == f16_oracle(h), "f16 %#x: %.9g, want %.9g", h, f, f16_oracle(h));
+        }
+        CHECK_MSG(sbn_float_to_f16(f) == h, "round trip of %#x gives %#x", h, sbn_float_to_f16(f));
+        if ((h & 0x7FFFu) < 0x7BFFu) { /* h and h + 1 finite, same sign */
+            float next = sbn_f16_to_float((uint16_t)(h + 1));
+            float mid = (float)(((double)f + (double)next) / 2); /* exact: 12 bits */
+            unsigned even = (h & 1u) ? h + 1 : h;
+            CHECK_MSG(sbn_float_to_f16(mid) == even, "midpoint after %#x gives %#x", h,
+                      sbn_float_to_f16(mid));
+            CHECK_MSG(sbn_float_to_f16(nextafterf(mid, f)) == h, "below midpoint after %#x", h);
+            CHECK_MSG(sbn_float_to_f16(nextafterf(mid, next)) == h + 1, "above midpoint after %#x", h);
+        }
+    }
+    CHECK(sbn_float_to_f16(65520.0f) == 0x7C00u && sbn_float_to_f16(-65520.0f) == 0xFC00u);
+    CHECK(sbn_float_to_f16(nextafterf(65520.0f, 0.0f)) == 0x7BFFu);
+    CHECK(sbn_float_to_f16(1e30f) == 0x7C00u && sbn_float_to_f16(1e-30f) == 0);
 }
 
 static int view_is(const sbn_tensor *t, void *data, sbn_dtype dtype, int rank,
@@ -426,6 +470,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(status_table),
     SBN_TEST_CASE(status_unknown),
     SBN_TEST_CASE(dtypes),
+    SBN_TEST_CASE(f16_conversions),
     SBN_TEST_CASE(tensor_views),
     SBN_TEST_CASE(version),
     SBN_TEST_CASE(pool_lifecycle),

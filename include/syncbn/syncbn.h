@@ -93,6 +93,13 @@ typedef enum sbn_dtype {
 size_t sbn_dtype_size(sbn_dtype dtype);
 /* "f32", "f64", "f16", "bf16", "i32", "i64"; "?" otherwise. */
 const char *sbn_dtype_name(sbn_dtype dtype);
+/*
+ * IEEE binary16 (SBN_F16) from and to float, the rules the ops load and store fp16 with:
+ * round to nearest, ties to even; NaN stays NaN (the quiet NaN 0x7E00), values from 65520 up
+ * become Inf, tiny ones subnormals or zero. Every binary16 value is exact as a float.
+ */
+uint16_t sbn_float_to_f16(float value);
+float sbn_f16_to_float(uint16_t bits);
 
 /*
  * A strided view of a tensor. Strides count elements and may be zero or negative for

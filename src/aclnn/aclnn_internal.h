@@ -59,10 +59,6 @@ sbn__acl_extent_result sbn__acl_view_extent(const sbn_tensor *v, sbn__acl_extent
 /* "[2, 3]" of n values into buf ("(rank n)" for a negative n). */
 const char *sbn__acl_dims_str(const int64_t *v, int64_t n, char *buf, size_t size);
 
-/* IEEE binary16 from and to float, round to nearest, ties to even (acl_data_type.c). */
-uint16_t sbn__acl_float_to_f16(float f);
-float sbn__acl_f16_to_float(uint16_t h);
-
 /* Largest view rank aclCreateTensor accepts (ops accept 2..8 and reject the rest with 161002). */
 #define SBN_ACL_MAX_CREATE_DIMS 64
 

@@ -58,7 +58,7 @@ static void load_counts(const char *p, sbn_dtype dtype, int64_t stride, int64_t 
         float f;
         switch (dtype) {
         case SBN_I32: memcpy(&i, q, sizeof i), dst[k] = (double)i; break;
-        case SBN_F16: memcpy(&h, q, sizeof h), dst[k] = (double)sbn__acl_f16_to_float(h); break;
+        case SBN_F16: memcpy(&h, q, sizeof h), dst[k] = (double)sbn_f16_to_float(h); break;
         case SBN_F32: memcpy(&f, q, sizeof f), dst[k] = (double)f; break;
         default: dst[k] = NAN; break; /* refused by the caller as not a whole number */
         }

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/export.h"
 #include "kernels/convert.h"
 #include "kernels/kernels.h"
 #include "syncbn/syncbn.h"
@@ -210,4 +211,14 @@ double sbn__load2(const sbn_tensor *t, int64_t i, int64_t j)
                     (i * t->strides[0] + j * t->strides[1]) * (int64_t)sbn_dtype_size(t->dtype);
     sbn__load_run(p, t->dtype, 1, 1, &v);
     return v;
+}
+
+SBN_API uint16_t sbn_float_to_f16(float value)
+{
+    return sbn__float_to_f16(value);
+}
+
+SBN_API float sbn_f16_to_float(uint16_t bits)
+{
+    return sbn__f16_to_float(bits);
 }
