@@ -1,18 +1,20 @@
 """The Python row of the benchmark: syncbn.torch.SyncBatchNorm under torch.distributed.
 
-Two gloo processes on 127.0.0.1 each hold half of an N x C x H x W fp32 batch
-(default 32x64x56x56, so 16x64x56x56 per rank) and time forward + backward of
-``syncbn.torch.SyncBatchNorm`` (synchronised: one exact merge forward, one
-backward, each one SUM all_reduce once a step repeats the previous one: the
-speculative merge of src/comm/comm_spec.h; a MAX and a SUM when its guess fails) against ``torch.nn.BatchNorm2d`` forward + backward on the same local
-half, unsynchronised, which is what CPU users fall back to today. Both run in the
-same processes at the same time, one compute thread per process (2 processes on
-2 cores). A tiny 2x4x2x2 batch gives the per-call overhead of the Python layer and
-the collectives in microseconds, split into the module over a group of one rank
-(no collective) and the collectives alone. Then, for W = 2, 4, 8 (--traffic-worlds),
-the bytes each rank hands torch.distributed per forward+backward of
-SyncBatchNorm(64). Prints run_bench.py's CSV rows (impl py-syncbn-torch and
-py-torch-bn2d-local, mode fwd+bwd, threads "W2") and '#' notes.
+Two gloo processes on 127.0.0.1 each hold half of an N x C x H x W fp32 batch (default
+32x64x56x56, so 16x64x56x56 per rank) and time forward + backward of
+``syncbn.torch.SyncBatchNorm`` (synchronised: one exact merge forward, one backward,
+each one SUM all_reduce once a step repeats the previous one: the speculative merge of
+src/comm/comm_spec.h; a MAX and a SUM when its guess fails) against
+``torch.nn.BatchNorm2d`` forward + backward on the same local half, unsynchronised,
+which is what CPU users fall back to today. Both run in the same processes at the same
+time, one compute thread per process (2 processes on 2 cores). A tiny 2x4x2x2 batch
+gives the per-call overhead of the Python layer and the collectives in microseconds,
+split into the module over a group of one rank (no collective) and the collectives
+alone, and against the floor of any SyncBN over the group: a plain synchronised batch
+norm in torch ops with one all_reduce forward and one backward (plain_sync_bn). Then,
+for W = 2, 4, 8 (--traffic-worlds), the bytes each rank hands torch.distributed per
+forward+backward of SyncBatchNorm(64). Prints run_bench.py's CSV rows (impl
+py-syncbn-torch and py-torch-bn2d-local, mode fwd+bwd, threads "W2") and '#' notes.
 """
 import argparse
 import os
@@ -62,6 +64,48 @@ def agree_any(dist, torch):
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         return bool(flag.item())
     return agree
+
+
+def plain_sync_bn(torch, dist):
+    """The least a synchronised batch norm over torch.distributed can do, written in torch
+    ops: the local sums, one all_reduce of [sum x, sum x^2, n] (float64) in the forward and
+    one of [sum dy, sum dy*xhat] in the backward, PyTorch's formulas; no checks, no exact
+    merge. Its per-call time on a tiny batch is the floor of any SyncBN layer over the
+    same process group: torch's own arithmetic plus two collectives."""
+
+    class PlainSyncBN(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, bias, eps):
+            dims = [0] + list(range(2, x.dim()))
+            xd = x.double()
+            n = x.numel() // x.shape[1]
+            buf = torch.cat([xd.sum(dims), (xd * xd).sum(dims),
+                             torch.tensor([float(n)], dtype=torch.float64)])
+            dist.all_reduce(buf)
+            c = x.shape[1]
+            total = buf[2 * c]
+            mean = buf[:c] / total
+            invstd = torch.rsqrt((buf[c:2 * c] / total - mean * mean).clamp_min(0) + eps)
+            shape = [1, c] + [1] * (x.dim() - 2)
+            xhat = (x - mean.float().view(shape)) * invstd.float().view(shape)
+            ctx.save_for_backward(xhat, weight, invstd.float(), total)
+            return xhat * weight.view(shape) + bias.view(shape)
+
+        @staticmethod
+        def backward(ctx, dy):
+            xhat, weight, invstd, total = ctx.saved_tensors
+            dims = [0] + list(range(2, dy.dim()))
+            c = dy.shape[1]
+            shape = [1, c] + [1] * (dy.dim() - 2)
+            dbias, dweight = dy.sum(dims), (dy * xhat).sum(dims)
+            buf = torch.cat([dbias, dweight]).double()
+            dist.all_reduce(buf)
+            gsum, gdot = (buf[:c] / total).float(), (buf[c:] / total).float()
+            dx = (dy - gsum.view(shape) - xhat * gdot.view(shape)) * \
+                (invstd * weight).view(shape)
+            return dx, dweight, dbias, None
+
+    return PlainSyncBN.apply
 
 
 def worker(rank, world, port, args, queue):
@@ -114,6 +158,11 @@ def worker(rank, world, port, args, queue):
 
     results["tiny-collectives"] = time_steps(collectives, args.min_reps, args.min_time,
                                              agree)
+    floor_bn = plain_sync_bn(torch, dist)
+    weight = torch.ones(4, requires_grad=True)
+    bias = torch.zeros(4, requires_grad=True)
+    results["tiny-floor"] = time_steps(lambda: floor_bn(x, weight, bias, 1e-5).backward(dy),
+                                       args.min_reps, args.min_time, agree)
     queue.put((rank, results))
     dist.destroy_process_group()
 
@@ -233,6 +282,11 @@ def main():
     print("# where the 2x4x2x2 step goes: %.0f us for the same module over a group of one "
           "rank (Python, ctypes, views, C; no collective), %.0f us for its two all_reduce "
           "calls alone" % (worst("tiny-local")[1] * 1e6, worst("tiny-collectives")[1] * 1e6))
+    print("# the floor of any SyncBN over this group: a plain synchronised batch norm in torch "
+          "ops with one all_reduce forward and one backward (no checks, no exact merge) takes "
+          "%.0f us on 2x4x2x2; syncbn-torch is %.2fx of it, %.1fx of BatchNorm2d" % (
+              worst("tiny-floor")[1] * 1e6, tiny_ours / worst("tiny-floor")[1],
+              tiny_ours / tiny_plain))
     print("# torch %s, %d ranks x 1 thread" % (torch.__version__, args.world))
     for world in args.traffic_worlds:
         res = spawn(traffic_worker, world, (args.traffic_channels,), args.timeout)
