@@ -5,12 +5,17 @@
  *   hot   an empty loop of W indices run back to back (workers spinning): the cost of
  *         publishing a loop, W-1 workers joining and the caller draining them;
  *   cold  the same loop after 2 ms idle (workers asleep): the wake-up on top;
+ *   busy  a loop of W pieces of 50 us of work each, back to back: the time beyond the
+ *         50 us a member needs, which is the tail a loop waits for when a member is
+ *         late (descheduled, or slow to see its invitation) - the reason the p90, p99
+ *         and max columns are there;
  * then sbn_batch_norm (training forward) and sbn_batch_norm_backward on small fp32
  * NCHW shapes (2x64x8x8, 8x128x14x14, 8x256x28x28 by default) with pools of 1, 2
  * and each W, as the library plans them (plan.c: a small call takes one thread
- * whatever the pool). Each row: min and median microseconds over --reps calls.
+ * whatever the pool). Each row: min, median, 90th and 99th percentile and max
+ * microseconds over --reps calls.
  *   usage: bench_pool [--threads 1,2,4,...] [--reps N] [--shapes 2x64x8x8,...]
- *   rows:  kind,what,threads,min_us,med_us
+ *   rows:  kind,what,threads,min_us,med_us,p90_us,p99_us,max_us
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -41,7 +46,8 @@ static int cmp_double(const void *a, const void *b)
 static void report(const char *kind, const char *what, int threads, double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
-    printf("%s,%s,%d,%.2f,%.2f\n", kind, what, threads, t[0], t[n / 2]);
+    printf("%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f\n", kind, what, threads, t[0], t[n / 2],
+           t[(n * 9) / 10], t[(n * 99) / 100], t[n - 1]);
     fflush(stdout);
 }
 
@@ -50,6 +56,20 @@ static void nothing(void *ctx, int64_t begin, int64_t end)
     (void)ctx;
     (void)begin;
     (void)end;
+}
+
+#define BUSY_PIECE_US 50.0
+
+/* Each index: BUSY_PIECE_US of work (a spin on the clock). */
+static void busy(void *ctx, int64_t begin, int64_t end)
+{
+    int64_t i;
+    (void)ctx;
+    for (i = begin; i < end; i++) {
+        double until = now_us() + BUSY_PIECE_US;
+        while (now_us() < until) {
+        }
+    }
 }
 
 static int parse_list(const char *s, int *out)
@@ -85,6 +105,12 @@ static void time_loops(sbn_pool_t *pool, int width, int reps, double *t)
         t[i] = now_us() - t0;
     }
     report("loop", "cold", width, t, reps / 10 + 1);
+    for (i = 0; i < reps / 4 + 1; i++) {
+        double t0 = now_us();
+        sbn__parallel_for(team, width, busy, NULL);
+        t[i] = now_us() - t0 - BUSY_PIECE_US;
+    }
+    report("loop", "busy", width, t, reps / 4 + 1);
 }
 
 /* sbn_batch_norm training forward and its backward on an fp32 NCHW tensor, on `pool`. */
@@ -176,7 +202,7 @@ int main(int argc, char **argv)
     if (t == NULL || sbn_pool_create(max_w, &big) != SBN_OK) return 1;
     printf("# bench_pool: %d cpus; pool of %d threads; %d reps\n",
            sbn__machine_get()->cpus, max_w, reps);
-    printf("kind,what,threads,min_us,med_us\n");
+    printf("kind,what,threads,min_us,med_us,p90_us,p99_us,max_us\n");
     for (i = 0; i < ncounts; i++) time_loops(big, counts[i], reps, t);
     sbn_pool_destroy(big);
     {

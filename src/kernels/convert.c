@@ -180,27 +180,17 @@ void sbn__store_run(void *base, sbn_dtype dtype, int64_t stride, int64_t n, cons
 /* One element: fp32 and fp64 directly (the per-channel vectors of every op are
  * mostly these, and an indirect kernel call per element costs more than the load),
  * the others through the run converters. The same conversions either way. */
-double sbn__load1(const sbn_tensor *t, int64_t i)
+double sbn__load1_any(const sbn_tensor *t, int64_t i)
 {
     double v = 0.0;
     const char *p = (const char *)t->data + i * t->strides[0] * (int64_t)sbn_dtype_size(t->dtype);
-    if (t->dtype == SBN_F32) return *(const float *)p;
-    if (t->dtype == SBN_F64) return *(const double *)p;
     sbn__load_run(p, t->dtype, 1, 1, &v);
     return v;
 }
 
-void sbn__store1(const sbn_tensor *t, int64_t i, double value)
+void sbn__store1_any(const sbn_tensor *t, int64_t i, double value)
 {
     char *p = (char *)t->data + i * t->strides[0] * (int64_t)sbn_dtype_size(t->dtype);
-    if (t->dtype == SBN_F32) {
-        *(float *)p = (float)value; /* to nearest, as the fp32 store kernels */
-        return;
-    }
-    if (t->dtype == SBN_F64) {
-        *(double *)p = value;
-        return;
-    }
     sbn__store_run(p, t->dtype, 1, 1, &value);
 }
 

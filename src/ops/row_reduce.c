@@ -29,6 +29,7 @@ typedef struct row_task {
     int64_t c0, cn, ld; /* the task's channels; ld = cn, the lane stride of its region */
     double *a, *b;      /* lane l of channel c0 + j at a[l * ld + j] (the region's) */
     double *shift;      /* [cn], channel c0 + j at shift[j] */
+    int64_t used;       /* lanes the chunk in progress reaches: min(its rows, 16) */
 } row_task;
 
 /* Adds rows [0, n) at p[i] (stride[i] apart) to the lanes from lane `lane`. */
@@ -69,11 +70,15 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
         }
 }
 
-static void start_chunk(row_task *rt, const char *first_row)
+/* Chunk k starts at first_row. Its rows go to lanes 0, 1, ... in turn (a chunk starts
+ * on lane 0), so a chunk of n < 16 rows reaches lanes [0, n) only: just those are
+ * cleared here and folded at its end (fold_lanes). */
+static void start_chunk(row_task *rt, const char *first_row, int64_t k)
 {
     const sbn__reduce_job *job = rt->job;
-    int64_t l, j;
-    for (l = 0; l < SBN_LANES; l++) {
+    int64_t l, j, n = sbn__walk_chunk_len(&job->walk, k);
+    rt->used = n < SBN_LANES ? n : SBN_LANES;
+    for (l = 0; l < rt->used; l++) {
         memset(rt->a + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
         memset(rt->b + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
     }
@@ -85,12 +90,17 @@ static void start_chunk(row_task *rt, const char *first_row)
 /* sbn__fold16 of every channel of a region at once: lane l of channel j at s[l * ld + j].
  * The same additions in the same order per channel, a lane row at a time: gathering
  * each channel's 32 lanes from rows ld apart touches a cache line per lane, where a
- * lane row streams contiguous doubles and vectorises. */
-static void fold_lanes(double *s, int64_t ld, int64_t cn)
+ * lane row streams contiguous doubles and vectorises. Lanes [used, 16) were never
+ * reached, so they hold the +0.0 they started with, and an addition of one of them is
+ * skipped: x + (+0.0) is x for every x but -0.0, and no lane holds -0.0 (a sum
+ * started at +0.0 is -0.0 only if both addends are, and an exact zero of a fused
+ * multiply-add onto +0.0 is +0.0, to nearest). Same bits, and a chunk of 2 rows folds
+ * 2 lanes, not 16. */
+static void fold_lanes(double *s, int64_t ld, int64_t cn, int64_t used)
 {
     int64_t h, k, j;
     for (h = SBN_LANES / 2; h >= 1; h /= 2)
-        for (k = 0; k < h; k++) {
+        for (k = 0; k < h && k + h < used; k++) {
             double *restrict d = s + k * ld;
             const double *restrict e = s + (k + h) * ld;
             for (j = 0; j < cn; j++) d[j] = d[j] + e[j];
@@ -101,8 +111,8 @@ static void finish_chunk(row_task *rt, int64_t k)
 {
     const sbn__walk *w = &rt->job->walk;
     int64_t j, n = sbn__walk_chunk_len(w, k);
-    fold_lanes(rt->a, rt->ld, rt->cn);
-    fold_lanes(rt->b, rt->ld, rt->cn);
+    fold_lanes(rt->a, rt->ld, rt->cn, rt->used);
+    fold_lanes(rt->b, rt->ld, rt->cn, rt->used);
     for (j = 0; j < rt->cn; j++)
         sbn__chunk_finish_sums(rt->job->kind, n, rt->shift[j], rt->a[j], rt->b[j],
                                rt->job->partial + 2 * ((rt->c0 + j) * w->chunks + k));
@@ -125,7 +135,7 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         int64_t n = end - rr;
         const char *q[SBN_WALK_MAX_TENSORS];
         sbn__walk_advance(w, ptr, stride, done, q);
-        if (rr % SBN_CHUNK == 0) start_chunk(rt, q[0]);
+        if (rr % SBN_CHUNK == 0) start_chunk(rt, q[0], k);
         accumulate_rows(rt, q, stride, n, (unsigned)(rr % SBN_LANES));
         if (end % SBN_CHUNK == 0 || end == w->reduction) finish_chunk(rt, k);
         done += n;
