@@ -75,24 +75,32 @@ typedef struct bn_job {
 } bn_job;
 
 /*
- * Channel c of a training pass, from its (mean, M2) at stat: running stats and
- * save_* written, and the map coefficients (mean, invstd*w, b, 0) at k[0], k[ks],
- * k[2ks], k[3ks].
+ * Channels [c0, c0 + cn) of a training pass, from their (mean, M2) at stats[2j],
+ * stats[2j + 1]: running stats and save_* written, and the map coefficients (mean,
+ * invstd*w, b, 0) of channel c0 + j at k[j], k[ks + j], k[2ks + j], k[3ks + j]. The
+ * invstds go first, in a loop of their own (into k[ks + j]): a square root and a
+ * division per channel, which the core overlaps across channels only when nothing
+ * else sits between them.
  */
-static void train_channel(const bn_job *job, int64_t c, const double *stat, double *k,
-                          int64_t ks)
+static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double *stats, double *k,
+                        int64_t ks)
 {
-    sbn_moments total;
-    total.count = (double)job->r;
-    total.mean = stat[0];
-    total.m2 = stat[1];
-    sbn__finish_channel(&total, c, job->momentum, job->eps, job->running_mean, job->running_var,
-                        job->save_mean, job->save_invstd);
-    k[0] = total.mean;
-    k[ks] = (job->r > 0 ? sbn__invstd(total.m2 / (double)job->r, job->eps) : 0.0) *
-            (job->weight ? sbn__load1(job->weight, c) : 1.0);
-    k[2 * ks] = job->bias ? sbn__load1(job->bias, c) : 0.0;
-    k[3 * ks] = 0.0;
+    double n = (double)job->r;
+    int64_t j;
+    for (j = 0; j < cn; j++) k[ks + j] = n > 0 ? sbn__invstd(stats[2 * j + 1] / n, job->eps) : 0.0;
+    for (j = 0; j < cn; j++) {
+        int64_t c = c0 + j;
+        sbn_moments total;
+        total.count = n;
+        total.mean = stats[2 * j];
+        total.m2 = stats[2 * j + 1];
+        sbn__finish_channel_inv(&total, c, job->momentum, k[ks + j], job->running_mean,
+                                job->running_var, job->save_mean, job->save_invstd);
+        k[j] = total.mean;
+        k[ks + j] *= job->weight ? sbn__load1(job->weight, c) : 1.0;
+        k[2 * ks + j] = job->bias ? sbn__load1(job->bias, c) : 0.0;
+        k[3 * ks + j] = 0.0;
+    }
 }
 
 /* Channels [begin, end) of a two-pass training forward, on the pool (each writes its
@@ -100,8 +108,8 @@ static void train_channel(const bn_job *job, int64_t c, const double *stat, doub
 static void train_channels(void *ctx, int64_t begin, int64_t end)
 {
     const bn_job *job = ctx;
-    int64_t c, channels = job->x->shape[1];
-    for (c = begin; c < end; c++) train_channel(job, c, job->stats + 2 * c, job->coef + c, channels);
+    train_range(job, begin, end - begin, job->stats + 2 * begin, job->coef + begin,
+                job->x->shape[1]);
 }
 
 /* Eval: the map's coefficients of channels [begin, end) from the running statistics. */
@@ -125,10 +133,9 @@ static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
     const bn_job *job = ctx;
     sbn_tensor xs = sbn__channel_slice(job->x, c0, cn), ys = sbn__channel_slice(job->y, c0, cn);
     double *k = job->coef + lane * SBN_MAP_COEF_DOUBLES * job->block;
-    int64_t j;
     sbn__channel_reduce(SBN_REDUCE_MOMENTS, &xs, NULL, NULL, job->stats + 2 * c0,
                         job->scratch + (size_t)lane * job->lane_scratch, NULL);
-    for (j = 0; j < cn; j++) train_channel(job, c0 + j, job->stats + 2 * (c0 + j), k + j, cn);
+    train_range(job, c0, cn, job->stats + 2 * c0, k, cn);
     sbn__channel_map(SBN_MAP_NORMALIZE, &xs, NULL, k, &ys, NULL);
 }
 

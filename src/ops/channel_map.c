@@ -258,18 +258,29 @@ typedef struct float_coefs_job {
     int out_of_range;
 } float_coefs_job;
 
-static void float_coefs(void *ctx, int64_t begin, int64_t end)
+/* The float coefficients of channels [begin, end): `backward` a constant in each
+ * instance, so the per-channel body has no branch on the kind. */
+static inline int float_coefs_of(int backward, const double *coef, float *f, int64_t C,
+                                 int64_t begin, int64_t end)
 {
-    float_coefs_job *fj = ctx;
-    int64_t c, C = fj->channels;
+    int64_t c;
     int j, ok = 1;
     for (c = begin; c < end; c++) {
         double k[4];
         float fc[4];
-        for (j = 0; j < 4; j++) k[j] = fj->coef[j * C + c];
-        ok &= sbn__map_coefs_float(fj->kind == SBN_MAP_BACKWARD, k, fc);
-        for (j = 0; j < 4; j++) fj->f[j * C + c] = fc[j];
+        for (j = 0; j < 4; j++) k[j] = coef[j * C + c];
+        ok &= sbn__map_coefs_float(backward, k, fc);
+        for (j = 0; j < 4; j++) f[j * C + c] = fc[j];
     }
+    return ok;
+}
+
+static void float_coefs(void *ctx, int64_t begin, int64_t end)
+{
+    float_coefs_job *fj = ctx;
+    int ok = fj->kind == SBN_MAP_BACKWARD
+                 ? float_coefs_of(1, fj->coef, fj->f, fj->channels, begin, end)
+                 : float_coefs_of(0, fj->coef, fj->f, fj->channels, begin, end);
     if (!ok) __atomic_store_n(&fj->out_of_range, 1, __ATOMIC_RELAXED);
 }
 

@@ -35,32 +35,10 @@
 #include "ops/walk.h"
 #include "syncbn/ops.h"
 
-double sbn__chunk_shift(double v)
-{
-    return isfinite(v) ? v : 0.0;
-}
-
 void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a, double *b,
                        double *part)
 {
     sbn__chunk_finish_sums(kind, n, shift, sbn__fold16(a), sbn__fold16(b), part);
-}
-
-void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, double shift, double sa, double sb,
-                            double *part)
-{
-    if (kind == SBN_REDUCE_MOMENTS) {
-        double m2 = sb - sa * sa / (double)n;
-        part[0] = shift + sa / (double)n;
-        /* rounding can leave a tiny negative M2: clamp it, but let NaN (from NaN or
-         * Inf data, or squares past DBL_MAX, which merge_channels then redoes in
-         * scaled doubles, moments_wide.c) through, so non-finite data gives a
-         * non-finite variance whatever R and the chunking */
-        part[1] = m2 < 0 ? 0.0 : m2;
-    } else {
-        part[0] = sa;
-        part[1] = sb;
-    }
 }
 
 /* The chunks in progress of one plane-path task: channels [c0, c0 + cn). */

@@ -42,15 +42,18 @@ sbn_status sbn__combine_status(sbn_status acc, sbn_status channel)
     return SBN_OK;
 }
 
-double sbn__invstd(double var, double eps)
-{
-    double v = var + eps;
-    return v == 0.0 ? 0.0 : 1.0 / sqrt(v);
-}
-
 sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momentum, double eps,
                                sbn_tensor *running_mean, sbn_tensor *running_var,
                                sbn_tensor *mean, sbn_tensor *invstd)
+{
+    double n = total->count;
+    return sbn__finish_channel_inv(total, c, momentum, n > 0 ? sbn__invstd(total->m2 / n, eps) : 0.0,
+                                   running_mean, running_var, mean, invstd);
+}
+
+sbn_status sbn__finish_channel_inv(const sbn_moments *total, int64_t c, double momentum,
+                                   double inv, sbn_tensor *running_mean, sbn_tensor *running_var,
+                                   sbn_tensor *mean, sbn_tensor *invstd)
 {
     double n = total->count;
     if (n <= 0) {
@@ -59,7 +62,7 @@ sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momen
         return SBN_NO_SAMPLES;
     }
     if (mean) sbn__store1(mean, c, total->mean);
-    if (invstd) sbn__store1(invstd, c, sbn__invstd(total->m2 / n, eps));
+    if (invstd) sbn__store1(invstd, c, inv);
     if (running_mean)
         sbn__store1(running_mean, c,
                     (1.0 - momentum) * sbn__load1(running_mean, c) + momentum * total->mean);

@@ -13,8 +13,14 @@
 void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2_b);
 /* The status of several channels: SBN_NO_SAMPLES beats SBN_SINGLE_SAMPLE beats SBN_OK. */
 sbn_status sbn__combine_status(sbn_status acc, sbn_status channel);
-/* 1/sqrt(var + eps), or 0 when var + eps == 0 (PyTorch's convention). */
-double sbn__invstd(double var, double eps);
+/* 1/sqrt(var + eps), or 0 when var + eps == 0 (PyTorch's convention). Inline: it runs
+ * once per channel in every finish, and thousands of channels over a few rows make
+ * the per-channel steps the cost of a call. */
+static inline double sbn__invstd(double var, double eps)
+{
+    double v = var + eps;
+    return v == 0.0 ? 0.0 : 1.0 / __builtin_sqrt(v);
+}
 /*
  * Writes mean/invstd (either may be NULL) of the merged moments of channel c and
  * updates running stats; returns SBN_NO_SAMPLES/SBN_SINGLE_SAMPLE/SBN_OK for this channel.
@@ -22,6 +28,13 @@ double sbn__invstd(double var, double eps);
 sbn_status sbn__finish_channel(const sbn_moments *total, int64_t c, double momentum, double eps,
                                sbn_tensor *running_mean, sbn_tensor *running_var,
                                sbn_tensor *mean, sbn_tensor *invstd);
+/* The same with the channel's invstd given (sbn__invstd(M2/n, eps) when n > 0): a loop
+ * over many channels computes their divisions and square roots first, in a loop short
+ * enough for the core to overlap channels, where one long body per channel waits for
+ * each channel's square root and division in turn. */
+sbn_status sbn__finish_channel_inv(const sbn_moments *total, int64_t c, double momentum,
+                                   double inv, sbn_tensor *running_mean, sbn_tensor *running_var,
+                                   sbn_tensor *mean, sbn_tensor *invstd);
 
 /*
  * The checks shared by the [W, C] gather ops: inputs[0] and inputs[1] are [W, C]

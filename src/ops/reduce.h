@@ -33,11 +33,30 @@ typedef enum sbn__reduce_kind {
  */
 void sbn__chunk_finish(sbn__reduce_kind kind, int64_t n, double shift, double *a, double *b,
                        double *part);
-/* The same from the folded sums A = sa, B = sb (the row path folds many channels at once). */
-void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, double shift, double sa, double sb,
-                            double *part);
-/* The shift a MOMENTS chunk starting with value v uses. */
-double sbn__chunk_shift(double v);
+
+/* The same from the folded sums A = sa, B = sb (the row path folds many channels at
+ * once, and calls this per channel of every chunk: inline). A rounding can leave a tiny
+ * negative M2, raised to 0; NaN (from NaN or Inf data, or squares past DBL_MAX, which
+ * the merge then redoes in scaled doubles, moments_wide.c) passes, so non-finite data
+ * gives a non-finite variance whatever R and the chunking. */
+static inline void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, double shift,
+                                          double sa, double sb, double *part)
+{
+    if (kind == SBN_REDUCE_MOMENTS) {
+        double m2 = sb - sa * sa / (double)n;
+        part[0] = shift + sa / (double)n;
+        part[1] = m2 < 0 ? 0.0 : m2;
+    } else {
+        part[0] = sa;
+        part[1] = sb;
+    }
+}
+
+/* The shift a MOMENTS chunk starting with value v uses: v when finite, else 0. */
+static inline double sbn__chunk_shift(double v)
+{
+    return __builtin_isfinite(v) ? v : 0.0;
+}
 
 /* Shared by the plane and row paths of a reduction. */
 typedef struct sbn__reduce_job {
