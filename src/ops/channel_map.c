@@ -307,7 +307,7 @@ void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tenso
     if (float_types(&job.walk)) {
         float_coefs_job fj = {kind, coef, job.walk.channels, (float *)(coef + 4 * job.walk.channels),
                               0};
-        sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(job.walk.channels, 0),
+        sbn__parallel_for(sbn__plan_team(pool, sbn__plan_coefs_ns(job.walk.channels),
                                          &coef_team),
                           job.walk.channels, float_coefs, &fj);
         if (!fj.out_of_range)

@@ -31,13 +31,19 @@
  * 16 on 2 CPUs would time-slice its workers against the caller, which waits for each).
  * Work is estimated from what the loop moves or computes: SBN_NS_PER_BYTE streamed (a
  * core reads and writes about 20 GB/s from its caches), SBN_NS_PER_CHANNEL for a
- * channel's finish (a division, a square root, a few loads and stores) and
- * SBN_NS_PER_CHUNK for merging one chunk's partial moments (Chan's update). Bench case:
- * bench_pool, small ops on pools of 1 to 16 threads (2x64x8x8 runs alike on all).
+ * channel's finish (two divisions and a square root on the divider, which a loop
+ * overlaps across channels, and a few loads and stores), SBN_NS_PER_COEFS for
+ * rounding a channel's four map coefficients to float and checking their range, and
+ * SBN_NS_PER_CHUNK for merging one chunk's partial moments (Chan's update, two more
+ * divisions). An estimate too high makes a loop over a few thousand channels take
+ * every thread for a microsecond's work each, and wait for the slowest of them.
+ * Bench cases: bench_pool, small ops on pools of 1 to 16 threads (2x64x8x8 runs alike
+ * on all); bench_ops 2x65536 and 8x2048, whose time is the per-channel steps.
  */
 #define SBN_TEAM_MIN_NS 4000.0
 #define SBN_NS_PER_BYTE 0.05
-#define SBN_NS_PER_CHANNEL 60.0
+#define SBN_NS_PER_CHANNEL 15.0
+#define SBN_NS_PER_COEFS 4.0
 #define SBN_NS_PER_CHUNK 10.0
 
 static int g_full_teams; /* sbn__plan_full_teams (tests) */
@@ -78,6 +84,11 @@ double sbn__plan_stream_ns(const sbn_tensor *const *t, int n)
 double sbn__plan_channels_ns(int64_t channels, int64_t chunks)
 {
     return (double)channels * (SBN_NS_PER_CHANNEL + SBN_NS_PER_CHUNK * (double)chunks);
+}
+
+double sbn__plan_coefs_ns(int64_t channels)
+{
+    return (double)channels * SBN_NS_PER_COEFS;
 }
 
 sbn_pool_t *sbn__plan_team(sbn_pool_t *pool, double work_ns, sbn_pool_t *view)

@@ -86,6 +86,8 @@ sbn_pool_t *sbn__plan_team(sbn_pool_t *pool, double work_ns, sbn_pool_t *view);
 double sbn__plan_stream_ns(const sbn_tensor *const *t, int n);
 /* The work of finishing `channels` channels of `chunks` partial results each. */
 double sbn__plan_channels_ns(int64_t channels, int64_t chunks);
+/* The work of rounding `channels` channels' map coefficients to float. */
+double sbn__plan_coefs_ns(int64_t channels);
 /* 1: every loop on the pool's full width (tests, so they get the splits they ask for). */
 void sbn__plan_full_teams(int on);
 /* Plans as if the process had `cpus` CPUs (tests, to take team widths a small machine
