@@ -63,7 +63,7 @@ fuzz: $(BUILD)/fuzz/Makefile
 # (python3-torch, libdnnl-dev, python3-matplotlib; not root: it names them), re-configures
 # the release build when oneDNN was not built in, and never fails: a peer it cannot install
 # is reported as missing, a missing matplotlib only skips the picture.
-BENCH_SHAPES ?= bench/shapes/quick.txt
+BENCH_SHAPES ?= bench/shapes/quick.txt bench/shapes/small_batch.txt
 BENCH_ARGS ?=
 .PHONY: bench-deps
 bench-deps: release

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scale.sh - the many-core scaling run, for a machine with many cores (the device host):
 # builds Release with every core in build/scale, then
-#   1. bench_pool: a parallel loop's start and join at 1, 2, 4, ... CPUs threads, and small
-#      ops on pools of those sizes (pool.csv);
-#   2. bench/run_bench.py over bench/shapes/quick.txt plus 32x2048x7x7, fp32 and bf16, both
-#      layouts, three modes, at SCALE_THREADS (default 1,4,CPUs) against the PyTorch of
+#   1. bench_pool: a parallel loop's start and join at 1, 2, 4, ... CPUs threads (hot, cold,
+#      and the tail of loops of 50 us pieces: p90/p99/max), and small ops on pools of those
+#      sizes (pool.csv);
+#   2. bench/run_bench.py over bench/shapes/quick.txt, bench/shapes/small_batch.txt and
+#      32x2048x7x7, fp32 and bf16, both layouts, three modes, at SCALE_THREADS (default
+#      1,4,CPUs) against the PyTorch of
 #      $PYTHON (default: the python3 on PATH), without the aclnn, layer and MPI rows:
 #      results.csv, raw.csv, scaling.csv, summary.png, scaling.png and the printed tables
 #      (run.log).
@@ -37,8 +39,8 @@ while [ "$t" -lt "$cpus" ]; do pool_counts="$pool_counts,$t"; t=$((t * 2)); done
 timeout 120 build/scale/bench_pool --threads "$pool_counts" --reps 2000 | tee "$out/pool.csv"
 echo "# run_bench.py" | tee -a "$out/run.log"
 printf '32x2048x7x7\n' > build/scale/wide.txt
-shapes=${SCALE_SHAPES:-bench/shapes/quick.txt build/scale/wide.txt}
-timeout 360 "$py" bench/run_bench.py --build build/scale --out "$out/results.csv" \
+shapes=${SCALE_SHAPES:-bench/shapes/quick.txt bench/shapes/small_batch.txt build/scale/wide.txt}
+timeout 420 "$py" bench/run_bench.py --build build/scale --out "$out/results.csv" \
   --shapes $shapes --threads "$threads" \
   --no-mpi --no-syncbn --no-aclnn --torch-python "$py" --plot-python "$py" \
   --min-reps 10 --min-time "${SCALE_MIN_TIME:-0.1}" --max-time "${SCALE_MAX_TIME:-0.3}" \
