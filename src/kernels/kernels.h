@@ -123,11 +123,13 @@ typedef void (*sbn_runs_backward_fn)(const void *dy, int64_t dys, const void *x,
  * infinite f or a nonzero multiplier (s, q) below FLT_MIN, where the float form's
  * error bound does not hold: the caller then computes the map in double.
  */
-/* A finite multiplier is usable as a float: it stays finite and is 0 or normal. */
+/* A finite multiplier is usable as a float: it stays finite and is 0 or normal. The
+ * tests are 0/1 values combined with & and | (no side effects to skip), so a loop over
+ * channels has no branch in it and vectorises. */
 static inline int sbn__float_multiplier_ok(double v)
 {
-    return !(__builtin_isfinite(v) &&
-             (__builtin_isinf((float)v) || (v != 0.0 && __builtin_fabs(v) < 0x1p-126)));
+    int finite = __builtin_isfinite(v) != 0, inf_f = __builtin_isinf((float)v) != 0;
+    return !(finite & (inf_f | ((v != 0.0) & (__builtin_fabs(v) < 0x1p-126))));
 }
 
 static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
@@ -147,9 +149,9 @@ static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
         f[3] = 0.0f;
     }
     f[2] = (float)konst;
-    ok &= !(__builtin_isfinite(mean) && __builtin_isinf(f[0]));
-    ok &= !(__builtin_isfinite(konst) && __builtin_isinf(f[2]));
-    ok &= sbn__float_multiplier_ok(s) && sbn__float_multiplier_ok(mult);
+    ok &= !((__builtin_isfinite(mean) != 0) & (__builtin_isinf(f[0]) != 0));
+    ok &= !((__builtin_isfinite(konst) != 0) & (__builtin_isinf(f[2]) != 0));
+    ok &= sbn__float_multiplier_ok(s) & sbn__float_multiplier_ok(mult);
     return ok;
 }
 
