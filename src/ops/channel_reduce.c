@@ -237,7 +237,11 @@ static void merge_channels(void *ctx, int64_t begin, int64_t end)
         const double *part = job->partial + 2 * c * w->chunks;
         if (job->kind == SBN_REDUCE_MOMENTS) {
             sbn_moments total = {0.0, 0.0, 0.0};
-            for (k = 0; k < w->chunks; k++)
+            if (w->chunks == 1) { /* the merge of one chunk into nothing is that chunk */
+                total.mean = part[0];
+                total.m2 = part[1];
+            }
+            for (k = 0; k < w->chunks && w->chunks > 1; k++)
                 sbn__moments_merge(&total, (double)sbn__walk_chunk_len(w, k), part[2 * k],
                                    part[2 * k + 1]);
             /* squares past DBL_MAX on finite data: again in scaled doubles */
