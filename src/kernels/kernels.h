@@ -155,6 +155,16 @@ static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
     return ok;
 }
 
+/*
+ * invstd of n channels, the step every training finish takes per channel:
+ *   v = m2[j * stride] / count + eps;   out[j] = v == 0 ? 0 : 1 / sqrt(v)
+ * each division, addition and square root rounded once (IEEE), so every variant gives
+ * the bits of the C expression; the vector variants do eight (four) channels per
+ * division and square root, which one at a time wait on the divider.
+ */
+typedef void (*sbn_invstd_fn)(const double *m2, size_t stride, size_t n, double count, double eps,
+                              double *out);
+
 typedef struct sbn_kernels {
     const char *isa;
     sbn_load_fn load_f32, load_f16, load_bf16;
@@ -171,6 +181,7 @@ typedef struct sbn_kernels {
     sbn_runs_bwd_accum_fn runs_bwd_accum[SBN_KD_COUNT];
     sbn_runs_normalize_fn runs_normalize[SBN_KD_COUNT];
     sbn_runs_backward_fn runs_backward[SBN_KD_COUNT];
+    sbn_invstd_fn invstd;
 } sbn_kernels;
 
 /*
@@ -213,7 +224,9 @@ static inline double sbn__fold16(const double *s)
     void sbn_bf16_load_ukernel__##isa(const void *src, size_t n, double *dst);               \
     void sbn_f32_store_ukernel__##isa(const double *src, size_t n, void *dst);               \
     void sbn_f16_store_ukernel__##isa(const double *src, size_t n, void *dst);               \
-    void sbn_bf16_store_ukernel__##isa(const double *src, size_t n, void *dst);
+    void sbn_bf16_store_ukernel__##isa(const double *src, size_t n, void *dst);               \
+    void sbn_invstd_ukernel__##isa(const double *m2, size_t stride, size_t n, double count,   \
+                                   double eps, double *out);
 
 SBN_DECLARE_KERNELS(scalar)
 SBN_DECLARE_KERNELS(avx2)

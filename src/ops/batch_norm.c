@@ -12,6 +12,7 @@
 #include "core/pool.h"
 #include "core/status.h"
 #include "kernels/convert.h"
+#include "kernels/kernels.h"
 #include "ops/map.h"
 #include "ops/moments.h"
 #include "ops/one_pass.h"
@@ -78,16 +79,19 @@ typedef struct bn_job {
  * Channels [c0, c0 + cn) of a training pass, from their (mean, M2) at stats[2j],
  * stats[2j + 1]: running stats and save_* written, and the map coefficients (mean,
  * invstd*w, b, 0) of channel c0 + j at k[j], k[ks + j], k[2ks + j], k[3ks + j]. The
- * invstds go first, in a loop of their own (into k[ks + j]): a square root and a
- * division per channel, which the core overlaps across channels only when nothing
- * else sits between them.
+ * invstds go first, all at once (into k[ks + j]) by the kernel that divides and takes
+ * square roots eight channels at a time (sbn__invstd's bits): one at a time inside the
+ * per-channel body, each channel would wait for its own square root and division.
  */
 static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double *stats, double *k,
                         int64_t ks)
 {
     double n = (double)job->r;
     int64_t j;
-    for (j = 0; j < cn; j++) k[ks + j] = n > 0 ? sbn__invstd(stats[2 * j + 1] / n, job->eps) : 0.0;
+    if (n > 0)
+        sbn__kernels()->invstd(stats + 1, 2, (size_t)cn, n, job->eps, k + ks);
+    else
+        for (j = 0; j < cn; j++) k[ks + j] = 0.0;
     for (j = 0; j < cn; j++) {
         int64_t c = c0 + j;
         sbn_moments total;
