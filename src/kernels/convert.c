@@ -177,9 +177,8 @@ void sbn__store_run(void *base, sbn_dtype dtype, int64_t stride, int64_t n, cons
     }
 }
 
-/* One element: fp32 and fp64 directly (the per-channel vectors of every op are
- * mostly these, and an indirect kernel call per element costs more than the load),
- * the others through the run converters. The same conversions either way. */
+/* One element of a dtype other than fp32 and fp64 (those are inline in convert.h),
+ * through the run converters: the same conversions as a run. */
 double sbn__load1_any(const sbn_tensor *t, int64_t i)
 {
     double v = 0.0;

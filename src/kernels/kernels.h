@@ -155,12 +155,21 @@ static inline int sbn__map_coefs_float(int backward, const double *k, float *f)
     return ok;
 }
 
+/* 1/sqrt(var + eps), or 0 when var + eps == 0 (PyTorch's convention): the rule of every
+ * op's invstd and of the invstd kernels below. Inline: it runs once per channel in every
+ * finish, and thousands of channels over a few rows make a call per channel the cost. */
+static inline double sbn__invstd(double var, double eps)
+{
+    double v = var + eps;
+    return v == 0.0 ? 0.0 : 1.0 / __builtin_sqrt(v);
+}
+
 /*
  * invstd of n channels, the step every training finish takes per channel:
  *   v = m2[j * stride] / count + eps;   out[j] = v == 0 ? 0 : 1 / sqrt(v)
  * each division, addition and square root rounded once (IEEE), so every variant gives
- * the bits of the C expression; the vector variants do eight (four) channels per
- * division and square root, which one at a time wait on the divider.
+ * the bits of sbn__invstd(m2[j * stride] / count, eps); the vector variants do eight
+ * (four) channels per division and square root, which one at a time wait on the divider.
  */
 typedef void (*sbn_invstd_fn)(const double *m2, size_t stride, size_t n, double count, double eps,
                               double *out);

@@ -240,10 +240,11 @@ static void merge_channels(void *ctx, int64_t begin, int64_t end)
             if (w->chunks == 1) { /* the merge of one chunk into nothing is that chunk */
                 total.mean = part[0];
                 total.m2 = part[1];
+            } else {
+                for (k = 0; k < w->chunks; k++)
+                    sbn__moments_merge(&total, (double)sbn__walk_chunk_len(w, k), part[2 * k],
+                                       part[2 * k + 1]);
             }
-            for (k = 0; k < w->chunks && w->chunks > 1; k++)
-                sbn__moments_merge(&total, (double)sbn__walk_chunk_len(w, k), part[2 * k],
-                                   part[2 * k + 1]);
             /* squares past DBL_MAX on finite data: again in scaled doubles */
             if (!isfinite(total.mean) || !isfinite(total.m2))
                 sbn__moments_wide(w, c, &total.mean, &total.m2);

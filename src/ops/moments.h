@@ -7,20 +7,13 @@
 #define SBN_OPS_MOMENTS_H
 
 #include "core/check.h"
+#include "kernels/kernels.h" /* sbn__invstd */
 #include "syncbn/ops.h"
 
 /* Chan's merge of (count_b, mean_b, m2_b) into (a): the single merge formula of the library. */
 void sbn__moments_merge(sbn_moments *a, double count_b, double mean_b, double m2_b);
 /* The status of several channels: SBN_NO_SAMPLES beats SBN_SINGLE_SAMPLE beats SBN_OK. */
 sbn_status sbn__combine_status(sbn_status acc, sbn_status channel);
-/* 1/sqrt(var + eps), or 0 when var + eps == 0 (PyTorch's convention). Inline: it runs
- * once per channel in every finish, and thousands of channels over a few rows make
- * the per-channel steps the cost of a call. */
-static inline double sbn__invstd(double var, double eps)
-{
-    double v = var + eps;
-    return v == 0.0 ? 0.0 : 1.0 / __builtin_sqrt(v);
-}
 /*
  * Writes mean/invstd (either may be NULL) of the merged moments of channel c and
  * updates running stats; returns SBN_NO_SAMPLES/SBN_SINGLE_SAMPLE/SBN_OK for this channel.

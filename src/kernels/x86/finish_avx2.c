@@ -1,10 +1,9 @@
 /*
  * finish_avx2.c - the invstd kernel (kernels.h) for AVX2: four channels per division
  * and square root (vdivpd, vsqrtpd, each rounded once like the scalar C), the zero
- * test as a blend; the last n % 4 channels by the scalar expression.
+ * test as a blend; the last n % 4 channels by sbn__invstd.
  */
 #include <immintrin.h>
-#include <math.h>
 
 #include "kernels/kernels.h"
 
@@ -22,8 +21,5 @@ void sbn_invstd_ukernel__avx2(const double *m2, size_t stride, size_t n, double 
         r = _mm256_div_pd(one, _mm256_sqrt_pd(v));
         _mm256_storeu_pd(out + j, _mm256_blendv_pd(r, zero, _mm256_cmp_pd(v, zero, _CMP_EQ_OQ)));
     }
-    for (; j < n; j++) {
-        double v = m2[j * stride] / count + eps;
-        out[j] = v == 0.0 ? 0.0 : 1.0 / sqrt(v);
-    }
+    for (; j < n; j++) out[j] = sbn__invstd(m2[j * stride] / count, eps);
 }
