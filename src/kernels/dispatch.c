@@ -41,7 +41,8 @@
      SBN_FAMILY(runs_bwd_accum, isa),                                                         \
      SBN_FAMILY(runs_normalize, maps),                                                        \
      SBN_FAMILY(runs_backward, maps),                                                         \
-     sbn_invstd_ukernel__##isa}
+     sbn_invstd_ukernel__##isa,                                                               \
+     sbn_fold_rows_ukernel__##isa}
 #define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa),
 
 static const sbn_kernels g_tables[] = {

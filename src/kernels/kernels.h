@@ -173,6 +173,18 @@ static inline double sbn__invstd(double var, double eps)
  */
 typedef void (*sbn_invstd_fn)(const double *m2, size_t stride, size_t n, double count, double eps,
                               double *out);
+/*
+ * The row path's chunk end for cn channels: channel j's lanes, lane l at a[l * ld + j]
+ * and b[l * ld + j], folded by sbn__fold16's additions in its order, A and B left in
+ * lane 0 (a[j], b[j]). Only lanes [0, used) are read (1 <= used <= 16; a chunk of n < 16
+ * rows reaches n lanes): a lane never reached counts as +0.0, and x + (+0.0) == x for
+ * every x a lane can hold (no lane holds -0.0: a sum started at +0.0 is -0.0 only if
+ * both addends are, and an exact-zero fused multiply-add onto +0.0 is +0.0, to nearest),
+ * so the bits are those of skipping its additions. One channel's 16 lanes are a column
+ * ld doubles apart: the vector variants fold eight (four) channels at once in registers,
+ * where a stage at a time over lane rows would store and reload every stage.
+ */
+typedef void (*sbn_fold_rows_fn)(double *a, double *b, size_t ld, size_t cn, unsigned used);
 
 typedef struct sbn_kernels {
     const char *isa;
@@ -191,6 +203,7 @@ typedef struct sbn_kernels {
     sbn_runs_normalize_fn runs_normalize[SBN_KD_COUNT];
     sbn_runs_backward_fn runs_backward[SBN_KD_COUNT];
     sbn_invstd_fn invstd;
+    sbn_fold_rows_fn fold_rows;
 } sbn_kernels;
 
 /*
@@ -227,6 +240,15 @@ static inline double sbn__fold16(const double *s)
     return h2[0] + h2[1];
 }
 
+/* fold_rows (above) of one channel: lanes [0, used) at s, ld apart, folded into s[0]. */
+static inline void sbn__fold16_column(double *s, size_t ld, unsigned used)
+{
+    double lane[SBN_LANES];
+    unsigned l;
+    for (l = 0; l < SBN_LANES; l++) lane[l] = l < used ? s[l * ld] : 0.0;
+    s[0] = sbn__fold16(lane);
+}
+
 #define SBN_DECLARE_KERNELS(isa)                                                              \
     void sbn_f32_load_ukernel__##isa(const void *src, size_t n, double *dst);                \
     void sbn_f16_load_ukernel__##isa(const void *src, size_t n, double *dst);                \
@@ -235,7 +257,8 @@ static inline double sbn__fold16(const double *s)
     void sbn_f16_store_ukernel__##isa(const double *src, size_t n, void *dst);               \
     void sbn_bf16_store_ukernel__##isa(const double *src, size_t n, void *dst);               \
     void sbn_invstd_ukernel__##isa(const double *m2, size_t stride, size_t n, double count,   \
-                                   double eps, double *out);
+                                   double eps, double *out);                               \
+    void sbn_fold_rows_ukernel__##isa(double *a, double *b, size_t ld, size_t cn, unsigned used);
 
 SBN_DECLARE_KERNELS(scalar)
 SBN_DECLARE_KERNELS(avx2)

@@ -72,7 +72,7 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
 
 /* Chunk k starts at first_row. Its rows go to lanes 0, 1, ... in turn (a chunk starts
  * on lane 0), so a chunk of n < 16 rows reaches lanes [0, n) only: just those are
- * cleared here and folded at its end (fold_lanes). */
+ * cleared here and folded at its end (the fold_rows kernel reads only those). */
 static void start_chunk(row_task *rt, const char *first_row, int64_t k)
 {
     const sbn__reduce_job *job = rt->job;
@@ -87,32 +87,11 @@ static void start_chunk(row_task *rt, const char *first_row, int64_t k)
     for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
 }
 
-/* sbn__fold16 of every channel of a region at once: lane l of channel j at s[l * ld + j].
- * The same additions in the same order per channel, a lane row at a time: gathering
- * each channel's 32 lanes from rows ld apart touches a cache line per lane, where a
- * lane row streams contiguous doubles and vectorises. Lanes [used, 16) were never
- * reached, so they hold the +0.0 they started with, and an addition of one of them is
- * skipped: x + (+0.0) is x for every x but -0.0, and no lane holds -0.0 (a sum
- * started at +0.0 is -0.0 only if both addends are, and an exact zero of a fused
- * multiply-add onto +0.0 is +0.0, to nearest). Same bits, and a chunk of 2 rows folds
- * 2 lanes, not 16. */
-static void fold_lanes(double *s, int64_t ld, int64_t cn, int64_t used)
-{
-    int64_t h, k, j;
-    for (h = SBN_LANES / 2; h >= 1; h /= 2)
-        for (k = 0; k < h && k + h < used; k++) {
-            double *restrict d = s + k * ld;
-            const double *restrict e = s + (k + h) * ld;
-            for (j = 0; j < cn; j++) d[j] = d[j] + e[j];
-        }
-}
-
 static void finish_chunk(row_task *rt, int64_t k)
 {
     const sbn__walk *w = &rt->job->walk;
     int64_t j, n = sbn__walk_chunk_len(w, k);
-    fold_lanes(rt->a, rt->ld, rt->cn, rt->used);
-    fold_lanes(rt->b, rt->ld, rt->cn, rt->used);
+    rt->job->kern->fold_rows(rt->a, rt->b, (size_t)rt->ld, (size_t)rt->cn, (unsigned)rt->used);
     for (j = 0; j < rt->cn; j++)
         sbn__chunk_finish_sums(rt->job->kind, n, rt->shift[j], rt->a[j], rt->b[j],
                                rt->job->partial + 2 * ((rt->c0 + j) * w->chunks + k));

@@ -1,7 +1,9 @@
 /*
- * finish_avx512.c - the invstd kernel (kernels.h) for AVX-512: eight channels per
- * division and square root (each rounded once like the scalar C), the strided m2
- * gathered, the zero test as a mask, the last n % 8 channels under a mask.
+ * finish_avx512.c - the chunk-end kernels (kernels.h) for AVX-512. invstd: eight
+ * channels per division and square root (each rounded once like the scalar C), the
+ * strided m2 gathered, the zero test as a mask, the last n % 8 channels under a mask.
+ * fold_rows: eight channels' 16 lanes in sixteen registers (lanes never reached as
+ * +0.0), folded by sbn__fold16's additions; the last cn % 8 channels under a mask.
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -24,5 +26,45 @@ void sbn_invstd_ukernel__avx512(const double *m2, size_t stride, size_t n, doubl
         nonzero = _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_NEQ_UQ);
         r = _mm512_maskz_div_pd(nonzero, one, _mm512_sqrt_pd(v));
         _mm512_mask_storeu_pd(out + j, m, r);
+    }
+}
+
+/* Lanes [0, used) of eight channels (those of mask m) at s, ld apart, folded. A lane
+ * past `used` loads under an empty mask (+0.0, nothing read) rather than behind a
+ * branch, so the sixteen lanes stay in registers; `on` has bit l set for l < used. Its
+ * address is lane 0's: a masked-off element on a page never touched (a lane no chunk
+ * reached may lie on one) costs the CPU a microcode assist, hundreds of cycles each.
+ */
+static inline __m512d fold_column8(const double *s, size_t ld, unsigned on, __mmask8 m)
+{
+#define SBN_LANE(l) \
+    _mm512_maskz_loadu_pd((__mmask8)(m & (0u - ((on >> (l)) & 1u))),                     \
+                          s + (size_t)((on >> (l)) & 1u) * (l) * ld)
+    __m512d h0 = _mm512_add_pd(SBN_LANE(0), SBN_LANE(8));
+    __m512d h1 = _mm512_add_pd(SBN_LANE(1), SBN_LANE(9));
+    __m512d h2 = _mm512_add_pd(SBN_LANE(2), SBN_LANE(10));
+    __m512d h3 = _mm512_add_pd(SBN_LANE(3), SBN_LANE(11));
+    __m512d h4 = _mm512_add_pd(SBN_LANE(4), SBN_LANE(12));
+    __m512d h5 = _mm512_add_pd(SBN_LANE(5), SBN_LANE(13));
+    __m512d h6 = _mm512_add_pd(SBN_LANE(6), SBN_LANE(14));
+    __m512d h7 = _mm512_add_pd(SBN_LANE(7), SBN_LANE(15));
+#undef SBN_LANE
+    h0 = _mm512_add_pd(h0, h4);
+    h1 = _mm512_add_pd(h1, h5);
+    h2 = _mm512_add_pd(h2, h6);
+    h3 = _mm512_add_pd(h3, h7);
+    h0 = _mm512_add_pd(h0, h2);
+    h1 = _mm512_add_pd(h1, h3);
+    return _mm512_add_pd(h0, h1);
+}
+
+void sbn_fold_rows_ukernel__avx512(double *a, double *b, size_t ld, size_t cn, unsigned used)
+{
+    const unsigned on = (1u << used) - 1u;
+    size_t j;
+    for (j = 0; j < cn; j += 8) {
+        const __mmask8 m = cn - j >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (cn - j)) - 1u);
+        _mm512_mask_storeu_pd(a + j, m, fold_column8(a + j, ld, on, m));
+        _mm512_mask_storeu_pd(b + j, m, fold_column8(b + j, ld, on, m));
     }
 }
