@@ -80,9 +80,32 @@ static void test_edges(void)
     }
 }
 
+/* In place (out == m2, stride 1), as the ops call it on a vector of variances with
+ * count 1: every element the C expression of its own old value. */
+static void test_in_place(void)
+{
+    const sbn_kernels *tables[NISA];
+    int t, nt = isas(tables);
+    size_t n, j;
+    for (t = 0; t < nt; t++)
+        for (n = 0; n <= MAXN; n++) {
+            double v[MAXN + 1], want[MAXN + 1];
+            uint64_t seed = (uint64_t)n * 977 + 3;
+            for (j = 0; j <= MAXN; j++) {
+                v[j] = special((unsigned)j + 1, &seed);
+                want[j] = j < n ? (v[j] / 1.0 + 1e-5 == 0.0 ? 0.0 : 1.0 / sqrt(v[j] / 1.0 + 1e-5))
+                                : v[j];
+            }
+            tables[t]->invstd(v, 1, n, 1.0, 1e-5, v);
+            CHECK_MSG(memcmp(v, want, sizeof v) == 0, "%s invstd in place differs (n %zu)",
+                      tables[t]->isa, n);
+        }
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(test_every_variant),
     SBN_TEST_CASE(test_edges),
+    SBN_TEST_CASE(test_in_place),
 };
 
 SBN_TEST_MAIN(k_cases)

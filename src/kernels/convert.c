@@ -193,6 +193,19 @@ void sbn__store1_any(const sbn_tensor *t, int64_t i, double value)
     sbn__store_run(p, t->dtype, 1, 1, &value);
 }
 
+void sbn__load_vec(const sbn_tensor *t, int64_t i0, int64_t n, double *dst)
+{
+    const char *p =
+        (const char *)t->data + i0 * t->strides[0] * (int64_t)sbn_dtype_size(t->dtype);
+    sbn__load_run(p, t->dtype, t->strides[0], n, dst);
+}
+
+void sbn__store_vec(const sbn_tensor *t, int64_t i0, int64_t n, const double *src)
+{
+    char *p = (char *)t->data + i0 * t->strides[0] * (int64_t)sbn_dtype_size(t->dtype);
+    sbn__store_run(p, t->dtype, t->strides[0], n, src);
+}
+
 double sbn__load2(const sbn_tensor *t, int64_t i, int64_t j)
 {
     double v = 0.0;

@@ -42,6 +42,11 @@ static inline void sbn__store1(const sbn_tensor *t, int64_t i, double value)
     else
         sbn__store1_any(t, i, value);
 }
+/* Elements [i0, i0 + n) along dim 0 of a view, as sbn__load_run / sbn__store_run: the
+ * per-channel vectors a piece of channels at a time, through the conversion kernels,
+ * where a loop of sbn__load1 / sbn__store1 converts and branches per element. */
+void sbn__load_vec(const sbn_tensor *t, int64_t i0, int64_t n, double *dst);
+void sbn__store_vec(const sbn_tensor *t, int64_t i0, int64_t n, const double *src);
 /* Element (i, j) of a 2-D view. */
 double sbn__load2(const sbn_tensor *t, int64_t i, int64_t j);
 

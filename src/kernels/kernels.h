@@ -170,6 +170,8 @@ static inline double sbn__invstd(double var, double eps)
  * each division, addition and square root rounded once (IEEE), so every variant gives
  * the bits of sbn__invstd(m2[j * stride] / count, eps); the vector variants do eight
  * (four) channels per division and square root, which one at a time wait on the divider.
+ * With stride 1, out may be m2 itself (each element is read before it is written); with
+ * count 1 it is sbn__invstd(m2[j], eps), a variance's invstd (m2 / 1 is m2).
  */
 typedef void (*sbn_invstd_fn)(const double *m2, size_t stride, size_t n, double count, double eps,
                               double *out);

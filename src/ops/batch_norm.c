@@ -18,6 +18,7 @@
 #include "ops/one_pass.h"
 #include "ops/plan.h"
 #include "ops/reduce.h"
+#include "ops/walk.h"
 #include "syncbn/ops.h"
 
 /* Scratch: chunk partials, per-channel (mean, M2), per-channel map coefficients. */
@@ -75,29 +76,20 @@ typedef struct bn_job {
     size_t lane_scratch;            /* doubles of scratch per lane */
 } bn_job;
 
-/*
- * Channels [c0, c0 + cn) of a training pass, from their (mean, M2) at stats[2j],
- * stats[2j + 1]: running stats and save_* written, and the map coefficients (mean,
- * invstd*w, b, 0) of channel c0 + j at k[j], k[ks + j], k[2ks + j], k[3ks + j]. The
- * invstds go first, all at once (into k[ks + j]) by the kernel that divides and takes
- * square roots eight channels at a time (sbn__invstd's bits): one at a time inside the
- * per-channel body, each channel would wait for its own square root and division.
- */
-static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double *stats, double *k,
-                        int64_t ks)
+/* train_range for R <= 1 (no samples, or one: no running variance), a channel at a time
+ * through the finish every statistics op shares. */
+static void train_range_few(const bn_job *job, int64_t c0, int64_t cn, const double *stats,
+                            double *k, int64_t ks)
 {
     double n = (double)job->r;
     int64_t j;
-    if (n > 0)
-        sbn__kernels()->invstd(stats + 1, 2, (size_t)cn, n, job->eps, k + ks);
-    else
-        for (j = 0; j < cn; j++) k[ks + j] = 0.0;
     for (j = 0; j < cn; j++) {
         int64_t c = c0 + j;
         sbn_moments total;
         total.count = n;
         total.mean = stats[2 * j];
         total.m2 = stats[2 * j + 1];
+        k[ks + j] = n > 0 ? sbn__invstd(total.m2 / n, job->eps) : 0.0;
         sbn__finish_channel_inv(&total, c, job->momentum, k[ks + j], job->running_mean,
                                 job->running_var, job->save_mean, job->save_invstd);
         k[j] = total.mean;
@@ -105,6 +97,58 @@ static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double 
         k[2 * ks + j] = job->bias ? sbn__load1(job->bias, c) : 0.0;
         k[3 * ks + j] = 0.0;
     }
+}
+
+/*
+ * Channels [c0, c0 + cn) of a training pass, from their (mean, M2) at stats[2j],
+ * stats[2j + 1]: running stats and save_* written, and the map coefficients (mean,
+ * invstd*w, b, 0) of channel c0 + j at k[j], k[ks + j], k[2ks + j], k[3ks + j]. The
+ * finish of sbn__finish_channel_inv with the same expressions, a column at a time: the
+ * invstds by the kernel that divides and takes square roots eight channels at a time
+ * (sbn__invstd's bits), each per-channel vector read and written a piece at a time
+ * through the conversion kernels, the arithmetic in loops that vectorise. One channel
+ * at a time, every channel waits for its own square root and divisions and converts
+ * each of its six vectors' elements alone: with thousands of channels over a few rows
+ * that is most of a training step.
+ */
+static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double *stats, double *k,
+                        int64_t ks)
+{
+    const double n = (double)job->r, keep = 1.0 - job->momentum, m = job->momentum;
+    double v[SBN_CONVERT_PIECE];
+    int64_t j, p, pn;
+    if (job->r <= 1) {
+        train_range_few(job, c0, cn, stats, k, ks);
+        return;
+    }
+    sbn__kernels()->invstd(stats + 1, 2, (size_t)cn, n, job->eps, k + ks);
+    for (j = 0; j < cn; j++) {
+        k[j] = stats[2 * j];
+        k[3 * ks + j] = 0.0;
+    }
+    if (job->save_mean) sbn__store_vec(job->save_mean, c0, cn, k);
+    if (job->save_invstd) sbn__store_vec(job->save_invstd, c0, cn, k + ks);
+    for (p = 0; p < cn; p += pn) {
+        pn = cn - p < SBN_CONVERT_PIECE ? cn - p : SBN_CONVERT_PIECE;
+        if (job->running_mean) {
+            sbn__load_vec(job->running_mean, c0 + p, pn, v);
+            for (j = 0; j < pn; j++) v[j] = keep * v[j] + m * k[p + j];
+            sbn__store_vec(job->running_mean, c0 + p, pn, v);
+        }
+        if (job->running_var) {
+            sbn__load_vec(job->running_var, c0 + p, pn, v);
+            for (j = 0; j < pn; j++) v[j] = keep * v[j] + m * (stats[2 * (p + j) + 1] / (n - 1.0));
+            sbn__store_vec(job->running_var, c0 + p, pn, v);
+        }
+        if (job->weight) {
+            sbn__load_vec(job->weight, c0 + p, pn, v);
+            for (j = 0; j < pn; j++) k[ks + p + j] *= v[j];
+        }
+    }
+    if (job->bias)
+        sbn__load_vec(job->bias, c0, cn, k + 2 * ks);
+    else
+        for (j = 0; j < cn; j++) k[2 * ks + j] = 0.0;
 }
 
 /* Channels [begin, end) of a two-pass training forward, on the pool (each writes its
@@ -116,19 +160,29 @@ static void train_channels(void *ctx, int64_t begin, int64_t end)
                 job->x->shape[1]);
 }
 
-/* Eval: the map's coefficients of channels [begin, end) from the running statistics. */
+/* Eval: the map's coefficients of channels [begin, end) from the running statistics,
+ * (running_mean, invstd*w, b, 0), a column at a time as train_range: the invstds by the
+ * invstd kernel with count 1 (var / 1 is var, so sbn__invstd(var, eps)'s bits). */
 static void eval_channels(void *ctx, int64_t begin, int64_t end)
 {
     const bn_job *job = ctx;
-    int64_t c, channels = job->x->shape[1];
-    double *coef = job->coef;
-    for (c = begin; c < end; c++) {
-        coef[c] = sbn__load1(job->running_mean, c);
-        coef[1 * channels + c] = sbn__invstd(sbn__load1(job->running_var, c), job->eps) *
-                                 (job->weight ? sbn__load1(job->weight, c) : 1.0);
-        coef[2 * channels + c] = job->bias ? sbn__load1(job->bias, c) : 0.0;
-        coef[3 * channels + c] = 0.0;
+    int64_t channels = job->x->shape[1], cn = end - begin, j, p, pn;
+    double *k = job->coef + begin, v[SBN_CONVERT_PIECE];
+    sbn__load_vec(job->running_mean, begin, cn, k);
+    for (p = 0; p < cn; p += pn) {
+        pn = cn - p < SBN_CONVERT_PIECE ? cn - p : SBN_CONVERT_PIECE;
+        sbn__load_vec(job->running_var, begin + p, pn, v);
+        sbn__kernels()->invstd(v, 1, (size_t)pn, 1.0, job->eps, k + channels + p);
+        if (job->weight) {
+            sbn__load_vec(job->weight, begin + p, pn, v);
+            for (j = 0; j < pn; j++) k[channels + p + j] *= v[j];
+        }
     }
+    if (job->bias)
+        sbn__load_vec(job->bias, begin, cn, k + 2 * channels);
+    else
+        for (j = 0; j < cn; j++) k[2 * channels + j] = 0.0;
+    for (j = 0; j < cn; j++) k[3 * channels + j] = 0.0;
 }
 
 /* One block of the one-pass schedule: reduce channels [c0, c0 + cn), then map them. */

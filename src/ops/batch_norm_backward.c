@@ -13,11 +13,13 @@
 #include "core/pool.h"
 #include "core/status.h"
 #include "kernels/convert.h"
+#include "kernels/kernels.h"
 #include "ops/map.h"
 #include "ops/moments.h"
 #include "ops/one_pass.h"
 #include "ops/plan.h"
 #include "ops/reduce.h"
+#include "ops/walk.h"
 #include "syncbn/ops.h"
 
 static size_t backward_need(const sbn_tensor *x)
@@ -74,23 +76,60 @@ typedef struct backward_job {
     size_t lane_scratch;           /* doubles of scratch per lane */
 } backward_job;
 
-/* grad_weight[c] and grad_bias[c] from channel c's (sum dy, sum dy*(x - mean)) at sum. */
-static void store_param_grads(const backward_job *job, int64_t c, const double *sum,
-                              double invstd)
+/*
+ * Channels [c0, c0 + cn), from their sums (sum dy, sum dy*(x - mean)) at sum[2j],
+ * sum[2j + 1] and their mean and invstd at mean[j], inv[j]: grad_weight = sum[1] *
+ * invstd and grad_bias = sum[0] stored, and with `k` the map's coefficients of channel
+ * c0 + j at k[j], k[ks + j], k[2ks + j], k[3ks + j] (channel_map.c): training
+ *   (sum dy / R, mean, invstd^2 * sum[1] / R, invstd * w),
+ * eval (0, invstd * w, 0, 0). k may be mean (ks apart from inv): each piece's means and
+ * invstds are read before its coefficients are written. A piece of channels at a time,
+ * each vector through the conversion kernels, the arithmetic in loops that vectorise.
+ */
+static void finish_range(const backward_job *job, int training, int64_t c0, int64_t cn,
+                         const double *sum, const double *mean, const double *inv, double *k,
+                         int64_t ks)
 {
-    if (job->grad_weight) sbn__store1(job->grad_weight, c, sum[1] * invstd);
-    if (job->grad_bias) sbn__store1(job->grad_bias, c, sum[0]);
-}
-
-/* The training map's coefficients of channel c at k[0], k[ks], k[2ks], k[3ks] (channel_map.c). */
-static void train_coef(const backward_job *job, int64_t c, const double *sum, double mean,
-                       double invstd, double *k, int64_t ks)
-{
-    double w = job->weight ? sbn__load1(job->weight, c) : 1.0;
-    k[0] = sum[0] / (double)job->r;
-    k[ks] = mean;
-    k[2 * ks] = invstd * invstd * sum[1] / (double)job->r;
-    k[3 * ks] = invstd * w;
+    double v[SBN_CONVERT_PIECE], w[SBN_CONVERT_PIECE], mu[SBN_CONVERT_PIECE],
+        is[SBN_CONVERT_PIECE];
+    const double r = (double)job->r;
+    int64_t p, pn, j;
+    for (p = 0; p < cn; p += pn) {
+        const double *s = sum + 2 * p;
+        pn = cn - p < SBN_CONVERT_PIECE ? cn - p : SBN_CONVERT_PIECE;
+        if (job->grad_weight) {
+            for (j = 0; j < pn; j++) v[j] = s[2 * j + 1] * inv[p + j];
+            sbn__store_vec(job->grad_weight, c0 + p, pn, v);
+        }
+        if (job->grad_bias) {
+            for (j = 0; j < pn; j++) v[j] = s[2 * j];
+            sbn__store_vec(job->grad_bias, c0 + p, pn, v);
+        }
+        if (!k) continue;
+        if (job->weight)
+            sbn__load_vec(job->weight, c0 + p, pn, w);
+        else
+            for (j = 0; j < pn; j++) w[j] = 1.0;
+        for (j = 0; j < pn; j++) {
+            mu[j] = mean[p + j];
+            is[j] = inv[p + j];
+        }
+        if (training) {
+            for (j = 0; j < pn; j++) {
+                k[p + j] = s[2 * j] / r;
+                k[ks + p + j] = mu[j];
+                k[2 * ks + p + j] = is[j] * is[j] * s[2 * j + 1] / r;
+                k[3 * ks + p + j] = is[j] * w[j];
+            }
+        } else {
+            for (j = 0; j < pn; j++) {
+                k[p + j] = 0.0;
+                k[ks + p + j] = is[j] * w[j];
+                k[2 * ks + p + j] = 0.0;
+                k[3 * ks + p + j] = 0.0;
+            }
+        }
+    }
 }
 
 /* Channels [begin, end) of a two-pass backward, on the pool: grad_weight, grad_bias and
@@ -105,20 +144,9 @@ static void finish_channels(void *ctx, int64_t begin, int64_t end)
     const channels_job *cj = ctx;
     const backward_job *job = cj->job;
     double *coef = job->coef;
-    int64_t c, channels = job->channels;
-    for (c = begin; c < end; c++) {
-        double mean = coef[c], invstd = coef[1 * channels + c];
-        store_param_grads(job, c, job->sums + 2 * c, invstd);
-        if (!cj->grad_input) continue;
-        if (cj->training) {
-            train_coef(job, c, job->sums + 2 * c, mean, invstd, coef + c, channels);
-        } else {
-            coef[c] = 0.0;
-            coef[1 * channels + c] = invstd * (job->weight ? sbn__load1(job->weight, c) : 1.0);
-            coef[2 * channels + c] = 0.0;
-            coef[3 * channels + c] = 0.0;
-        }
-    }
+    finish_range(job, cj->training, begin, end - begin, job->sums + 2 * begin, coef + begin,
+                 coef + job->channels + begin, cj->grad_input ? coef + begin : NULL,
+                 job->channels);
 }
 
 /* One block of the one-pass schedule: the sums of channels [c0, c0 + cn), then grad_input. */
@@ -130,14 +158,9 @@ static void train_block(void *ctx, int64_t lane, int64_t c0, int64_t cn)
     sbn_tensor centers = sbn_tensor_1d(job->coef + c0, SBN_F64, cn);
     double *k = job->coef + 2 * job->channels + lane * SBN_MAP_COEF_DOUBLES * job->block;
     const double *invstd = job->coef + job->channels;
-    int64_t j;
     sbn__channel_reduce(SBN_REDUCE_BACKWARD, &dys, &xs, &centers, job->sums + 2 * c0,
                         job->scratch + (size_t)lane * job->lane_scratch, NULL);
-    for (j = 0; j < cn; j++) {
-        int64_t c = c0 + j;
-        store_param_grads(job, c, job->sums + 2 * c, invstd[c]);
-        train_coef(job, c, job->sums + 2 * c, job->coef[c], invstd[c], k + j, cn);
-    }
+    finish_range(job, 1, c0, cn, job->sums + 2 * c0, job->coef + c0, invstd + c0, k, cn);
     sbn__channel_map(SBN_MAP_BACKWARD, &dys, &xs, k, &gis, NULL);
 }
 
@@ -157,7 +180,7 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
     sbn_pool_t team;
     sbn_status s;
     double *coef;
-    int64_t c, channels;
+    int64_t channels;
     int need_sums;
 
     sbn__clear_error();
@@ -177,12 +200,12 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
     job.scratch = sbn__ws_align(workspace);
     job.sums = job.scratch + sbn__channel_reduce_bytes(x) / sizeof(double);
     job.coef = coef = job.sums + 2 * channels;
-    /* coef[c] = mean, coef[C + c] = invstd for this mode */
-    for (c = 0; c < channels; c++) {
-        coef[c] = sbn__load1(training ? save_mean : running_mean, c);
-        coef[1 * channels + c] = training ? sbn__load1(save_invstd, c)
-                                   : sbn__invstd(sbn__load1(running_var, c), eps);
-    }
+    /* coef[c] = mean, coef[C + c] = invstd for this mode (eval: the invstd kernel with
+     * count 1, var / 1 being var, so sbn__invstd(var, eps)'s bits) */
+    sbn__load_vec(training ? save_mean : running_mean, 0, channels, coef);
+    sbn__load_vec(training ? save_invstd : running_var, 0, channels, coef + channels);
+    if (!training)
+        sbn__kernels()->invstd(coef + channels, 1, (size_t)channels, 1.0, eps, coef + channels);
     if (training && grad_input && job.r > 0) {
         size_t bytes = sbn_dtype_size(dy->dtype) + sbn_dtype_size(x->dtype);
         const sbn_tensor *tensors[3];

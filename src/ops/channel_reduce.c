@@ -228,6 +228,7 @@ static void reduce_tasks(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* The merge of channels [begin, end): their chunks' partials in chunk order, into out. */
 static void merge_channels(void *ctx, int64_t begin, int64_t end)
 {
     const sbn__reduce_job *job = ctx;
@@ -237,14 +238,9 @@ static void merge_channels(void *ctx, int64_t begin, int64_t end)
         const double *part = job->partial + 2 * c * w->chunks;
         if (job->kind == SBN_REDUCE_MOMENTS) {
             sbn_moments total = {0.0, 0.0, 0.0};
-            if (w->chunks == 1) { /* the merge of one chunk into nothing is that chunk */
-                total.mean = part[0];
-                total.m2 = part[1];
-            } else {
-                for (k = 0; k < w->chunks; k++)
-                    sbn__moments_merge(&total, (double)sbn__walk_chunk_len(w, k), part[2 * k],
-                                       part[2 * k + 1]);
-            }
+            for (k = 0; k < w->chunks; k++)
+                sbn__moments_merge(&total, (double)sbn__walk_chunk_len(w, k), part[2 * k],
+                                   part[2 * k + 1]);
             /* squares past DBL_MAX on finite data: again in scaled doubles */
             if (!isfinite(total.mean) || !isfinite(total.m2))
                 sbn__moments_wide(w, c, &total.mean, &total.m2);
@@ -260,6 +256,28 @@ static void merge_channels(void *ctx, int64_t begin, int64_t end)
             job->out[2 * c + 1] = s1;
         }
     }
+}
+
+/* One chunk a channel: the chunks wrote their partials into out, which is the merge
+ * (a MOMENTS merge of one chunk into nothing is that chunk; a sum starting at +0.0 adds
+ * a partial exactly, and no partial is -0.0: a folded lane never is, kernels.h). What is
+ * left is the scaled pass of moments_wide for channels of [begin, end) left non-finite. */
+static void widen_channels(void *ctx, int64_t begin, int64_t end)
+{
+    const sbn__reduce_job *job = ctx;
+    int64_t c;
+    for (c = begin; c < end; c++)
+        if (!isfinite(job->out[2 * c]) || !isfinite(job->out[2 * c + 1]))
+            sbn__moments_wide(&job->walk, c, &job->out[2 * c], &job->out[2 * c + 1]);
+}
+
+/* Whether every one of n doubles is finite (a scan with no branch per element). */
+static int all_finite(const double *v, int64_t n)
+{
+    int64_t i;
+    int ok = 1;
+    for (i = 0; i < n; i++) ok &= isfinite(v[i]) != 0;
+    return ok;
 }
 
 /* The row path's state slots. Counted for every layout: workspace sizes depend on
@@ -293,7 +311,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
 {
     sbn__reduce_job job;
     const sbn_tensor *tensors[2];
-    sbn_pool_t team, merge_team;
+    sbn_pool_t team, merge_team, *merge_team_of;
     tensors[0] = dy_or_x;
     tensors[1] = x;
     job.kind = kind;
@@ -318,8 +336,12 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     } else {
         sbn__plan_tasks(&job.plan, &job.walk, SBN_PLANE_BLOCK, pool);
     }
+    if (job.walk.chunks == 1) job.partial = out; /* [C][1][2] is out's [C][2] */
     sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, reduce_tasks, &job);
-    sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(job.walk.channels, job.walk.chunks),
-                                     &merge_team),
-                      job.walk.channels, merge_channels, &job);
+    merge_team_of = sbn__plan_team(pool, sbn__plan_channels_ns(job.walk.channels, job.walk.chunks),
+                                   &merge_team);
+    if (job.walk.chunks > 1)
+        sbn__parallel_for(merge_team_of, job.walk.channels, merge_channels, &job);
+    else if (kind == SBN_REDUCE_MOMENTS && !all_finite(out, 2 * job.walk.channels))
+        sbn__parallel_for(merge_team_of, job.walk.channels, widen_channels, &job);
 }

@@ -135,8 +135,10 @@ void sbn__row_reduce_task(const sbn__reduce_job *job, int64_t t)
     rt.a = region;
     rt.b = region + SBN_LANES * rt.cn;
     rt.shift = region + 2 * SBN_LANES * rt.cn;
-    for (j = 0; j < rt.cn; j++) /* MOMENTS sets its shifts per chunk (start_chunk) */
-        rt.shift[j] = job->kind == SBN_REDUCE_BACKWARD ? sbn__load1(job->center, rt.c0 + j) : 0.0;
+    if (job->kind == SBN_REDUCE_BACKWARD) /* MOMENTS sets its shifts per chunk (start_chunk) */
+        sbn__load_vec(job->center, rt.c0, rt.cn, rt.shift);
+    else
+        for (j = 0; j < rt.cn; j++) rt.shift[j] = 0.0;
     rc.rt = &rt;
     rc.r0 = r0;
     sbn__walk_runs(&job->walk, rt.c0, r0, r1 - r0, row_run, &rc);

@@ -41,6 +41,23 @@ static double *run_moments(const sbn_tensor *x, void *workspace, sbn_pool_t *poo
     return result;
 }
 
+/* mean and invstd of every channel from its (mean, M2) at result[2c], result[2c + 1], a
+ * piece of channels at a time: the invstds by the invstd kernel (sbn__invstd(M2 / R, eps)'s
+ * bits), both outputs through the conversion kernels. */
+static void store_stats(const double *result, int64_t channels, double r, double eps,
+                        sbn_tensor *mean, sbn_tensor *invstd)
+{
+    double v[SBN_CONVERT_PIECE];
+    int64_t p, pn, j;
+    for (p = 0; p < channels; p += pn) {
+        pn = channels - p < SBN_CONVERT_PIECE ? channels - p : SBN_CONVERT_PIECE;
+        for (j = 0; j < pn; j++) v[j] = result[2 * (p + j)];
+        sbn__store_vec(mean, p, pn, v);
+        sbn__kernels()->invstd(result + 2 * p + 1, 2, (size_t)pn, r, eps, v);
+        sbn__store_vec(invstd, p, pn, v);
+    }
+}
+
 SBN_API sbn_status sbn_stats(const sbn_tensor *x, double eps, sbn_tensor *mean, sbn_tensor *invstd,
                              void *workspace, size_t workspace_bytes, sbn_pool_t *pool)
 {
@@ -62,11 +79,15 @@ SBN_API sbn_status sbn_stats(const sbn_tensor *x, double eps, sbn_tensor *mean, 
 
     r = sbn_tensor_numel(x) / channels;
     result = run_moments(x, workspace, pool);
-    for (c = 0; c < channels; c++) {
-        sbn__store1(mean, c, r > 0 ? result[2 * c] : 0.0);
-        sbn__store1(invstd, c, r > 0 ? sbn__invstd(result[2 * c + 1] / (double)r, eps) : NAN);
+    if (r == 0) {
+        for (c = 0; c < channels; c++) {
+            sbn__store1(mean, c, 0.0);
+            sbn__store1(invstd, c, NAN);
+        }
+        return SBN_NO_SAMPLES;
     }
-    return r > 0 ? SBN_OK : SBN_NO_SAMPLES;
+    store_stats(result, channels, (double)r, eps, mean, invstd);
+    return SBN_OK;
 }
 
 SBN_API sbn_status sbn_stats_moments(const sbn_tensor *x, sbn_moments *moments, void *workspace,
