@@ -31,9 +31,10 @@
  * 16 on 2 CPUs would time-slice its workers against the caller, which waits for each).
  * Work is estimated from what the loop moves or computes: SBN_NS_PER_BYTE streamed (a
  * core reads and writes about 20 GB/s from its caches), SBN_NS_PER_CHANNEL for a
- * channel's finish (two divisions and a square root on the divider, which a loop
- * overlaps across channels, and a few loads and stores), SBN_NS_PER_COEFS for
- * rounding a channel's four map coefficients to float and checking their range, and
+ * channel's finish (two divisions and a square root, eight channels per vector
+ * instruction, and a few elements of each per-channel vector converted a piece of
+ * channels at a time: a nanosecond or two), SBN_NS_PER_COEFS for rounding a channel's
+ * four map coefficients to float and checking their range (a vectorised loop), and
  * SBN_NS_PER_CHUNK for merging one chunk's partial moments (Chan's update, two more
  * divisions). An estimate too high makes a loop over a few thousand channels take
  * every thread for a microsecond's work each, and wait for the slowest of them.
@@ -42,8 +43,8 @@
  */
 #define SBN_TEAM_MIN_NS 4000.0
 #define SBN_NS_PER_BYTE 0.05
-#define SBN_NS_PER_CHANNEL 15.0
-#define SBN_NS_PER_COEFS 4.0
+#define SBN_NS_PER_CHANNEL 3.0
+#define SBN_NS_PER_COEFS 1.5
 #define SBN_NS_PER_CHUNK 10.0
 
 static int g_full_teams; /* sbn__plan_full_teams (tests) */

@@ -29,25 +29,42 @@ void sbn_invstd_ukernel__avx512(const double *m2, size_t stride, size_t n, doubl
     }
 }
 
-/* Lanes [0, used) of eight channels (those of mask m) at s, ld apart, folded. A lane
- * past `used` loads under an empty mask (+0.0, nothing read) rather than behind a
- * branch, so the sixteen lanes stay in registers; `on` has bit l set for l < used. Its
- * address is lane 0's: a masked-off element on a page never touched (a lane no chunk
- * reached may lie on one) costs the CPU a microcode assist, hundreds of cycles each.
- */
-static inline __m512d fold_column8(const double *s, size_t ld, unsigned on, __mmask8 m)
+/* Lanes [0, used) of eight channels (those of mask m) at s, ld apart, folded, with
+ * `width` (16, 8, 4, 2 or 1; a constant in each inlined copy) the power of two >= used:
+ * the stages whose upper lanes no chunk reached are left out, since they would add +0.0
+ * (x + (+0.0) == x for every lane value, kernels.h). Within the width, a lane past `used`
+ * loads under an empty mask (+0.0, nothing read) rather than behind a branch, so the
+ * lanes stay in registers; `on` has bit l set for l < used. Its address is lane 0's: a
+ * masked-off element on a page never touched (a lane no chunk reached may lie on one)
+ * costs the CPU a microcode assist, hundreds of cycles each. */
+static inline __attribute__((always_inline)) __m512d fold_column8(const double *s, size_t ld,
+                                                                   unsigned on, __mmask8 m,
+                                                                   unsigned width)
 {
-#define SBN_LANE(l) \
+#define SBN_LANE(l)                                                                        \
     _mm512_maskz_loadu_pd((__mmask8)(m & (0u - ((on >> (l)) & 1u))),                     \
                           s + (size_t)((on >> (l)) & 1u) * (l) * ld)
-    __m512d h0 = _mm512_add_pd(SBN_LANE(0), SBN_LANE(8));
-    __m512d h1 = _mm512_add_pd(SBN_LANE(1), SBN_LANE(9));
-    __m512d h2 = _mm512_add_pd(SBN_LANE(2), SBN_LANE(10));
-    __m512d h3 = _mm512_add_pd(SBN_LANE(3), SBN_LANE(11));
-    __m512d h4 = _mm512_add_pd(SBN_LANE(4), SBN_LANE(12));
-    __m512d h5 = _mm512_add_pd(SBN_LANE(5), SBN_LANE(13));
-    __m512d h6 = _mm512_add_pd(SBN_LANE(6), SBN_LANE(14));
-    __m512d h7 = _mm512_add_pd(SBN_LANE(7), SBN_LANE(15));
+    __m512d h0 = SBN_LANE(0), h1, h2, h3, h4, h5, h6, h7;
+    if (width == 1) return h0;
+    h1 = SBN_LANE(1);
+    if (width == 2) return _mm512_add_pd(h0, h1);
+    h2 = SBN_LANE(2);
+    h3 = SBN_LANE(3);
+    if (width == 4) return _mm512_add_pd(_mm512_add_pd(h0, h2), _mm512_add_pd(h1, h3));
+    h4 = SBN_LANE(4);
+    h5 = SBN_LANE(5);
+    h6 = SBN_LANE(6);
+    h7 = SBN_LANE(7);
+    if (width == 16) {
+        h0 = _mm512_add_pd(h0, SBN_LANE(8));
+        h1 = _mm512_add_pd(h1, SBN_LANE(9));
+        h2 = _mm512_add_pd(h2, SBN_LANE(10));
+        h3 = _mm512_add_pd(h3, SBN_LANE(11));
+        h4 = _mm512_add_pd(h4, SBN_LANE(12));
+        h5 = _mm512_add_pd(h5, SBN_LANE(13));
+        h6 = _mm512_add_pd(h6, SBN_LANE(14));
+        h7 = _mm512_add_pd(h7, SBN_LANE(15));
+    }
 #undef SBN_LANE
     h0 = _mm512_add_pd(h0, h4);
     h1 = _mm512_add_pd(h1, h5);
@@ -58,13 +75,24 @@ static inline __m512d fold_column8(const double *s, size_t ld, unsigned on, __mm
     return _mm512_add_pd(h0, h1);
 }
 
-void sbn_fold_rows_ukernel__avx512(double *a, double *b, size_t ld, size_t cn, unsigned used)
+static inline __attribute__((always_inline)) void fold_rows(double *a, double *b, size_t ld,
+                                                            size_t cn, unsigned used,
+                                                            unsigned width)
 {
     const unsigned on = (1u << used) - 1u;
     size_t j;
     for (j = 0; j < cn; j += 8) {
         const __mmask8 m = cn - j >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (cn - j)) - 1u);
-        _mm512_mask_storeu_pd(a + j, m, fold_column8(a + j, ld, on, m));
-        _mm512_mask_storeu_pd(b + j, m, fold_column8(b + j, ld, on, m));
+        _mm512_mask_storeu_pd(a + j, m, fold_column8(a + j, ld, on, m, width));
+        _mm512_mask_storeu_pd(b + j, m, fold_column8(b + j, ld, on, m, width));
     }
+}
+
+void sbn_fold_rows_ukernel__avx512(double *a, double *b, size_t ld, size_t cn, unsigned used)
+{
+    if (used > 8) fold_rows(a, b, ld, cn, used, 16);
+    else if (used > 4) fold_rows(a, b, ld, cn, used, 8);
+    else if (used > 2) fold_rows(a, b, ld, cn, used, 4);
+    else if (used == 2) fold_rows(a, b, ld, cn, used, 2);
+    else fold_rows(a, b, ld, cn, used, 1);
 }
