@@ -100,7 +100,7 @@ static void call(const job *j, const char *x, char *y)
     switch (j->family) {
     case 0: j->k->accum[j->kd](x, j->n, 0, 0.25, g_acc); break;
     case 1: j->k->normalize[j->kd](x, j->n, f64 ? (const void *)g_coef : g_frun, y); break;
-    case 2: j->k->row_accum[j->kd](x, 64, j->n, 64, 0, g_shift, g_a, g_b, 64); break;
+    case 2: j->k->row_accum[j->kd](x, 64, j->n, 64, 0, g_shift, g_a, g_b, 64, 0); break;
     default:
         j->k->row_normalize[j->kd](x, 64, j->n, 64, f64 ? (const void *)g_coef : g_frow, 64, y,
                                    64);

@@ -369,9 +369,9 @@ static void call_accum(const sbn_kernels *k, const geo *g, int bwd, const void *
     if (k == NULL)
         oracle_accum(dt, bwd, dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld);
     else if (g->row && bwd)
-        k->row_bwd_accum[dt](dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld);
+        k->row_bwd_accum[dt](dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld, 0);
     else if (g->row)
-        k->row_accum[dt](x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld);
+        k->row_accum[dt](x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld, 0);
     else if (bwd)
         k->bwd_accum[dt](dy, x, g->rows, g->lane, c[0], a);
     else
@@ -729,9 +729,9 @@ static void bad_backward_unfused(const void *dy, const void *x, size_t n, const 
 }
 
 static void bad_row_accum_ld(const void *x, int64_t xs, size_t rows, size_t cn, unsigned lane,
-                             const double *shift, double *a, double *b, size_t ld)
+                             const double *shift, double *a, double *b, size_t ld, int fresh)
 {
-    sbn_f32_row_accum_ukernel__scalar(x, xs, rows, cn, lane, shift, a, b, ld);
+    sbn_f32_row_accum_ukernel__scalar(x, xs, rows, cn, lane, shift, a, b, ld, fresh);
     if (rows > 0 && ld > cn) b[lane * ld + cn] += 0.0;
 }
 

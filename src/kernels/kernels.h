@@ -55,13 +55,30 @@ typedef void (*sbn_bwd_accum_fn)(const void *dy, const void *x, size_t n, unsign
  *   row_accum:      d = x[r][j] - shift[j];  a[l][j] += d;   b[l][j] = fma(d, d, b[l][j])
  *   row_bwd_accum:  a[l][j] += dy[r][j];
  *                   b[l][j] = fma(dy[r][j], x[r][j] - center[j], b[l][j])
+ * With `fresh` nonzero the call starts a chunk: the lanes it reaches, (lane + r) % 16 for
+ * r < min(rows, 16), start from +0.0 whatever they hold (a variant may clear them or
+ * start its registers at zero without reading them), so the caller need not clear a
+ * chunk's lanes first: for a chunk of few rows that clear costs as much as the rows.
  */
 typedef void (*sbn_row_accum_fn)(const void *x, int64_t xs, size_t rows, size_t cn,
                                  unsigned lane, const double *shift, double *a, double *b,
-                                 size_t ld);
+                                 size_t ld, int fresh);
 typedef void (*sbn_row_bwd_accum_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
                                      size_t rows, size_t cn, unsigned lane,
-                                     const double *center, double *a, double *b, size_t ld);
+                                     const double *center, double *a, double *b, size_t ld,
+                                     int fresh);
+
+/* The clear a row reduction's `fresh` asks for, for variants that accumulate in memory:
+ * lanes (lane + r) % 16, r < min(rows, 16), of channels [0, cn) set to +0.0. */
+static inline void sbn__clear_fresh_lanes(double *a, double *b, size_t ld, size_t cn,
+                                          unsigned lane, size_t rows)
+{
+    size_t r, j;
+    for (r = 0; r < rows && r < 16; r++) {
+        double *pa = a + ((lane + r) % 16) * ld, *pb = b + ((lane + r) % 16) * ld;
+        for (j = 0; j < cn; j++) pa[j] = pb[j] = 0.0;
+    }
+}
 /*
  * The same over `runs` runs of one channel of len contiguous elements each, run i at
  * x + i * xs elements (channels-first tensors with short planes: one kernel call
@@ -294,11 +311,11 @@ SBN_DECLARE_KERNELS(avx512)
 #define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
                                              unsigned lane, const double *shift, double *a,    \
-                                             double *b, size_t ld);                            \
+                                             double *b, size_t ld, int fresh);                 \
     void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
-                                                 double *a, double *b, size_t ld);
+                                                 double *a, double *b, size_t ld, int fresh);
 
 /* One family member per element type: sbn_<dt>_<kernel>_ukernel__<isa>, dt in f64 f32 f16 bf16. */
 #define SBN_DECLARE_STREAM_KERNELS_DT(dt, isa)                                                  \

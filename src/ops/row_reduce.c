@@ -32,9 +32,10 @@ typedef struct row_task {
     int64_t used;       /* lanes the chunk in progress reaches: min(its rows, 16) */
 } row_task;
 
-/* Adds rows [0, n) at p[i] (stride[i] apart) to the lanes from lane `lane`. */
+/* Adds rows [0, n) at p[i] (stride[i] apart) to the lanes from lane `lane`; `fresh`: the
+ * lanes they reach start from +0.0 (the kernels' contract; only with kd >= 0). */
 static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *stride, int64_t n,
-                            unsigned lane)
+                            unsigned lane, int fresh)
 {
     const sbn__reduce_job *job = rt->job;
     const sbn__walk *w = &job->walk;
@@ -46,10 +47,10 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
         if (backward)
             kern->row_bwd_accum[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
                                          (size_t)rt->cn, lane, rt->shift, rt->a, rt->b,
-                                         (size_t)rt->ld);
+                                         (size_t)rt->ld, fresh);
         else
             kern->row_accum[job->kd](p[0], stride[0], (size_t)n, (size_t)rt->cn, lane, rt->shift,
-                                     rt->a, rt->b, (size_t)rt->ld);
+                                     rt->a, rt->b, (size_t)rt->ld, fresh);
         return;
     }
     for (r = 0; r < n; r++) /* mixed dtypes: row by row, a piece of channels at a time */
@@ -62,29 +63,37 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
                 sbn__load_run(p[1] + (r * stride[1] + j) * (int64_t)sbn_dtype_size(w->dtype[1]),
                               w->dtype[1], 1, m, v1);
                 kern->row_bwd_accum[SBN_KD_F64](v0, 0, v1, 0, 1, (size_t)m, l, rt->shift + j,
-                                                rt->a + j, rt->b + j, (size_t)rt->ld);
+                                                rt->a + j, rt->b + j, (size_t)rt->ld, 0);
             } else {
                 kern->row_accum[SBN_KD_F64](v0, 0, 1, (size_t)m, l, rt->shift + j, rt->a + j,
-                                            rt->b + j, (size_t)rt->ld);
+                                            rt->b + j, (size_t)rt->ld, 0);
             }
         }
 }
 
-/* Chunk k starts at first_row. Its rows go to lanes 0, 1, ... in turn (a chunk starts
- * on lane 0), so a chunk of n < 16 rows reaches lanes [0, n) only: just those are
- * cleared here and folded at its end (the fold_rows kernel reads only those). */
-static void start_chunk(row_task *rt, const char *first_row, int64_t k)
+/* Chunk k starts at first_row, and the run in progress gives it its first `rows` rows.
+ * Its rows go to lanes 0, 1, ... in turn (a chunk starts on lane 0), so a chunk of n < 16
+ * rows reaches lanes [0, n) only: just those start from +0.0 and are folded at its end
+ * (the fold_rows kernel reads only those). Returns 1 when that first run reaches all of
+ * them and a kernel reads the rows directly: the kernel then starts them at +0.0 itself
+ * (`fresh`), and nothing is cleared here - for a chunk of few rows of many channels the
+ * clear cost as much as the rows. Otherwise they are cleared here. */
+static int start_chunk(row_task *rt, const char *first_row, int64_t k, int64_t rows)
 {
     const sbn__reduce_job *job = rt->job;
     int64_t l, j, n = sbn__walk_chunk_len(&job->walk, k);
+    int fresh;
     rt->used = n < SBN_LANES ? n : SBN_LANES;
-    for (l = 0; l < rt->used; l++) {
+    fresh = job->kd >= 0 && rows >= rt->used;
+    for (l = 0; !fresh && l < rt->used; l++) {
         memset(rt->a + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
         memset(rt->b + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
     }
-    if (job->kind != SBN_REDUCE_MOMENTS) return;
-    sbn__load_run(first_row, job->walk.dtype[0], 1, rt->cn, rt->shift);
-    for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
+    if (job->kind == SBN_REDUCE_MOMENTS) {
+        sbn__load_run(first_row, job->walk.dtype[0], 1, rt->cn, rt->shift);
+        for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
+    }
+    return fresh;
 }
 
 static void finish_chunk(row_task *rt, int64_t k)
@@ -114,8 +123,8 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         int64_t n = end - rr;
         const char *q[SBN_WALK_MAX_TENSORS];
         sbn__walk_advance(w, ptr, stride, done, q);
-        if (rr % SBN_CHUNK == 0) start_chunk(rt, q[0], k);
-        accumulate_rows(rt, q, stride, n, (unsigned)(rr % SBN_LANES));
+        int fresh = rr % SBN_CHUNK == 0 ? start_chunk(rt, q[0], k, n) : 0;
+        accumulate_rows(rt, q, stride, n, (unsigned)(rr % SBN_LANES), fresh);
         if (end % SBN_CHUNK == 0 || end == w->reduction) finish_chunk(rt, k);
         done += n;
     }

@@ -43,9 +43,10 @@
                                                                                                \
     void sbn_##dt##_row_accum_ukernel__scalar(const void *x, int64_t xs, size_t rows,           \
                                               size_t cn, unsigned lane, const double *shift,   \
-                                              double *a, double *b, size_t ld)                 \
+                                              double *a, double *b, size_t ld, int fresh)      \
     {                                                                                          \
         size_t r, j;                                                                           \
+        if (fresh) sbn__clear_fresh_lanes(a, b, ld, cn, lane, rows);                           \
         for (r = 0; r < rows; r++) {                                                           \
             size_t l = (lane + r) % SBN_LANES;                                                 \
             for (j = 0; j < cn; j++) {                                                         \
@@ -59,9 +60,10 @@
     void sbn_##dt##_row_bwd_accum_ukernel__scalar(const void *dy, int64_t dys, const void *x,   \
                                                   int64_t xs, size_t rows, size_t cn,          \
                                                   unsigned lane, const double *center,         \
-                                                  double *a, double *b, size_t ld)             \
+                                                  double *a, double *b, size_t ld, int fresh)  \
     {                                                                                          \
         size_t r, j;                                                                           \
+        if (fresh) sbn__clear_fresh_lanes(a, b, ld, cn, lane, rows);                           \
         for (r = 0; r < rows; r++) {                                                           \
             size_t l = (lane + r) % SBN_LANES;                                                 \
             for (j = 0; j < cn; j++) {                                                         \

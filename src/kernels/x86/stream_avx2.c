@@ -205,10 +205,11 @@ static inline void lanes_store(double *acc, const lanes16 *r)
                                                                                                \
     void sbn_##dt##_row_accum_ukernel__avx2(const void *x, int64_t xs, size_t rows, size_t cn,  \
                                             unsigned lane, const double *shift, double *a,     \
-                                            double *b, size_t ld)                              \
+                                            double *b, size_t ld, int fresh)                   \
     {                                                                                          \
         size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
         __m256d st = _mm256_setzero_pd(); /* the tail's shifts */                              \
+        if (fresh) sbn__clear_fresh_lanes(a, b, ld, cn, lane, rows);                           \
         if (t != 0 && rows != 0) st = avx2_ldp_f64(shift, (int64_t)jt, t);                     \
         for (r = 0; r < rows; r++) {                                                           \
             size_t l = (lane + r) % SBN_LANES;                                                 \
@@ -233,10 +234,11 @@ static inline void lanes_store(double *acc, const lanes16 *r)
     void sbn_##dt##_row_bwd_accum_ukernel__avx2(const void *dy, int64_t dys, const void *x,     \
                                                 int64_t xs, size_t rows, size_t cn,            \
                                                 unsigned lane, const double *center,           \
-                                                double *a, double *b, size_t ld)               \
+                                                double *a, double *b, size_t ld, int fresh)    \
     {                                                                                          \
         size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
         __m256d ct = _mm256_setzero_pd(); /* the tail's centers */                             \
+        if (fresh) sbn__clear_fresh_lanes(a, b, ld, cn, lane, rows);                           \
         if (t != 0 && rows != 0) ct = avx2_ldp_f64(center, (int64_t)jt, t);                    \
         for (r = 0; r < rows; r++) {                                                           \
             size_t l = (lane + r) % SBN_LANES;                                                 \

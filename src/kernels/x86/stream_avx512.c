@@ -165,18 +165,25 @@ SBN512_INLINE const char *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_
 
 /* Adds m rows of one lane, at x, x + step, ... (step in bytes: 16 rows), to the lane's
  * accumulators ar[0..cn), br[0..cn), in row order: each block of channels is loaded
- * once, takes the m rows, and is stored once. */
+ * once (or, `fresh` - a constant in each inlined copy - starts at +0.0 unread), takes
+ * the m rows, and is stored once. */
+#define SBN512_LANE_LOAD(fresh, p) ((fresh) ? _mm512_setzero_pd() : _mm512_loadu_pd(p))
+#define SBN512_LANE_LOADZ(fresh, k, p) \
+    ((fresh) ? _mm512_setzero_pd() : _mm512_maskz_loadu_pd((k), (p)))
+
 SBN512_INLINE void lane_accum(sbn_kdtype dt, const char *x, int64_t step, size_t m, size_t cn,
-                              const double *shift, double *ar, double *br)
+                              const double *shift, double *ar, double *br, int fresh)
 {
     size_t j, t;
     for (j = 0; j + 32 <= cn; j += 32) {
         const __m512d s0 = _mm512_loadu_pd(shift + j), s1 = _mm512_loadu_pd(shift + j + 8);
         const __m512d s2 = _mm512_loadu_pd(shift + j + 16), s3 = _mm512_loadu_pd(shift + j + 24);
-        __m512d a0 = _mm512_loadu_pd(ar + j), a1 = _mm512_loadu_pd(ar + j + 8);
-        __m512d a2 = _mm512_loadu_pd(ar + j + 16), a3 = _mm512_loadu_pd(ar + j + 24);
-        __m512d b0 = _mm512_loadu_pd(br + j), b1 = _mm512_loadu_pd(br + j + 8);
-        __m512d b2 = _mm512_loadu_pd(br + j + 16), b3 = _mm512_loadu_pd(br + j + 24);
+        __m512d a0 = SBN512_LANE_LOAD(fresh, ar + j), a1 = SBN512_LANE_LOAD(fresh, ar + j + 8);
+        __m512d a2 = SBN512_LANE_LOAD(fresh, ar + j + 16);
+        __m512d a3 = SBN512_LANE_LOAD(fresh, ar + j + 24);
+        __m512d b0 = SBN512_LANE_LOAD(fresh, br + j), b1 = SBN512_LANE_LOAD(fresh, br + j + 8);
+        __m512d b2 = SBN512_LANE_LOAD(fresh, br + j + 16);
+        __m512d b3 = SBN512_LANE_LOAD(fresh, br + j + 24);
         for (t = 0; t < m; t++) {
             const char *p = x + (int64_t)t * step;
             accum8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, p, j)), s0);
@@ -196,7 +203,7 @@ SBN512_INLINE void lane_accum(sbn_kdtype dt, const char *x, int64_t step, size_t
     for (; j < cn; j += 8) {
         const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
         const __m512d s0 = _mm512_maskz_loadu_pd(k, shift + j);
-        __m512d a0 = _mm512_maskz_loadu_pd(k, ar + j), b0 = _mm512_maskz_loadu_pd(k, br + j);
+        __m512d a0 = SBN512_LANE_LOADZ(fresh, k, ar + j), b0 = SBN512_LANE_LOADZ(fresh, k, br + j);
         for (t = 0; t < m; t++)
             accum8(&a0, &b0, sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * step, j), k), s0);
         _mm512_mask_storeu_pd(ar + j, k, a0);
@@ -206,16 +213,18 @@ SBN512_INLINE void lane_accum(sbn_kdtype dt, const char *x, int64_t step, size_t
 
 SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, const char *x,
                                   int64_t xstep, size_t m, size_t cn, const double *center,
-                                  double *ar, double *br)
+                                  double *ar, double *br, int fresh)
 {
     size_t j, t;
     for (j = 0; j + 32 <= cn; j += 32) {
         const __m512d c0 = _mm512_loadu_pd(center + j), c1 = _mm512_loadu_pd(center + j + 8);
         const __m512d c2 = _mm512_loadu_pd(center + j + 16), c3 = _mm512_loadu_pd(center + j + 24);
-        __m512d a0 = _mm512_loadu_pd(ar + j), a1 = _mm512_loadu_pd(ar + j + 8);
-        __m512d a2 = _mm512_loadu_pd(ar + j + 16), a3 = _mm512_loadu_pd(ar + j + 24);
-        __m512d b0 = _mm512_loadu_pd(br + j), b1 = _mm512_loadu_pd(br + j + 8);
-        __m512d b2 = _mm512_loadu_pd(br + j + 16), b3 = _mm512_loadu_pd(br + j + 24);
+        __m512d a0 = SBN512_LANE_LOAD(fresh, ar + j), a1 = SBN512_LANE_LOAD(fresh, ar + j + 8);
+        __m512d a2 = SBN512_LANE_LOAD(fresh, ar + j + 16);
+        __m512d a3 = SBN512_LANE_LOAD(fresh, ar + j + 24);
+        __m512d b0 = SBN512_LANE_LOAD(fresh, br + j), b1 = SBN512_LANE_LOAD(fresh, br + j + 8);
+        __m512d b2 = SBN512_LANE_LOAD(fresh, br + j + 16);
+        __m512d b3 = SBN512_LANE_LOAD(fresh, br + j + 24);
         for (t = 0; t < m; t++) {
             const char *g = dy + (int64_t)t * dstep, *p = x + (int64_t)t * xstep;
             bwd8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, g, j)),
@@ -239,7 +248,7 @@ SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, 
     for (; j < cn; j += 8) {
         const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
         const __m512d c0 = _mm512_maskz_loadu_pd(k, center + j);
-        __m512d a0 = _mm512_maskz_loadu_pd(k, ar + j), b0 = _mm512_maskz_loadu_pd(k, br + j);
+        __m512d a0 = SBN512_LANE_LOADZ(fresh, k, ar + j), b0 = SBN512_LANE_LOADZ(fresh, k, br + j);
         for (t = 0; t < m; t++)
             bwd8(&a0, &b0, sbn512_load8z(dt, sbn512_at(dt, dy + (int64_t)t * dstep, j), k),
                  sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * xstep, j), k), c0);
@@ -300,7 +309,7 @@ static inline size_t lane_rows(size_t nb, size_t q)
 
 SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
                              unsigned lane, const double *shift, double *a, double *b,
-                             size_t ld, int prefetch)
+                             size_t ld, int prefetch, int fresh)
 {
     const int64_t step = SBN_LANES * xs * (int64_t)sbn512_esize(dt);
     size_t r, q;
@@ -311,8 +320,12 @@ SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t ro
         for (q = 0; q < SBN_LANES && q < nb; q++) {
             size_t l = (lane + r + q) % SBN_LANES;
             if (prefetch) prefetch_next(dt, x, xs, rows, cn, ROW_BLOCK, r, q);
-            lane_accum(dt, row_at(dt, x, xs, r + q), step, lane_rows(nb, q), cn, shift, a + l * ld,
-                       b + l * ld);
+            if (fresh && r == 0) /* the block that reaches each lane first */
+                lane_accum(dt, row_at(dt, x, xs, q), step, lane_rows(nb, q), cn, shift, a + l * ld,
+                           b + l * ld, 1);
+            else
+                lane_accum(dt, row_at(dt, x, xs, r + q), step, lane_rows(nb, q), cn, shift,
+                           a + l * ld, b + l * ld, 0);
         }
     }
 }
@@ -320,7 +333,7 @@ SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t ro
 SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
                                  int64_t xs, size_t rows, size_t cn, unsigned lane,
                                  const double *center, double *a, double *b, size_t ld,
-                                 int prefetch)
+                                 int prefetch, int fresh)
 {
     const int64_t dstep = SBN_LANES * dys * (int64_t)sbn512_esize(dt);
     const int64_t xstep = SBN_LANES * xs * (int64_t)sbn512_esize(dt);
@@ -335,8 +348,12 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
                 prefetch_next(dt, dy, dys, rows, cn, ROW_BLOCK_BWD, r, q);
                 prefetch_next(dt, x, xs, rows, cn, ROW_BLOCK_BWD, r, q);
             }
-            lane_bwd_accum(dt, row_at(dt, dy, dys, r + q), dstep, row_at(dt, x, xs, r + q), xstep,
-                           lane_rows(nb, q), cn, center, a + l * ld, b + l * ld);
+            if (fresh && r == 0) /* the block that reaches each lane first */
+                lane_bwd_accum(dt, row_at(dt, dy, dys, q), dstep, row_at(dt, x, xs, q), xstep,
+                               lane_rows(nb, q), cn, center, a + l * ld, b + l * ld, 1);
+            else
+                lane_bwd_accum(dt, row_at(dt, dy, dys, r + q), dstep, row_at(dt, x, xs, r + q),
+                               xstep, lane_rows(nb, q), cn, center, a + l * ld, b + l * ld, 0);
         }
     }
 }
@@ -525,16 +542,16 @@ SBN512_INLINE void runs_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, co
 #define SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, isa, prefetch)                                  \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
                                              unsigned lane, const double *shift, double *a,    \
-                                             double *b, size_t ld)                             \
+                                             double *b, size_t ld, int fresh)                  \
     {                                                                                          \
-        row_accum(kd, x, xs, rows, cn, lane, shift, a, b, ld, prefetch);                       \
+        row_accum(kd, x, xs, rows, cn, lane, shift, a, b, ld, prefetch, fresh);                \
     }                                                                                          \
     void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
-                                                 double *a, double *b, size_t ld)              \
+                                                 double *a, double *b, size_t ld, int fresh)   \
     {                                                                                          \
-        row_bwd_accum(kd, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, prefetch);         \
+        row_bwd_accum(kd, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, prefetch, fresh);  \
     }
 
 #define SBN_DEFINE_STREAM_AVX512(dt, kd)                                                        \
