@@ -99,6 +99,25 @@ static void train_range_few(const bn_job *job, int64_t c0, int64_t cn, const dou
     }
 }
 
+/* The last steps of a channel range's map coefficients (mean, s, b, 0) at k[j], k[ks + j],
+ * k[2ks + j], k[3ks + j], once s holds invstd: s *= weight (when given), b = bias (or 0),
+ * the fourth 0. A piece of channels at a time through the conversion kernels. */
+static void finish_coefs(const bn_job *job, int64_t c0, int64_t cn, double *k, int64_t ks)
+{
+    double v[SBN_CONVERT_PIECE];
+    int64_t j, p, pn;
+    for (p = 0; job->weight && p < cn; p += pn) {
+        pn = cn - p < SBN_CONVERT_PIECE ? cn - p : SBN_CONVERT_PIECE;
+        sbn__load_vec(job->weight, c0 + p, pn, v);
+        for (j = 0; j < pn; j++) k[ks + p + j] *= v[j];
+    }
+    if (job->bias)
+        sbn__load_vec(job->bias, c0, cn, k + 2 * ks);
+    else
+        for (j = 0; j < cn; j++) k[2 * ks + j] = 0.0;
+    for (j = 0; j < cn; j++) k[3 * ks + j] = 0.0;
+}
+
 /*
  * Channels [c0, c0 + cn) of a training pass, from their (mean, M2) at stats[2j],
  * stats[2j + 1]: running stats and save_* written, and the map coefficients (mean,
@@ -122,10 +141,7 @@ static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double 
         return;
     }
     sbn__kernels()->invstd(stats + 1, 2, (size_t)cn, n, job->eps, k + ks);
-    for (j = 0; j < cn; j++) {
-        k[j] = stats[2 * j];
-        k[3 * ks + j] = 0.0;
-    }
+    for (j = 0; j < cn; j++) k[j] = stats[2 * j];
     if (job->save_mean) sbn__store_vec(job->save_mean, c0, cn, k);
     if (job->save_invstd) sbn__store_vec(job->save_invstd, c0, cn, k + ks);
     for (p = 0; p < cn; p += pn) {
@@ -140,15 +156,8 @@ static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double 
             for (j = 0; j < pn; j++) v[j] = keep * v[j] + m * (stats[2 * (p + j) + 1] / (n - 1.0));
             sbn__store_vec(job->running_var, c0 + p, pn, v);
         }
-        if (job->weight) {
-            sbn__load_vec(job->weight, c0 + p, pn, v);
-            for (j = 0; j < pn; j++) k[ks + p + j] *= v[j];
-        }
     }
-    if (job->bias)
-        sbn__load_vec(job->bias, c0, cn, k + 2 * ks);
-    else
-        for (j = 0; j < cn; j++) k[2 * ks + j] = 0.0;
+    finish_coefs(job, c0, cn, k, ks);
 }
 
 /* Channels [begin, end) of a two-pass training forward, on the pool (each writes its
@@ -166,23 +175,12 @@ static void train_channels(void *ctx, int64_t begin, int64_t end)
 static void eval_channels(void *ctx, int64_t begin, int64_t end)
 {
     const bn_job *job = ctx;
-    int64_t channels = job->x->shape[1], cn = end - begin, j, p, pn;
-    double *k = job->coef + begin, v[SBN_CONVERT_PIECE];
+    int64_t channels = job->x->shape[1], cn = end - begin;
+    double *k = job->coef + begin;
     sbn__load_vec(job->running_mean, begin, cn, k);
-    for (p = 0; p < cn; p += pn) {
-        pn = cn - p < SBN_CONVERT_PIECE ? cn - p : SBN_CONVERT_PIECE;
-        sbn__load_vec(job->running_var, begin + p, pn, v);
-        sbn__kernels()->invstd(v, 1, (size_t)pn, 1.0, job->eps, k + channels + p);
-        if (job->weight) {
-            sbn__load_vec(job->weight, begin + p, pn, v);
-            for (j = 0; j < pn; j++) k[channels + p + j] *= v[j];
-        }
-    }
-    if (job->bias)
-        sbn__load_vec(job->bias, begin, cn, k + 2 * channels);
-    else
-        for (j = 0; j < cn; j++) k[2 * channels + j] = 0.0;
-    for (j = 0; j < cn; j++) k[3 * channels + j] = 0.0;
+    sbn__load_vec(job->running_var, begin, cn, k + channels);
+    sbn__kernels()->invstd(k + channels, 1, (size_t)cn, 1.0, job->eps, k + channels);
+    finish_coefs(job, begin, cn, k, channels);
 }
 
 /* One block of the one-pass schedule: reduce channels [c0, c0 + cn), then map them. */

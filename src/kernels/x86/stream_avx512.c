@@ -168,6 +168,12 @@ SBN512_INLINE const char *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_
  * once (or, `fresh` - a constant in each inlined copy - starts at +0.0 unread), takes
  * the m rows, and is stored once. */
 #define SBN512_LANE_LOAD(fresh, p) ((fresh) ? _mm512_setzero_pd() : _mm512_loadu_pd(p))
+/* Declares a0..a3 and b0..b3: 32 channels' accumulators of one lane at pa and pb. */
+#define SBN512_LANES32(fresh, pa, pb)                                                          \
+    __m512d a0 = SBN512_LANE_LOAD(fresh, (pa)), a1 = SBN512_LANE_LOAD(fresh, (pa) + 8);      \
+    __m512d a2 = SBN512_LANE_LOAD(fresh, (pa) + 16), a3 = SBN512_LANE_LOAD(fresh, (pa) + 24); \
+    __m512d b0 = SBN512_LANE_LOAD(fresh, (pb)), b1 = SBN512_LANE_LOAD(fresh, (pb) + 8);      \
+    __m512d b2 = SBN512_LANE_LOAD(fresh, (pb) + 16), b3 = SBN512_LANE_LOAD(fresh, (pb) + 24)
 #define SBN512_LANE_LOADZ(fresh, k, p) \
     ((fresh) ? _mm512_setzero_pd() : _mm512_maskz_loadu_pd((k), (p)))
 
@@ -178,12 +184,7 @@ SBN512_INLINE void lane_accum(sbn_kdtype dt, const char *x, int64_t step, size_t
     for (j = 0; j + 32 <= cn; j += 32) {
         const __m512d s0 = _mm512_loadu_pd(shift + j), s1 = _mm512_loadu_pd(shift + j + 8);
         const __m512d s2 = _mm512_loadu_pd(shift + j + 16), s3 = _mm512_loadu_pd(shift + j + 24);
-        __m512d a0 = SBN512_LANE_LOAD(fresh, ar + j), a1 = SBN512_LANE_LOAD(fresh, ar + j + 8);
-        __m512d a2 = SBN512_LANE_LOAD(fresh, ar + j + 16);
-        __m512d a3 = SBN512_LANE_LOAD(fresh, ar + j + 24);
-        __m512d b0 = SBN512_LANE_LOAD(fresh, br + j), b1 = SBN512_LANE_LOAD(fresh, br + j + 8);
-        __m512d b2 = SBN512_LANE_LOAD(fresh, br + j + 16);
-        __m512d b3 = SBN512_LANE_LOAD(fresh, br + j + 24);
+        SBN512_LANES32(fresh, ar + j, br + j);
         for (t = 0; t < m; t++) {
             const char *p = x + (int64_t)t * step;
             accum8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, p, j)), s0);
@@ -219,12 +220,7 @@ SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, 
     for (j = 0; j + 32 <= cn; j += 32) {
         const __m512d c0 = _mm512_loadu_pd(center + j), c1 = _mm512_loadu_pd(center + j + 8);
         const __m512d c2 = _mm512_loadu_pd(center + j + 16), c3 = _mm512_loadu_pd(center + j + 24);
-        __m512d a0 = SBN512_LANE_LOAD(fresh, ar + j), a1 = SBN512_LANE_LOAD(fresh, ar + j + 8);
-        __m512d a2 = SBN512_LANE_LOAD(fresh, ar + j + 16);
-        __m512d a3 = SBN512_LANE_LOAD(fresh, ar + j + 24);
-        __m512d b0 = SBN512_LANE_LOAD(fresh, br + j), b1 = SBN512_LANE_LOAD(fresh, br + j + 8);
-        __m512d b2 = SBN512_LANE_LOAD(fresh, br + j + 16);
-        __m512d b3 = SBN512_LANE_LOAD(fresh, br + j + 24);
+        SBN512_LANES32(fresh, ar + j, br + j);
         for (t = 0; t < m; t++) {
             const char *g = dy + (int64_t)t * dstep, *p = x + (int64_t)t * xstep;
             bwd8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, g, j)),
