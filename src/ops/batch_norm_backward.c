@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "ops/clones.h"
 #include "ops/map.h"
 #include "ops/moments.h"
 #include "ops/one_pass.h"
@@ -86,7 +87,7 @@ typedef struct backward_job {
  * invstds are read before its coefficients are written. A piece of channels at a time,
  * each vector through the conversion kernels, the arithmetic in loops that vectorise.
  */
-static void finish_range(const backward_job *job, int training, int64_t c0, int64_t cn,
+SBN_CHANNEL_LOOP static void finish_range(const backward_job *job, int training, int64_t c0, int64_t cn,
                          const double *sum, const double *mean, const double *inv, double *k,
                          int64_t ks)
 {

@@ -31,6 +31,7 @@
 #include "core/pool.h"
 #include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "ops/clones.h"
 #include "ops/map.h"
 #include "ops/plan.h"
 #include "ops/walk.h"
@@ -275,7 +276,7 @@ static inline int float_coefs_of(int backward, const double *coef, float *f, int
     return ok;
 }
 
-static void float_coefs(void *ctx, int64_t begin, int64_t end)
+SBN_CHANNEL_LOOP static void float_coefs(void *ctx, int64_t begin, int64_t end)
 {
     float_coefs_job *fj = ctx;
     int ok = fj->kind == SBN_MAP_BACKWARD

@@ -29,6 +29,7 @@
 #include "core/pool.h"
 #include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "ops/clones.h"
 #include "ops/moments.h"
 #include "ops/plan.h"
 #include "ops/reduce.h"
@@ -229,7 +230,7 @@ static void reduce_tasks(void *ctx, int64_t begin, int64_t end)
 }
 
 /* The merge of channels [begin, end): their chunks' partials in chunk order, into out. */
-static void merge_channels(void *ctx, int64_t begin, int64_t end)
+SBN_CHANNEL_LOOP static void merge_channels(void *ctx, int64_t begin, int64_t end)
 {
     const sbn__reduce_job *job = ctx;
     const sbn__walk *w = &job->walk;

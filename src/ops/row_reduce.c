@@ -19,6 +19,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/kernels.h"
+#include "ops/clones.h"
 #include "ops/plan.h"
 #include "ops/reduce.h"
 #include "ops/walk.h"
@@ -96,7 +97,7 @@ static int start_chunk(row_task *rt, const char *first_row, int64_t k, int64_t r
     return fresh;
 }
 
-static void finish_chunk(row_task *rt, int64_t k)
+SBN_CHANNEL_LOOP static void finish_chunk(row_task *rt, int64_t k)
 {
     const sbn__walk *w = &rt->job->walk;
     int64_t j, n = sbn__walk_chunk_len(w, k);
