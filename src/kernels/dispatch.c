@@ -39,6 +39,8 @@
      SBN_FAMILY(row_backward, maps),                                                          \
      SBN_FAMILY(runs_accum, isa),                                                             \
      SBN_FAMILY(runs_bwd_accum, isa),                                                         \
+     SBN_FAMILY(planes_accum, isa),                                                           \
+     SBN_FAMILY(planes_bwd_accum, isa),                                                       \
      SBN_FAMILY(runs_normalize, maps),                                                        \
      SBN_FAMILY(runs_backward, maps),                                                         \
      sbn_invstd_ukernel__##isa,                                                               \

@@ -92,6 +92,20 @@ typedef void (*sbn_runs_bwd_accum_fn)(const void *dy, int64_t dys, const void *x
                                       size_t runs, size_t len, unsigned lane, double center,
                                       double *acc);
 /*
+ * The same over one run of each of cn channels that share its geometry (channels-first
+ * tensors: the planes of one image, channel j's at x + j * cs bytes, dy's at dy + j * dcs):
+ * channel j's run is n contiguous elements whose element i goes to lane (lane + i) % 16 of
+ * its accumulators acc + 32 j, with shift[j] (center[j]), exactly as one accum call per
+ * channel would. The channels' lanes are independent, so a variant may interleave them:
+ * one channel's lanes form a chain of dependent additions (an add and a fused
+ * multiply-add per step), several channels side by side keep more of them in flight.
+ */
+typedef void (*sbn_planes_accum_fn)(const void *x, int64_t cs, size_t cn, size_t n, unsigned lane,
+                                    const double *shift, double *acc);
+typedef void (*sbn_planes_bwd_accum_fn)(const void *dy, int64_t dcs, const void *x, int64_t cs,
+                                        size_t cn, size_t n, unsigned lane, const double *center,
+                                        double *acc);
+/*
  * Elementwise maps over a run of one channel (contiguous). The fp64 kernels take
  * double coefficients k and compute each element in double in this order:
  *   normalize:  y[i]  = (x[i] - k[0]) * k[1] + k[2]
@@ -219,6 +233,8 @@ typedef struct sbn_kernels {
     sbn_row_backward_fn row_backward[SBN_KD_COUNT];
     sbn_runs_accum_fn runs_accum[SBN_KD_COUNT];
     sbn_runs_bwd_accum_fn runs_bwd_accum[SBN_KD_COUNT];
+    sbn_planes_accum_fn planes_accum[SBN_KD_COUNT];
+    sbn_planes_bwd_accum_fn planes_bwd_accum[SBN_KD_COUNT];
     sbn_runs_normalize_fn runs_normalize[SBN_KD_COUNT];
     sbn_runs_backward_fn runs_backward[SBN_KD_COUNT];
     sbn_invstd_fn invstd;
@@ -329,6 +345,13 @@ SBN_DECLARE_KERNELS(avx512)
     void sbn_##dt##_runs_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,   \
                                                   int64_t xs, size_t runs, size_t len,         \
                                                   unsigned lane, double center, double *acc);  \
+    void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n, \
+                                                unsigned lane, const double *shift,            \
+                                                double *acc);                                  \
+    void sbn_##dt##_planes_bwd_accum_ukernel__##isa(const void *dy, int64_t dcs, const void *x, \
+                                                    int64_t cs, size_t cn, size_t n,           \
+                                                    unsigned lane, const double *center,       \
+                                                    double *acc);                              \
     SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                                  \
     SBN_DECLARE_MAP_KERNELS_DT(dt, isa)                                                         \
     SBN_DECLARE_RUNS_MAP_KERNELS_DT(dt, isa)

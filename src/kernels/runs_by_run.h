@@ -1,6 +1,7 @@
 /*
  * runs_by_run.h - the runs kernels of kernels.h (several equal runs of one channel
- * per call) as a loop over the table's one-run kernels, for the ISAs whose one-run
+ * per call) and the planes kernels (one run of each of several channels) as loops
+ * over the table's one-run kernels, for the ISAs whose one-run
  * kernels already keep up with short runs (scalar) or that have no fused form
  * (AVX2). Run i starts at lane (lane + i * len) % 16, so the bits are those of one
  * call per run by construction. The AVX-512 reductions fuse the runs instead
@@ -37,6 +38,28 @@
                                                 SBN_RUN_AT(x, (int64_t)i * xs, size), len,      \
                                                 (unsigned)((lane + i * len) % SBN_LANES),       \
                                                 center, acc);                                   \
+    }
+
+/* The planes kernels as a loop over the one-run kernels, channel by channel. */
+#define SBN_DEFINE_PLANES_REDUCE_BY_RUN(dt, isa)                                                  \
+    void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n,  \
+                                                unsigned lane, const double *shift,             \
+                                                double *acc)                                    \
+    {                                                                                           \
+        size_t j;                                                                               \
+        for (j = 0; j < cn; j++)                                                                \
+            sbn_##dt##_accum_ukernel__##isa(SBN_RUN_AT(x, j, cs), n, lane, shift[j],            \
+                                            acc + 2 * SBN_LANES * j);                           \
+    }                                                                                           \
+    void sbn_##dt##_planes_bwd_accum_ukernel__##isa(const void *dy, int64_t dcs, const void *x,  \
+                                                    int64_t cs, size_t cn, size_t n,            \
+                                                    unsigned lane, const double *center,        \
+                                                    double *acc)                                \
+    {                                                                                           \
+        size_t j;                                                                               \
+        for (j = 0; j < cn; j++)                                                                \
+            sbn_##dt##_bwd_accum_ukernel__##isa(SBN_RUN_AT(dy, j, dcs), SBN_RUN_AT(x, j, cs), n, \
+                                                lane, center[j], acc + 2 * SBN_LANES * j);      \
     }
 
 /* Run i's four coefficients, of type T, gathered from structure-of-arrays form. */

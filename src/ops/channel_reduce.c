@@ -53,7 +53,8 @@ typedef struct plane_task {
     double shift[SBN_PLANE_BLOCK];
 } plane_task;
 
-/* Adds n elements (tensor i at p[i], stride[i] apart) to channel j's lanes from lane `lane`. */
+/* Adds n elements (tensor i at p[i], stride[i] apart) to channel j's lanes from lane `lane`,
+ * for strided or mixed-dtype tensors: through doubles, a piece at a time. */
 static void accumulate(plane_task *pt, int64_t j, const char *const *p, const int64_t *stride,
                        int64_t n, unsigned lane)
 {
@@ -63,14 +64,7 @@ static void accumulate(plane_task *pt, int64_t j, const char *const *p, const in
     int backward = job->kind == SBN_REDUCE_BACKWARD;
     double buf0[SBN_CONVERT_PIECE], buf1[SBN_CONVERT_PIECE];
     int64_t done, m;
-    if (pt->direct) {
-        if (backward)
-            kern->bwd_accum[job->kd](p[0], p[1], (size_t)n, lane, pt->shift[j], pt->acc[j]);
-        else
-            kern->accum[job->kd](p[0], (size_t)n, lane, pt->shift[j], pt->acc[j]);
-        return;
-    }
-    for (done = 0; done < n; done += m) { /* strided or mixed dtypes: through doubles */
+    for (done = 0; done < n; done += m) {
         m = n - done < SBN_CONVERT_PIECE ? n - done : SBN_CONVERT_PIECE;
         sbn__load_run(p[0] + done * stride[0] * (int64_t)sbn_dtype_size(w->dtype[0]), w->dtype[0],
                       stride[0], m, buf0);
@@ -110,39 +104,39 @@ static void chunk_close(plane_task *pt, int64_t j, int64_t rr, int64_t end)
                           pt->job->partial + 2 * ((pt->c0 + j) * w->chunks + k));
 }
 
-/* One run of rows [r, r + len) along the innermost dim, for every channel of the task. */
+/* One run of rows [r, r + len) along the innermost dim, for every channel of the task:
+ * the run's pieces (cut at chunk ends) in order, each piece for every channel. With one
+ * kernel dtype and unit inner strides a piece of all the channels is one planes kernel
+ * call (their runs side by side, kernels.h); each channel's lanes still take its elements
+ * in index order, so the bits are those of one channel at a time. */
 static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
     plane_task *pt = arg;
     const sbn__reduce_job *job = pt->job;
     const sbn__walk *w = &job->walk;
-    int64_t r = pt->r0 + at, j, i;
-    if (pt->direct && r % SBN_CHUNK != 0 && r + len < (r / SBN_CHUNK + 1) * SBN_CHUNK &&
-        r + len != w->reduction) { /* inside one chunk: the common case of short planes */
-        unsigned lane = (unsigned)(r % SBN_LANES);
-        for (j = 0; j < pt->cn; j++) {
-            if (job->kind == SBN_REDUCE_BACKWARD)
-                pt->kern->bwd_accum[job->kd](ptr[0] + j * pt->cs[0], ptr[1] + j * pt->cs[1],
-                                             (size_t)len, lane, pt->shift[j], pt->acc[j]);
-            else
-                pt->kern->accum[job->kd](ptr[0] + j * pt->cs[0], (size_t)len, lane, pt->shift[j],
-                                         pt->acc[j]);
-        }
-        return;
-    }
-    for (j = 0; j < pt->cn; j++) {
-        char *p[SBN_WALK_MAX_TENSORS];
-        int64_t done = 0;
-        for (i = 0; i < w->ntensors; i++) p[i] = ptr[i] + j * pt->cs[i];
-        while (done < len) {
-            int64_t rr = r + done, end = sbn__chunk_piece_end(rr, r + len), n = end - rr;
-            const char *q[SBN_WALK_MAX_TENSORS];
-            sbn__walk_advance(w, p, stride, done, q);
-            if (rr % SBN_CHUNK == 0) chunk_start(pt, j, q[0]);
-            accumulate(pt, j, q, stride, n, (unsigned)(rr % SBN_LANES));
-            chunk_close(pt, j, rr, end);
-            done += n;
-        }
+    int backward = job->kind == SBN_REDUCE_BACKWARD;
+    int64_t r = pt->r0 + at, done, j, i;
+    for (done = 0; done < len;) {
+        int64_t rr = r + done, end = sbn__chunk_piece_end(rr, r + len), n = end - rr;
+        unsigned lane = (unsigned)(rr % SBN_LANES);
+        const char *q[SBN_WALK_MAX_TENSORS];
+        sbn__walk_advance(w, ptr, stride, done, q);
+        if (rr % SBN_CHUNK == 0)
+            for (j = 0; j < pt->cn; j++) chunk_start(pt, j, q[0] + j * pt->cs[0]);
+        if (pt->direct && backward)
+            pt->kern->planes_bwd_accum[job->kd](q[0], pt->cs[0], q[1], pt->cs[1], (size_t)pt->cn,
+                                                (size_t)n, lane, pt->shift, pt->acc[0]);
+        else if (pt->direct)
+            pt->kern->planes_accum[job->kd](q[0], pt->cs[0], (size_t)pt->cn, (size_t)n, lane,
+                                            pt->shift, pt->acc[0]);
+        else
+            for (j = 0; j < pt->cn; j++) {
+                const char *qj[SBN_WALK_MAX_TENSORS];
+                for (i = 0; i < w->ntensors; i++) qj[i] = q[i] + j * pt->cs[i];
+                accumulate(pt, j, qj, stride, n, lane);
+            }
+        for (j = 0; j < pt->cn; j++) chunk_close(pt, j, rr, end);
+        done += n;
     }
 }
 

@@ -155,6 +155,166 @@ SBN512_INLINE void bwd_accum(sbn_kdtype dt, const void *dy, const void *x, size_
     _mm512_storeu_pd(acc + SBN_LANES + 8, b1);
 }
 
+/* ---- one run of each of several channels, interleaved (planes) ---- */
+
+/*
+ * K channels' runs of one geometry side by side, K a constant of each inlined copy
+ * (PLANES_GROUP, 2 or 1): channel k at x + k * cs, its lanes in a0[k], a1[k], b0[k],
+ * b1[k]. Each channel's lanes take their elements in the order accum gives them; only
+ * the channels are interleaved, so a step's K add and K fused multiply-add chains are in
+ * flight together, where one channel's wait for their latency every 16 elements.
+ */
+#define PLANES_GROUP 4
+
+SBN512_INLINE void planes_group(sbn_kdtype dt, const char *x, int64_t cs, size_t K, size_t n,
+                                unsigned lane, const double *shift, double *acc)
+{
+    __m512d a0[PLANES_GROUP], a1[PLANES_GROUP], b0[PLANES_GROUP], b1[PLANES_GROUP];
+    __m512d s[PLANES_GROUP];
+    size_t i = 0, k;
+    for (k = 0; k < K; k++) {
+        const double *p = acc + 2 * SBN_LANES * k;
+        s[k] = _mm512_set1_pd(shift[k]);
+        a0[k] = _mm512_loadu_pd(p);
+        a1[k] = _mm512_loadu_pd(p + 8);
+        b0[k] = _mm512_loadu_pd(p + SBN_LANES);
+        b1[k] = _mm512_loadu_pd(p + SBN_LANES + 8);
+    }
+    if (lane != 0) {
+        __mmask16 m;
+        i = head_count(n, lane);
+        m = (__mmask16)(tail_mask16(i) << lane);
+        for (k = 0; k < K; k++) {
+            const char *q = x + (int64_t)k * cs;
+            accum8m(&a0[k], &b0[k], (__mmask8)m,
+                    sbn512_load8z(dt, head_block(dt, q, lane, 0), (__mmask8)m), s[k]);
+            accum8m(&a1[k], &b1[k], (__mmask8)(m >> 8),
+                    sbn512_load8z(dt, head_block(dt, q, lane, 1), (__mmask8)(m >> 8)), s[k]);
+        }
+    }
+    for (; i + SBN_LANES <= n; i += SBN_LANES)
+        for (k = 0; k < K; k++) {
+            const char *q = x + (int64_t)k * cs;
+            accum8(&a0[k], &b0[k], sbn512_load8(dt, sbn512_at(dt, q, i)), s[k]);
+            accum8(&a1[k], &b1[k], sbn512_load8(dt, sbn512_at(dt, q, i + 8)), s[k]);
+        }
+    if (i < n) {
+        __mmask16 m = tail_mask16(n - i);
+        for (k = 0; k < K; k++) {
+            const char *q = x + (int64_t)k * cs;
+            accum8m(&a0[k], &b0[k], (__mmask8)m, sbn512_load8z(dt, sbn512_at(dt, q, i), (__mmask8)m),
+                    s[k]);
+            accum8m(&a1[k], &b1[k], (__mmask8)(m >> 8),
+                    sbn512_load8z(dt, sbn512_at(dt, q, i + 8), (__mmask8)(m >> 8)), s[k]);
+        }
+    }
+    for (k = 0; k < K; k++) {
+        double *p = acc + 2 * SBN_LANES * k;
+        _mm512_storeu_pd(p, a0[k]);
+        _mm512_storeu_pd(p + 8, a1[k]);
+        _mm512_storeu_pd(p + SBN_LANES, b0[k]);
+        _mm512_storeu_pd(p + SBN_LANES + 8, b1[k]);
+    }
+}
+
+SBN512_INLINE void planes_bwd_group(sbn_kdtype dt, const char *dy, int64_t dcs, const char *x,
+                                    int64_t cs, size_t K, size_t n, unsigned lane,
+                                    const double *center, double *acc)
+{
+    __m512d a0[PLANES_GROUP], a1[PLANES_GROUP], b0[PLANES_GROUP], b1[PLANES_GROUP];
+    __m512d c[PLANES_GROUP];
+    size_t i = 0, k;
+    for (k = 0; k < K; k++) {
+        const double *p = acc + 2 * SBN_LANES * k;
+        c[k] = _mm512_set1_pd(center[k]);
+        a0[k] = _mm512_loadu_pd(p);
+        a1[k] = _mm512_loadu_pd(p + 8);
+        b0[k] = _mm512_loadu_pd(p + SBN_LANES);
+        b1[k] = _mm512_loadu_pd(p + SBN_LANES + 8);
+    }
+    if (lane != 0) {
+        __mmask16 m;
+        __mmask8 m0, m1;
+        i = head_count(n, lane);
+        m = (__mmask16)(tail_mask16(i) << lane);
+        m0 = (__mmask8)m;
+        m1 = (__mmask8)(m >> 8);
+        for (k = 0; k < K; k++) {
+            const char *g = dy + (int64_t)k * dcs, *q = x + (int64_t)k * cs;
+            bwd8m(&a0[k], &b0[k], m0, sbn512_load8z(dt, head_block(dt, g, lane, 0), m0),
+                  sbn512_load8z(dt, head_block(dt, q, lane, 0), m0), c[k]);
+            bwd8m(&a1[k], &b1[k], m1, sbn512_load8z(dt, head_block(dt, g, lane, 1), m1),
+                  sbn512_load8z(dt, head_block(dt, q, lane, 1), m1), c[k]);
+        }
+    }
+    for (; i + SBN_LANES <= n; i += SBN_LANES)
+        for (k = 0; k < K; k++) {
+            const char *g = dy + (int64_t)k * dcs, *q = x + (int64_t)k * cs;
+            bwd8(&a0[k], &b0[k], sbn512_load8(dt, sbn512_at(dt, g, i)),
+                 sbn512_load8(dt, sbn512_at(dt, q, i)), c[k]);
+            bwd8(&a1[k], &b1[k], sbn512_load8(dt, sbn512_at(dt, g, i + 8)),
+                 sbn512_load8(dt, sbn512_at(dt, q, i + 8)), c[k]);
+        }
+    if (i < n) {
+        __mmask16 m = tail_mask16(n - i);
+        __mmask8 m0 = (__mmask8)m, m1 = (__mmask8)(m >> 8);
+        for (k = 0; k < K; k++) {
+            const char *g = dy + (int64_t)k * dcs, *q = x + (int64_t)k * cs;
+            bwd8m(&a0[k], &b0[k], m0, sbn512_load8z(dt, sbn512_at(dt, g, i), m0),
+                  sbn512_load8z(dt, sbn512_at(dt, q, i), m0), c[k]);
+            bwd8m(&a1[k], &b1[k], m1, sbn512_load8z(dt, sbn512_at(dt, g, i + 8), m1),
+                  sbn512_load8z(dt, sbn512_at(dt, q, i + 8), m1), c[k]);
+        }
+    }
+    for (k = 0; k < K; k++) {
+        double *p = acc + 2 * SBN_LANES * k;
+        _mm512_storeu_pd(p, a0[k]);
+        _mm512_storeu_pd(p + 8, a1[k]);
+        _mm512_storeu_pd(p + SBN_LANES, b0[k]);
+        _mm512_storeu_pd(p + SBN_LANES + 8, b1[k]);
+    }
+}
+
+/* Groups of PLANES_GROUP channels, then a pair, then one. */
+SBN512_INLINE void planes_accum(sbn_kdtype dt, const void *x, int64_t cs, size_t cn, size_t n,
+                                unsigned lane, const double *shift, double *acc)
+{
+    const char *p = x;
+    size_t j = 0;
+    if (n == 0) return;
+    lane %= SBN_LANES;
+    for (; j + PLANES_GROUP <= cn; j += PLANES_GROUP)
+        planes_group(dt, p + (int64_t)j * cs, cs, PLANES_GROUP, n, lane, shift + j,
+                     acc + 2 * SBN_LANES * j);
+    if (cn - j >= 2) {
+        planes_group(dt, p + (int64_t)j * cs, cs, 2, n, lane, shift + j, acc + 2 * SBN_LANES * j);
+        j += 2;
+    }
+    if (j < cn)
+        planes_group(dt, p + (int64_t)j * cs, cs, 1, n, lane, shift + j, acc + 2 * SBN_LANES * j);
+}
+
+SBN512_INLINE void planes_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dcs, const void *x,
+                                    int64_t cs, size_t cn, size_t n, unsigned lane,
+                                    const double *center, double *acc)
+{
+    const char *g = dy, *p = x;
+    size_t j = 0;
+    if (n == 0) return;
+    lane %= SBN_LANES;
+    for (; j + PLANES_GROUP <= cn; j += PLANES_GROUP)
+        planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, PLANES_GROUP, n,
+                         lane, center + j, acc + 2 * SBN_LANES * j);
+    if (cn - j >= 2) {
+        planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, 2, n, lane,
+                         center + j, acc + 2 * SBN_LANES * j);
+        j += 2;
+    }
+    if (j < cn)
+        planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, 1, n, lane,
+                         center + j, acc + 2 * SBN_LANES * j);
+}
+
 /* ---- rows: one lane's rows at a time, its accumulators in registers ---- */
 
 /* Row r of a tensor of dt with row stride rs elements. */
@@ -572,6 +732,19 @@ SBN512_INLINE void runs_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, co
                                                    unsigned lane, double center, double *acc)  \
     {                                                                                          \
         runs_bwd_accum(kd, dy, dys, x, xs, runs, len, lane, center, acc);                      \
+    }                                                                                          \
+    void sbn_##dt##_planes_accum_ukernel__avx512(const void *x, int64_t cs, size_t cn,          \
+                                                 size_t n, unsigned lane, const double *shift, \
+                                                 double *acc)                                  \
+    {                                                                                          \
+        planes_accum(kd, x, cs, cn, n, lane, shift, acc);                                      \
+    }                                                                                          \
+    void sbn_##dt##_planes_bwd_accum_ukernel__avx512(const void *dy, int64_t dcs, const void *x, \
+                                                     int64_t cs, size_t cn, size_t n,          \
+                                                     unsigned lane, const double *center,      \
+                                                     double *acc)                              \
+    {                                                                                          \
+        planes_bwd_accum(kd, dy, dcs, x, cs, cn, n, lane, center, acc);                        \
     }                                                                                          \
     SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512, 0)                                            \
     SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512_pf, 1)
