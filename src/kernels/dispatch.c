@@ -19,8 +19,8 @@
     {sbn_f64_##kernel##_ukernel__##isa, sbn_f32_##kernel##_ukernel__##isa,                    \
      sbn_f16_##kernel##_ukernel__##isa, sbn_bf16_##kernel##_ukernel__##isa}
 
-/* A table named `name`: conversions, plane and runs reductions of `isa`, row reductions
- * of `rows`, maps of `maps` (one ISA for all three in the tables of kernels.inc). */
+/* A table named `name`: conversions, plane and runs reductions of `isa`, row and planes
+ * reductions of `rows`, maps of `maps` (one ISA for all three in the tables of kernels.inc). */
 #define SBN_KERNEL_TABLE_OF(name, isa, rows, maps)                                            \
     {#name,                                                                                   \
      sbn_f32_load_ukernel__##isa,                                                             \
@@ -39,8 +39,8 @@
      SBN_FAMILY(row_backward, maps),                                                          \
      SBN_FAMILY(runs_accum, isa),                                                             \
      SBN_FAMILY(runs_bwd_accum, isa),                                                         \
-     SBN_FAMILY(planes_accum, isa),                                                           \
-     SBN_FAMILY(planes_bwd_accum, isa),                                                       \
+     SBN_FAMILY(planes_accum, rows),                                                          \
+     SBN_FAMILY(planes_bwd_accum, rows),                                                      \
      SBN_FAMILY(runs_normalize, maps),                                                        \
      SBN_FAMILY(runs_backward, maps),                                                         \
      sbn_invstd_ukernel__##isa,                                                               \
@@ -77,7 +77,8 @@ static int supported(const char *isa)
 #define SBN_TABLES (sizeof g_tables / sizeof g_tables[0])
 
 /* The tables for tensors beyond the cache, for the ISAs that have them: maps with
- * non-temporal stores, and for AVX-512 row reductions with prefetch; `isa` names the
+ * non-temporal stores, and for AVX-512 row reductions with prefetch and planes reductions
+ * one channel at a time (in memory order); `isa` names the
  * table of kernels.inc each one stands in for. */
 typedef struct streaming_table {
     const char *isa;

@@ -323,7 +323,7 @@ SBN_DECLARE_KERNELS(avx512)
                                                  const void *k, size_t ldk, void *gi,          \
                                                  int64_t gs);
 
-/* The two row reductions of one element type. */
+/* The row and planes reductions of one element type. */
 #define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
                                              unsigned lane, const double *shift, double *a,    \
@@ -331,7 +331,14 @@ SBN_DECLARE_KERNELS(avx512)
     void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
-                                                 double *a, double *b, size_t ld, int fresh);
+                                                 double *a, double *b, size_t ld, int fresh); \
+    void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n, \
+                                                unsigned lane, const double *shift,            \
+                                                double *acc);                                  \
+    void sbn_##dt##_planes_bwd_accum_ukernel__##isa(const void *dy, int64_t dcs, const void *x, \
+                                                    int64_t cs, size_t cn, size_t n,           \
+                                                    unsigned lane, const double *center,       \
+                                                    double *acc);
 
 /* One family member per element type: sbn_<dt>_<kernel>_ukernel__<isa>, dt in f64 f32 f16 bf16. */
 #define SBN_DECLARE_STREAM_KERNELS_DT(dt, isa)                                                  \
@@ -345,13 +352,6 @@ SBN_DECLARE_KERNELS(avx512)
     void sbn_##dt##_runs_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,   \
                                                   int64_t xs, size_t runs, size_t len,         \
                                                   unsigned lane, double center, double *acc);  \
-    void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n, \
-                                                unsigned lane, const double *shift,            \
-                                                double *acc);                                  \
-    void sbn_##dt##_planes_bwd_accum_ukernel__##isa(const void *dy, int64_t dcs, const void *x, \
-                                                    int64_t cs, size_t cn, size_t n,           \
-                                                    unsigned lane, const double *center,       \
-                                                    double *acc);                              \
     SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                                  \
     SBN_DECLARE_MAP_KERNELS_DT(dt, isa)                                                         \
     SBN_DECLARE_RUNS_MAP_KERNELS_DT(dt, isa)

@@ -275,42 +275,53 @@ SBN512_INLINE void planes_bwd_group(sbn_kdtype dt, const char *dy, int64_t dcs, 
     }
 }
 
-/* Groups of PLANES_GROUP channels, then a pair, then one. */
+/*
+ * Groups of `group` channels (PLANES_GROUP, then a pair, then one), or with group 1 one
+ * channel at a time: the entry points for data beyond the cache (the _pf table), where
+ * several channels' runs side by side are as many interleaved streams from memory, which
+ * the hardware prefetchers follow worse than one (bench: sbn_stats 32x64x56x56 fp32 NCHW
+ * and backward_reduce 32x128x28x28 slower interleaved, faster in cache).
+ */
 SBN512_INLINE void planes_accum(sbn_kdtype dt, const void *x, int64_t cs, size_t cn, size_t n,
-                                unsigned lane, const double *shift, double *acc)
+                                unsigned lane, const double *shift, double *acc, size_t group)
 {
     const char *p = x;
     size_t j = 0;
     if (n == 0) return;
     lane %= SBN_LANES;
-    for (; j + PLANES_GROUP <= cn; j += PLANES_GROUP)
-        planes_group(dt, p + (int64_t)j * cs, cs, PLANES_GROUP, n, lane, shift + j,
-                     acc + 2 * SBN_LANES * j);
-    if (cn - j >= 2) {
-        planes_group(dt, p + (int64_t)j * cs, cs, 2, n, lane, shift + j, acc + 2 * SBN_LANES * j);
-        j += 2;
+    if (group > 1) {
+        for (; j + PLANES_GROUP <= cn; j += PLANES_GROUP)
+            planes_group(dt, p + (int64_t)j * cs, cs, PLANES_GROUP, n, lane, shift + j,
+                         acc + 2 * SBN_LANES * j);
+        if (cn - j >= 2) {
+            planes_group(dt, p + (int64_t)j * cs, cs, 2, n, lane, shift + j,
+                         acc + 2 * SBN_LANES * j);
+            j += 2;
+        }
     }
-    if (j < cn)
+    for (; j < cn; j++)
         planes_group(dt, p + (int64_t)j * cs, cs, 1, n, lane, shift + j, acc + 2 * SBN_LANES * j);
 }
 
 SBN512_INLINE void planes_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dcs, const void *x,
                                     int64_t cs, size_t cn, size_t n, unsigned lane,
-                                    const double *center, double *acc)
+                                    const double *center, double *acc, size_t group)
 {
     const char *g = dy, *p = x;
     size_t j = 0;
     if (n == 0) return;
     lane %= SBN_LANES;
-    for (; j + PLANES_GROUP <= cn; j += PLANES_GROUP)
-        planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, PLANES_GROUP, n,
-                         lane, center + j, acc + 2 * SBN_LANES * j);
-    if (cn - j >= 2) {
-        planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, 2, n, lane,
-                         center + j, acc + 2 * SBN_LANES * j);
-        j += 2;
+    if (group > 1) {
+        for (; j + PLANES_GROUP <= cn; j += PLANES_GROUP)
+            planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, PLANES_GROUP,
+                             n, lane, center + j, acc + 2 * SBN_LANES * j);
+        if (cn - j >= 2) {
+            planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, 2, n, lane,
+                             center + j, acc + 2 * SBN_LANES * j);
+            j += 2;
+        }
     }
-    if (j < cn)
+    for (; j < cn; j++)
         planes_bwd_group(dt, g + (int64_t)j * dcs, dcs, p + (int64_t)j * cs, cs, 1, n, lane,
                          center + j, acc + 2 * SBN_LANES * j);
 }
@@ -693,7 +704,8 @@ SBN512_INLINE void runs_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, co
     _mm512_storeu_pd(acc + SBN_LANES + 8, b1);
 }
 
-/* ---- the entry points: one per family and element type, the row reductions twice ---- */
+/* ---- the entry points: one per family and element type, the row and planes reductions
+ * twice (_pf: for data beyond the cache) ---- */
 
 #define SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, isa, prefetch)                                  \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
@@ -708,6 +720,20 @@ SBN512_INLINE void runs_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, co
                                                  double *a, double *b, size_t ld, int fresh)   \
     {                                                                                          \
         row_bwd_accum(kd, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, prefetch, fresh);  \
+    }                                                                                          \
+    void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n, \
+                                                unsigned lane, const double *shift,            \
+                                                double *acc)                                   \
+    {                                                                                          \
+        planes_accum(kd, x, cs, cn, n, lane, shift, acc, prefetch ? 1 : PLANES_GROUP);         \
+    }                                                                                          \
+    void sbn_##dt##_planes_bwd_accum_ukernel__##isa(const void *dy, int64_t dcs, const void *x, \
+                                                    int64_t cs, size_t cn, size_t n,           \
+                                                    unsigned lane, const double *center,       \
+                                                    double *acc)                               \
+    {                                                                                          \
+        planes_bwd_accum(kd, dy, dcs, x, cs, cn, n, lane, center, acc,                         \
+                         prefetch ? 1 : PLANES_GROUP);                                         \
     }
 
 #define SBN_DEFINE_STREAM_AVX512(dt, kd)                                                        \
@@ -732,19 +758,6 @@ SBN512_INLINE void runs_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, co
                                                    unsigned lane, double center, double *acc)  \
     {                                                                                          \
         runs_bwd_accum(kd, dy, dys, x, xs, runs, len, lane, center, acc);                      \
-    }                                                                                          \
-    void sbn_##dt##_planes_accum_ukernel__avx512(const void *x, int64_t cs, size_t cn,          \
-                                                 size_t n, unsigned lane, const double *shift, \
-                                                 double *acc)                                  \
-    {                                                                                          \
-        planes_accum(kd, x, cs, cn, n, lane, shift, acc);                                      \
-    }                                                                                          \
-    void sbn_##dt##_planes_bwd_accum_ukernel__avx512(const void *dy, int64_t dcs, const void *x, \
-                                                     int64_t cs, size_t cn, size_t n,          \
-                                                     unsigned lane, const double *center,      \
-                                                     double *acc)                              \
-    {                                                                                          \
-        planes_bwd_accum(kd, dy, dcs, x, cs, cn, n, lane, center, acc);                        \
     }                                                                                          \
     SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512, 0)                                            \
     SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512_pf, 1)
