@@ -309,11 +309,11 @@ int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs
  *    (bench_ops 2x512x32x32 and 8x256x28x28 NCHW at 16 threads);
  *  - otherwise inputs within half the L3 whose blocks are read in N pieces of
  *    SBN_ONE_PASS_MIN_PIECE or more: the second read then comes from the L2 instead of
- *    the L3. On one thread only with an L2 of SBN_ONE_PASS_SERIAL_L2 or more: a lone
- *    sweep's second pass from the L3 was as fast as the blocks' from a 1 MiB L2 (Zen 4
- *    and 5: 8x256x28x28 fp32 NCHW backward lost a quarter), while with a 2 MiB L2 and a
- *    mesh L3 it is not (Xeon: 2x512x32x32 and 8x256x28x28 backward, 32x64x56x56
- *    fwd-train, all gained). Shorter pieces stream badly (the hardware prefetchers restart at
+ *    the L3. Only with an L2 of SBN_ONE_PASS_L3_L2 or more: beside a 1 MiB L2 a sweep's
+ *    second pass from the L3 was as fast as the blocks' from the L2, so the blocks' shorter
+ *    streams only cost (Zen 4 and 5: 8x256x28x28 fp32 NCHW backward, at one thread and at
+ *    two), while with a 2 MiB L2 and a mesh L3 it is not (Xeon: 2x512x32x32 and
+ *    8x256x28x28 backward, 32x64x56x56 fwd-train). Shorter pieces stream badly (the hardware prefetchers restart at
  *    each piece and stop at page ends): pieces of 16 KiB lost on a 1 MiB-L2 machine,
  *    25-32 KiB won on a 2 MiB-L2 one (bench/scale.sh's closing A/B, 32x64x56x56 fp32 and
  *    32x2048x7x7 bf16 NCHW). From memory it never pays: N scattered pieces stream far
@@ -325,7 +325,7 @@ int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs
  */
 #define SBN_ONE_PASS_MIN_PIECE ((int64_t)24 << 10)
 #define SBN_ONE_PASS_MIN_ROW_BYTES 512
-#define SBN_ONE_PASS_SERIAL_L2 ((int64_t)2 << 20)
+#define SBN_ONE_PASS_L3_L2 ((int64_t)2 << 20)
 #define ONE_PASS_BY_SIZE (-2) /* budget_bytes: no setting, decide by size */
 
 static int64_t g_budget_override = -1; /* sbn__one_pass_set_budget (tests) */
@@ -352,7 +352,7 @@ static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_e
     if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs)) return 0;
     if (threads >= 2 && inputs <= threads * budget) return budget;
     if (inputs > sbn__cache_bytes(3) / 2) return 0;
-    if (threads < 2 && sbn__cache_bytes(2) < SBN_ONE_PASS_SERIAL_L2) return 0;
+    if (sbn__cache_bytes(2) < SBN_ONE_PASS_L3_L2) return 0;
     return budget / x->shape[0] >= SBN_ONE_PASS_MIN_PIECE ? budget : 0;
 }
 
