@@ -166,20 +166,41 @@ SBN512_INLINE void bwd_accum(sbn_kdtype dt, const void *dy, const void *x, size_
  */
 #define PLANES_GROUP 4
 
+/* Channel k's lanes (acc + 32 k) into and out of a0[k], a1[k], b0[k], b1[k], k < K. */
+SBN512_INLINE void planes_load(const double *acc, size_t K, __m512d *a0, __m512d *a1, __m512d *b0,
+                               __m512d *b1)
+{
+    size_t k;
+    for (k = 0; k < K; k++) {
+        const double *p = acc + 2 * SBN_LANES * k;
+        a0[k] = _mm512_loadu_pd(p);
+        a1[k] = _mm512_loadu_pd(p + 8);
+        b0[k] = _mm512_loadu_pd(p + SBN_LANES);
+        b1[k] = _mm512_loadu_pd(p + SBN_LANES + 8);
+    }
+}
+
+SBN512_INLINE void planes_store(double *acc, size_t K, const __m512d *a0, const __m512d *a1,
+                                const __m512d *b0, const __m512d *b1)
+{
+    size_t k;
+    for (k = 0; k < K; k++) {
+        double *p = acc + 2 * SBN_LANES * k;
+        _mm512_storeu_pd(p, a0[k]);
+        _mm512_storeu_pd(p + 8, a1[k]);
+        _mm512_storeu_pd(p + SBN_LANES, b0[k]);
+        _mm512_storeu_pd(p + SBN_LANES + 8, b1[k]);
+    }
+}
+
 SBN512_INLINE void planes_group(sbn_kdtype dt, const char *x, int64_t cs, size_t K, size_t n,
                                 unsigned lane, const double *shift, double *acc)
 {
     __m512d a0[PLANES_GROUP], a1[PLANES_GROUP], b0[PLANES_GROUP], b1[PLANES_GROUP];
     __m512d s[PLANES_GROUP];
     size_t i = 0, k;
-    for (k = 0; k < K; k++) {
-        const double *p = acc + 2 * SBN_LANES * k;
-        s[k] = _mm512_set1_pd(shift[k]);
-        a0[k] = _mm512_loadu_pd(p);
-        a1[k] = _mm512_loadu_pd(p + 8);
-        b0[k] = _mm512_loadu_pd(p + SBN_LANES);
-        b1[k] = _mm512_loadu_pd(p + SBN_LANES + 8);
-    }
+    planes_load(acc, K, a0, a1, b0, b1);
+    for (k = 0; k < K; k++) s[k] = _mm512_set1_pd(shift[k]);
     if (lane != 0) {
         __mmask16 m;
         i = head_count(n, lane);
@@ -208,13 +229,7 @@ SBN512_INLINE void planes_group(sbn_kdtype dt, const char *x, int64_t cs, size_t
                     sbn512_load8z(dt, sbn512_at(dt, q, i + 8), (__mmask8)(m >> 8)), s[k]);
         }
     }
-    for (k = 0; k < K; k++) {
-        double *p = acc + 2 * SBN_LANES * k;
-        _mm512_storeu_pd(p, a0[k]);
-        _mm512_storeu_pd(p + 8, a1[k]);
-        _mm512_storeu_pd(p + SBN_LANES, b0[k]);
-        _mm512_storeu_pd(p + SBN_LANES + 8, b1[k]);
-    }
+    planes_store(acc, K, a0, a1, b0, b1);
 }
 
 SBN512_INLINE void planes_bwd_group(sbn_kdtype dt, const char *dy, int64_t dcs, const char *x,
@@ -224,14 +239,8 @@ SBN512_INLINE void planes_bwd_group(sbn_kdtype dt, const char *dy, int64_t dcs, 
     __m512d a0[PLANES_GROUP], a1[PLANES_GROUP], b0[PLANES_GROUP], b1[PLANES_GROUP];
     __m512d c[PLANES_GROUP];
     size_t i = 0, k;
-    for (k = 0; k < K; k++) {
-        const double *p = acc + 2 * SBN_LANES * k;
-        c[k] = _mm512_set1_pd(center[k]);
-        a0[k] = _mm512_loadu_pd(p);
-        a1[k] = _mm512_loadu_pd(p + 8);
-        b0[k] = _mm512_loadu_pd(p + SBN_LANES);
-        b1[k] = _mm512_loadu_pd(p + SBN_LANES + 8);
-    }
+    planes_load(acc, K, a0, a1, b0, b1);
+    for (k = 0; k < K; k++) c[k] = _mm512_set1_pd(center[k]);
     if (lane != 0) {
         __mmask16 m;
         __mmask8 m0, m1;
@@ -266,13 +275,7 @@ SBN512_INLINE void planes_bwd_group(sbn_kdtype dt, const char *dy, int64_t dcs, 
                   sbn512_load8z(dt, sbn512_at(dt, q, i + 8), m1), c[k]);
         }
     }
-    for (k = 0; k < K; k++) {
-        double *p = acc + 2 * SBN_LANES * k;
-        _mm512_storeu_pd(p, a0[k]);
-        _mm512_storeu_pd(p + 8, a1[k]);
-        _mm512_storeu_pd(p + SBN_LANES, b0[k]);
-        _mm512_storeu_pd(p + SBN_LANES + 8, b1[k]);
-    }
+    planes_store(acc, K, a0, a1, b0, b1);
 }
 
 /*
