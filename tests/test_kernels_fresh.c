@@ -14,37 +14,13 @@
 
 #include "harness/harness.h"
 #include "kernels/kernels.h"
+#include "support/finite_inputs.h"
 #include "support/kernel_isas.h"
 
 #define MAXROWS 200
 #define MAXCN 37
 #define LD (MAXCN + 3)
 #define LANES_DOUBLES (SBN_LANES * LD)
-
-static uint64_t next(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return *s >> 17;
-}
-
-/* rows x MAXCN elements of kernel type dt, finite, of mixed signs and magnitudes. */
-static void fill_input(int dt, void *x, size_t n, uint64_t *s)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        double v = ldexp((double)(next(s) % 2001) - 1000.0, (int)(next(s) % 9) - 6);
-        switch (dt) {
-        case SBN_KD_F64: ((double *)x)[i] = v; break;
-        case SBN_KD_F32: ((float *)x)[i] = (float)v; break;
-        default: { /* fp16/bf16: a random pattern whose exponent field is not all ones */
-            uint16_t b = (uint16_t)next(s);
-            uint16_t expo = dt == SBN_KD_F16 ? 0x7C00 : 0x7F80;
-            if ((b & expo) == expo) b = (uint16_t)(b & ~(expo & (expo >> 1)));
-            ((uint16_t *)x)[i] = b;
-        }
-        }
-    }
-}
 
 static void poison(double *a, double *b)
 {
@@ -62,8 +38,8 @@ static void check_one(const sbn_kernels *k, int dt, int bwd, size_t rows, size_t
     double center[MAXCN], a1[LANES_DOUBLES], b1[LANES_DOUBLES], a0[LANES_DOUBLES],
         b0[LANES_DOUBLES];
     size_t j;
-    fill_input(dt, x, rows * MAXCN, &seed);
-    fill_input(dt, dy, rows * MAXCN, &seed);
+    tsup_fill_finite(dt, x, rows * MAXCN, &seed, -6, 9);
+    tsup_fill_finite(dt, dy, rows * MAXCN, &seed, -6, 9);
     for (j = 0; j < MAXCN; j++) center[j] = (double)(j % 5) - 2.0;
     poison(a1, b1);
     poison(a0, b0);

@@ -21,6 +21,7 @@
 
 #include "harness/harness.h"
 #include "kernels/kernels.h"
+#include "support/finite_inputs.h"
 #include "support/kernel_isas.h"
 
 #define MAXCN 13
@@ -40,31 +41,6 @@ typedef struct call {
 
 static const size_t k_esize[SBN_KD_COUNT] = {8, 4, 2, 2};
 static _Alignas(64) unsigned char g_x[(2 * SPAN + 64) * 8], g_dy[(2 * SPAN + 64) * 8];
-
-static uint64_t next(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return *s >> 17;
-}
-
-/* The whole buffer: finite values of mixed signs and magnitudes in element type dt. */
-static void fill(int dt, unsigned char *buf, uint64_t seed)
-{
-    size_t i, n = sizeof g_x / k_esize[dt];
-    for (i = 0; i < n; i++) {
-        double v = ldexp((double)(next(&seed) % 2001) - 1000.0, (int)(next(&seed) % 13) - 8);
-        switch (dt) {
-        case SBN_KD_F64: ((double *)buf)[i] = v; break;
-        case SBN_KD_F32: ((float *)buf)[i] = (float)v; break;
-        default: { /* fp16/bf16: a random pattern whose exponent field is not all ones */
-            uint16_t b = (uint16_t)next(&seed);
-            uint16_t expo = dt == SBN_KD_F16 ? 0x7C00 : 0x7F80;
-            if ((b & expo) == expo) b = (uint16_t)(b & ~(expo & (expo >> 1)));
-            ((uint16_t *)buf)[i] = b;
-        }
-        }
-    }
-}
 
 /* Channel 0's run in a buffer: the middle, so negative strides stay inside. */
 static const unsigned char *run0(const unsigned char *buf, const call *c)
@@ -141,8 +117,10 @@ static int check_table(const sbn_kernels *s, const sbn_kernels *k, int dt_only)
     int dt, v, ok = 1;
     for (dt = 0; dt < SBN_KD_COUNT; dt++) {
         if (dt_only >= 0 && dt != dt_only) continue;
-        fill(dt, g_x, 0x9E3779B97F4A7C15ull + (uint64_t)dt);
-        fill(dt, g_dy, 0xD1B54A32D192ED03ull + (uint64_t)dt);
+        uint64_t sx = 0x9E3779B97F4A7C15ull + (uint64_t)dt;
+        uint64_t sdy = 0xD1B54A32D192ED03ull + (uint64_t)dt;
+        tsup_fill_finite(dt, g_x, sizeof g_x / k_esize[dt], &sx, -8, 13);
+        tsup_fill_finite(dt, g_dy, sizeof g_dy / k_esize[dt], &sdy, -8, 13);
         for (ci = 0; ci < sizeof cns / sizeof cns[0]; ci++)
             for (li = 0; li < sizeof lens / sizeof lens[0]; li++)
                 for (lane = 0; lane < SBN_LANES; lane++)

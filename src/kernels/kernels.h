@@ -253,9 +253,11 @@ const sbn_kernels *sbn__kernels_for(const char *isa);
  * The same tables for tensors much larger than the last-level cache (channel_map.c
  * and channel_reduce.c decide, sbn__beyond_cache): maps that write their output with
  * non-temporal stores, and for AVX-512 row reductions that prefetch the next block of
- * short rows. Same bits, less memory traffic or waiting. An ISA without such kernels
+ * short rows and planes reductions that take one channel at a time (in memory order, not
+ * interleaved). Same bits, less memory traffic or waiting. An ISA without such kernels
  * (scalar) gives its own table; the streaming tables are named "avx2_nt" and
- * "avx512_nt". The plane reductions (and AVX2's row reductions) are shared.
+ * "avx512_nt". The plane and runs reductions (and AVX2's row and planes reductions) are
+ * shared.
  */
 const sbn_kernels *sbn__kernels_streaming(void);
 const sbn_kernels *sbn__kernels_streaming_for(const char *isa);

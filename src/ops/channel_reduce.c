@@ -128,13 +128,6 @@ static void accumulate_piece(plane_task *pt, const char *const *q, const int64_t
         }
 }
 
-/* One run of rows [r, r + len) along the innermost dim, for every channel of the task:
- * its pieces (cut at chunk ends) in turn, each piece for all the channels at once
- * (accumulate_piece). Beyond the cache a run that crosses a chunk end goes a channel at
- * a time instead, each channel's pieces in turn, so that memory is read in order (channel
- * after channel of a plane-major tensor): piece after piece it would be read in strides,
- * which the hardware prefetchers follow worse (bench: sbn_stats 32x64x56x56 fp32 NCHW, 2x
- * slower). Each channel's lanes take its elements in index order either way: same bits. */
 /* Rows [r, r + len) of channels [j0, j1): the run's pieces in turn, each for them all. */
 static void run_pieces(plane_task *pt, char *const *ptr, const int64_t *stride, int64_t r,
                        int64_t len, int64_t j0, int64_t j1)
@@ -152,6 +145,13 @@ static void run_pieces(plane_task *pt, char *const *ptr, const int64_t *stride, 
     }
 }
 
+/* One run of rows [r, r + len) along the innermost dim, for every channel of the task:
+ * its pieces (cut at chunk ends) in turn, each piece for all the channels at once
+ * (accumulate_piece). Beyond the cache a run that crosses a chunk end goes a channel at
+ * a time instead, each channel's pieces in turn, so that memory is read in order (channel
+ * after channel of a plane-major tensor): piece after piece it would be read in strides,
+ * which the hardware prefetchers follow worse (bench: sbn_stats 32x64x56x56 fp32 NCHW).
+ * Each channel's lanes take its elements in index order either way: the same bits. */
 static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
     plane_task *pt = arg;
@@ -325,8 +325,10 @@ size_t sbn__channel_reduce_bytes(const sbn_tensor *x)
 
 /*
  * The table beyond the cache differs from the default only in its AVX-512 row
- * reductions, which prefetch the next block of short rows (kernels.h); plan.c decides
- * when (sbn__beyond_cache with SBN_REDUCE_PREFETCH_SHARE). Same arithmetic, same bits.
+ * reductions, which prefetch the next block of short rows, and planes reductions, which
+ * take one channel at a time (kernels.h); plan.c decides when (sbn__beyond_cache with
+ * SBN_REDUCE_PREFETCH_SHARE), and the plane path then also reads in memory order
+ * (in_memory_order, plane_run). Same arithmetic, same bits.
  */
 void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const sbn_tensor *x,
                          const sbn_tensor *center, double *out, double *scratch,

@@ -313,11 +313,11 @@ int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs
  *    second pass from the L3 was as fast as the blocks' from the L2, so the blocks' shorter
  *    streams only cost (Zen 4 and 5: 8x256x28x28 fp32 NCHW backward, at one thread and at
  *    two), while with a 2 MiB L2 and a mesh L3 it is not (Xeon: 2x512x32x32 and
- *    8x256x28x28 backward, 32x64x56x56 fwd-train). Shorter pieces stream badly (the hardware prefetchers restart at
- *    each piece and stop at page ends): pieces of 16 KiB lost on a 1 MiB-L2 machine,
- *    25-32 KiB won on a 2 MiB-L2 one (bench/scale.sh's closing A/B, 32x64x56x56 fp32 and
- *    32x2048x7x7 bf16 NCHW). From memory it never pays: N scattered pieces stream far
- *    slower than the whole tensor in memory order.
+ *    8x256x28x28 backward, 32x64x56x56 fwd-train). Shorter pieces stream badly (the
+ *    hardware prefetchers restart at each piece and stop at page ends): pieces of 16 KiB
+ *    lost on a 1 MiB-L2 machine, 25-32 KiB won on a 2 MiB-L2 one (bench/scale.sh's closing
+ *    A/B, 32x64x56x56 fp32 and 32x2048x7x7 bf16 NCHW). From memory it never pays: N
+ *    scattered pieces stream far slower than the whole tensor in memory order.
  * The block is budget / (R x bytes per element) channels, at most C / 2T, so that there
  * are at least 2T blocks (each lane's scratch and coefficients then fit in the two-pass
  * workspace); a channels-last block forced by a budget is a multiple of

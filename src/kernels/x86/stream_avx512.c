@@ -223,8 +223,8 @@ SBN512_INLINE void planes_group(sbn_kdtype dt, const char *x, int64_t cs, size_t
         __mmask16 m = tail_mask16(n - i);
         for (k = 0; k < K; k++) {
             const char *q = x + (int64_t)k * cs;
-            accum8m(&a0[k], &b0[k], (__mmask8)m, sbn512_load8z(dt, sbn512_at(dt, q, i), (__mmask8)m),
-                    s[k]);
+            accum8m(&a0[k], &b0[k], (__mmask8)m,
+                    sbn512_load8z(dt, sbn512_at(dt, q, i), (__mmask8)m), s[k]);
             accum8m(&a1[k], &b1[k], (__mmask8)(m >> 8),
                     sbn512_load8z(dt, sbn512_at(dt, q, i + 8), (__mmask8)(m >> 8)), s[k]);
         }
