@@ -103,7 +103,8 @@ static void train_range_few(const bn_job *job, int64_t c0, int64_t cn, const dou
 /* The last steps of a channel range's map coefficients (mean, s, b, 0) at k[j], k[ks + j],
  * k[2ks + j], k[3ks + j], once s holds invstd: s *= weight (when given), b = bias (or 0),
  * the fourth 0. A piece of channels at a time through the conversion kernels. */
-SBN_CHANNEL_LOOP static void finish_coefs(const bn_job *job, int64_t c0, int64_t cn, double *k, int64_t ks)
+SBN_CHANNEL_LOOP static void finish_coefs(const bn_job *job, int64_t c0, int64_t cn, double *k,
+                                           int64_t ks)
 {
     double v[SBN_CONVERT_PIECE];
     int64_t j, p, pn;
@@ -131,8 +132,8 @@ SBN_CHANNEL_LOOP static void finish_coefs(const bn_job *job, int64_t c0, int64_t
  * each of its six vectors' elements alone: with thousands of channels over a few rows
  * that is most of a training step.
  */
-SBN_CHANNEL_LOOP static void train_range(const bn_job *job, int64_t c0, int64_t cn, const double *stats, double *k,
-                        int64_t ks)
+SBN_CHANNEL_LOOP static void train_range(const bn_job *job, int64_t c0, int64_t cn,
+                                          const double *stats, double *k, int64_t ks)
 {
     const double n = (double)job->r, keep = 1.0 - job->momentum, m = job->momentum;
     double v[SBN_CONVERT_PIECE];

@@ -87,9 +87,9 @@ typedef struct backward_job {
  * invstds are read before its coefficients are written. A piece of channels at a time,
  * each vector through the conversion kernels, the arithmetic in loops that vectorise.
  */
-SBN_CHANNEL_LOOP static void finish_range(const backward_job *job, int training, int64_t c0, int64_t cn,
-                         const double *sum, const double *mean, const double *inv, double *k,
-                         int64_t ks)
+SBN_CHANNEL_LOOP static void finish_range(const backward_job *job, int training, int64_t c0,
+                                           int64_t cn, const double *sum, const double *mean,
+                                           const double *inv, double *k, int64_t ks)
 {
     double v[SBN_CONVERT_PIECE], w[SBN_CONVERT_PIECE], mu[SBN_CONVERT_PIECE],
         is[SBN_CONVERT_PIECE];
