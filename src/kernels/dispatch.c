@@ -41,6 +41,8 @@
      SBN_FAMILY(runs_bwd_accum, isa),                                                         \
      SBN_FAMILY(planes_accum, rows),                                                          \
      SBN_FAMILY(planes_bwd_accum, rows),                                                      \
+     SBN_FAMILY(row_chunk, isa),                                                              \
+     SBN_FAMILY(row_bwd_chunk, isa),                                                          \
      SBN_FAMILY(runs_normalize, maps),                                                        \
      SBN_FAMILY(runs_backward, maps),                                                         \
      sbn_invstd_ukernel__##isa,                                                               \

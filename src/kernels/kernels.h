@@ -218,6 +218,19 @@ typedef void (*sbn_invstd_fn)(const double *m2, size_t stride, size_t n, double 
  * where a stage at a time over lane rows would store and reload every stage.
  */
 typedef void (*sbn_fold_rows_fn)(double *a, double *b, size_t ld, size_t cn, unsigned used);
+/*
+ * A whole chunk of n >= 1 rows (channels-last) reduced and folded in one call: the
+ * lanes row_accum (row_bwd_accum) would fill from lane 0 with `fresh` set, folded as
+ * fold_rows with used = min(n, 16), A of channel j written to a[j] and B to b[j]. Same
+ * bits as those two calls; a variant may keep the lanes in registers, never storing
+ * them: for a chunk of few rows of many channels, storing 2 x 16 lanes a channel and
+ * reading them back to fold cost more than reading the rows.
+ */
+typedef void (*sbn_row_chunk_fn)(const void *x, int64_t xs, size_t n, size_t cn,
+                                 const double *shift, double *a, double *b);
+typedef void (*sbn_row_bwd_chunk_fn)(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                     size_t n, size_t cn, const double *center, double *a,
+                                     double *b);
 
 typedef struct sbn_kernels {
     const char *isa;
@@ -235,6 +248,8 @@ typedef struct sbn_kernels {
     sbn_runs_bwd_accum_fn runs_bwd_accum[SBN_KD_COUNT];
     sbn_planes_accum_fn planes_accum[SBN_KD_COUNT];
     sbn_planes_bwd_accum_fn planes_bwd_accum[SBN_KD_COUNT];
+    sbn_row_chunk_fn row_chunk[SBN_KD_COUNT];
+    sbn_row_bwd_chunk_fn row_bwd_chunk[SBN_KD_COUNT];
     sbn_runs_normalize_fn runs_normalize[SBN_KD_COUNT];
     sbn_runs_backward_fn runs_backward[SBN_KD_COUNT];
     sbn_invstd_fn invstd;
@@ -337,6 +352,11 @@ SBN_DECLARE_KERNELS(avx512)
     void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n, \
                                                 unsigned lane, const double *shift,            \
                                                 double *acc);                                  \
+    void sbn_##dt##_row_chunk_ukernel__##isa(const void *x, int64_t xs, size_t n, size_t cn,    \
+                                             const double *shift, double *a, double *b);       \
+    void sbn_##dt##_row_bwd_chunk_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
+                                                 int64_t xs, size_t n, size_t cn,              \
+                                                 const double *center, double *a, double *b);  \
     void sbn_##dt##_planes_bwd_accum_ukernel__##isa(const void *dy, int64_t dcs, const void *x, \
                                                     int64_t cs, size_t cn, size_t n,           \
                                                     unsigned lane, const double *center,       \

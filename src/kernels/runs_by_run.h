@@ -1,7 +1,8 @@
 /*
  * runs_by_run.h - the runs kernels of kernels.h (several equal runs of one channel
  * per call) and the planes kernels (one run of each of several channels) as loops
- * over the table's one-run kernels, for the ISAs whose one-run
+ * over the table's one-run kernels, the row_chunk kernels as the row reduction and
+ * fold_rows of slices of channels, for the ISAs whose one-run
  * kernels already keep up with short runs (scalar) or that have no fused form
  * (AVX2). Run i starts at lane (lane + i * len) % 16, so the bits are those of one
  * call per run by construction. The AVX-512 reductions fuse the runs instead
@@ -60,6 +61,43 @@
         for (j = 0; j < cn; j++)                                                                \
             sbn_##dt##_bwd_accum_ukernel__##isa(SBN_RUN_AT(dy, j, dcs), SBN_RUN_AT(x, j, cs), n, \
                                                 lane, center[j], acc + 2 * SBN_LANES * j);      \
+    }
+
+/*
+ * The row_chunk kernels as row_accum (fresh lanes from lane 0) then fold_rows, a slice
+ * of SBN_ROW_CHUNK_SLICE channels at a time through lanes on the stack: the definition,
+ * and for ISAs without a fused form the lanes of a slice (16 KiB) stay in L1 where the
+ * lanes of every channel would not. `size`: bytes per element.
+ */
+#define SBN_ROW_CHUNK_SLICE 64
+#define SBN_DEFINE_ROW_CHUNK_BY_LANES(dt, isa, size)                                              \
+    void sbn_##dt##_row_chunk_ukernel__##isa(const void *x, int64_t xs, size_t n, size_t cn,     \
+                                             const double *shift, double *a, double *b)        \
+    {                                                                                           \
+        double la[SBN_LANES * SBN_ROW_CHUNK_SLICE], lb[SBN_LANES * SBN_ROW_CHUNK_SLICE];         \
+        size_t j, m, k;                                                                         \
+        for (j = 0; j < cn; j += m) {                                                           \
+            m = cn - j < SBN_ROW_CHUNK_SLICE ? cn - j : SBN_ROW_CHUNK_SLICE;                    \
+            sbn_##dt##_row_accum_ukernel__##isa(SBN_RUN_AT(x, j, size), xs, n, m, 0, shift + j,  \
+                                                la, lb, m, 1);                                  \
+            sbn_fold_rows_ukernel__##isa(la, lb, m, m, n < SBN_LANES ? (unsigned)n : SBN_LANES); \
+            for (k = 0; k < m; k++) a[j + k] = la[k], b[j + k] = lb[k];                          \
+        }                                                                                       \
+    }                                                                                           \
+    void sbn_##dt##_row_bwd_chunk_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
+                                                 int64_t xs, size_t n, size_t cn,               \
+                                                 const double *center, double *a, double *b)    \
+    {                                                                                           \
+        double la[SBN_LANES * SBN_ROW_CHUNK_SLICE], lb[SBN_LANES * SBN_ROW_CHUNK_SLICE];         \
+        size_t j, m, k;                                                                         \
+        for (j = 0; j < cn; j += m) {                                                           \
+            m = cn - j < SBN_ROW_CHUNK_SLICE ? cn - j : SBN_ROW_CHUNK_SLICE;                    \
+            sbn_##dt##_row_bwd_accum_ukernel__##isa(SBN_RUN_AT(dy, j, size), dys,                \
+                                                    SBN_RUN_AT(x, j, size), xs, n, m, 0,        \
+                                                    center + j, la, lb, m, 1);                  \
+            sbn_fold_rows_ukernel__##isa(la, lb, m, m, n < SBN_LANES ? (unsigned)n : SBN_LANES); \
+            for (k = 0; k < m; k++) a[j + k] = la[k], b[j + k] = lb[k];                          \
+        }                                                                                       \
     }
 
 /* Run i's four coefficients, of type T, gathered from structure-of-arrays form. */

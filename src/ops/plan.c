@@ -259,6 +259,23 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
     return streaming;
 }
 
+/* ---- whole chunks in registers ---- */
+
+/*
+ * A chunk of at most two rows a lane goes whole to the row_chunk kernels, whose lanes stay
+ * in registers: for such a chunk the row kernels store 16 lanes x 2 sums per channel for
+ * at most two rows of each and the fold reads them back, more traffic than the rows. With
+ * more rows a lane, the lanes' stores are shared by more rows, and the row_chunk kernels'
+ * walk down a column of n rows (n lines at a time, a stream per row) loses: bench_ops
+ * (N, C) rows, 64x1024 fp32 statistics 1.3x slower, 256x512 1.6x (2-CPU Zen 5).
+ */
+#define SBN_ROW_CHUNK_WHOLE_ROWS 32
+
+int sbn__plan_row_chunk_whole(int64_t rows)
+{
+    return rows <= SBN_ROW_CHUNK_WHOLE_ROWS;
+}
+
 /* ---- row tiles ---- */
 
 /*

@@ -11,7 +11,9 @@
  * cache lines at the 32 seams would bounce between the cores (false sharing,
  * bench_ops 2x512x32x32 NHWC stats at 2 threads). With a block of channels on
  * the stack instead, each block would re-read a slice of every row: a strided pass
- * over the whole tensor per block, slow at C = 256. Chunks, shifts and the
+ * over the whole tensor per block, slow at C = 256. A chunk of few rows that arrives
+ * whole in one run (an (N, C) batch of at most 32 rows: sbn__plan_row_chunk_whole) skips
+ * the slot: the row_chunk kernels reduce and fold it in registers. Chunks, shifts and the
  * fold are those of the plane path (channel_reduce.c), so the bits are the same
  * whatever the layout.
  */
@@ -79,10 +81,18 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
  * them and a kernel reads the rows directly: the kernel then starts them at +0.0 itself
  * (`fresh`), and nothing is cleared here - for a chunk of few rows of many channels the
  * clear cost as much as the rows. Otherwise they are cleared here. */
+static void chunk_shifts(row_task *rt, const char *first_row)
+{
+    int64_t j;
+    if (rt->job->kind != SBN_REDUCE_MOMENTS) return;
+    sbn__load_run(first_row, rt->job->walk.dtype[0], 1, rt->cn, rt->shift);
+    for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
+}
+
 static int start_chunk(row_task *rt, const char *first_row, int64_t k, int64_t rows)
 {
     const sbn__reduce_job *job = rt->job;
-    int64_t l, j, n = sbn__walk_chunk_len(&job->walk, k);
+    int64_t l, n = sbn__walk_chunk_len(&job->walk, k);
     int fresh;
     rt->used = n < SBN_LANES ? n : SBN_LANES;
     fresh = job->kd >= 0 && rows >= rt->used;
@@ -90,21 +100,40 @@ static int start_chunk(row_task *rt, const char *first_row, int64_t k, int64_t r
         memset(rt->a + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
         memset(rt->b + l * rt->ld, 0, (size_t)rt->cn * sizeof(double));
     }
-    if (job->kind == SBN_REDUCE_MOMENTS) {
-        sbn__load_run(first_row, job->walk.dtype[0], 1, rt->cn, rt->shift);
-        for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
-    }
+    chunk_shifts(rt, first_row);
     return fresh;
 }
 
-SBN_CHANNEL_LOOP static void finish_chunk(row_task *rt, int64_t k)
+/* Chunk k's partials from its folded sums, A and B of channel j at a[j], b[j]. */
+SBN_CHANNEL_LOOP static void store_chunk(row_task *rt, int64_t k)
 {
     const sbn__walk *w = &rt->job->walk;
     int64_t j, n = sbn__walk_chunk_len(w, k);
-    rt->job->kern->fold_rows(rt->a, rt->b, (size_t)rt->ld, (size_t)rt->cn, (unsigned)rt->used);
     for (j = 0; j < rt->cn; j++)
         sbn__chunk_finish_sums(rt->job->kind, n, rt->shift[j], rt->a[j], rt->b[j],
                                rt->job->partial + 2 * ((rt->c0 + j) * w->chunks + k));
+}
+
+static void finish_chunk(row_task *rt, int64_t k)
+{
+    rt->job->kern->fold_rows(rt->a, rt->b, (size_t)rt->ld, (size_t)rt->cn, (unsigned)rt->used);
+    store_chunk(rt, k);
+}
+
+/* Chunk k whole, its n rows at p[i]: reduced and folded by one kernel call, whose lanes
+ * never leave its registers (kernels.h, row_chunk). */
+static void whole_chunk(row_task *rt, const char *const *p, const int64_t *stride, int64_t k,
+                        int64_t n)
+{
+    const sbn__reduce_job *job = rt->job;
+    chunk_shifts(rt, p[0]);
+    if (job->kind == SBN_REDUCE_BACKWARD)
+        job->kern->row_bwd_chunk[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
+                                          (size_t)rt->cn, rt->shift, rt->a, rt->b);
+    else
+        job->kern->row_chunk[job->kd](p[0], stride[0], (size_t)n, (size_t)rt->cn, rt->shift,
+                                      rt->a, rt->b);
+    store_chunk(rt, k);
 }
 
 /* One run of rows [r, r + len) (r = the segment's start + at): split at chunk boundaries. */
@@ -124,6 +153,12 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         int64_t n = end - rr;
         const char *q[SBN_WALK_MAX_TENSORS];
         sbn__walk_advance(w, ptr, stride, done, q);
+        if (rr % SBN_CHUNK == 0 && n == sbn__walk_chunk_len(w, k) && rt->job->kd >= 0 &&
+            sbn__plan_row_chunk_whole(n)) {
+            whole_chunk(rt, q, stride, k, n);
+            done += n;
+            continue;
+        }
         int fresh = rr % SBN_CHUNK == 0 ? start_chunk(rt, q[0], k, n) : 0;
         accumulate_rows(rt, q, stride, n, (unsigned)(rr % SBN_LANES), fresh);
         if (end % SBN_CHUNK == 0 || end == w->reduction) finish_chunk(rt, k);

@@ -1,6 +1,7 @@
 /*
  * io_avx512.h - element access shared by the AVX-512 (F, BW, VL, DQ) + F16C
- * kernels (convert_avx512.c, stream_avx512.c, stream_map_avx512.c): eight
+ * kernels (convert_avx512.c, stream_avx512.c, stream_map_avx512.c, row_chunk_avx512.c),
+ * and the reductions' step on eight lanes (accum8, bwd8): eight
  * elements of an fp64/fp32/fp16/bf16 array at a time widened exactly to a zmm of
  * doubles, and eight or sixteen doubles narrowed once to the element type, each
  * with a masked form whose masked-out elements are neither read (no fault) nor
@@ -208,6 +209,23 @@ SBN512_INLINE __m512d sbn512_add_on_fma(__m512d a, __m512d b)
 SBN512_INLINE __m512d sbn512_sub_on_fma(__m512d a, __m512d b)
 {
     return _mm512_fnmadd_pd(b, _mm512_set1_pd(1.0), a);
+}
+
+/* One row (or block) of eight lanes, as kernels.h defines the reductions: b takes the
+ * square or the product in one fused multiply-add (rounded once, as C's fma); the
+ * subtraction runs on the FMA ports and a's add on the add ports, two and two (same
+ * bits, above). */
+SBN512_INLINE void accum8(__m512d *a, __m512d *b, __m512d v, __m512d shift)
+{
+    __m512d d = sbn512_sub_on_fma(v, shift);
+    *a = _mm512_add_pd(*a, d);
+    *b = _mm512_fmadd_pd(d, d, *b);
+}
+
+SBN512_INLINE void bwd8(__m512d *a, __m512d *b, __m512d g, __m512d v, __m512d center)
+{
+    *a = _mm512_add_pd(*a, g);
+    *b = _mm512_fmadd_pd(g, sbn512_sub_on_fma(v, center), *b);
 }
 
 SBN512_INLINE size_t sbn512_esize(sbn_kdtype dt)

@@ -32,27 +32,12 @@
 
 /* ---- one zmm of eight lanes in registers (runs) ---- */
 
-/* b takes the square or the product in one fused multiply-add (rounded once, as C's
- * fma); the subtraction runs on the FMA ports and a's add on the add ports, two and
- * two (io_avx512.h: same bits). */
-SBN512_INLINE void accum8(__m512d *a, __m512d *b, __m512d v, __m512d shift)
-{
-    __m512d d = sbn512_sub_on_fma(v, shift);
-    *a = _mm512_add_pd(*a, d);
-    *b = _mm512_fmadd_pd(d, d, *b);
-}
-
+/* accum8 and bwd8 (io_avx512.h), and their masked forms: */
 SBN512_INLINE void accum8m(__m512d *a, __m512d *b, __mmask8 m, __m512d v, __m512d shift)
 {
     __m512d d = _mm512_sub_pd(v, shift);
     *a = _mm512_mask_add_pd(*a, m, *a, d);
     *b = _mm512_mask3_fmadd_pd(d, d, *b, m);
-}
-
-SBN512_INLINE void bwd8(__m512d *a, __m512d *b, __m512d g, __m512d v, __m512d center)
-{
-    *a = _mm512_add_pd(*a, g);
-    *b = _mm512_fmadd_pd(g, sbn512_sub_on_fma(v, center), *b);
 }
 
 SBN512_INLINE void bwd8m(__m512d *a, __m512d *b, __mmask8 m, __m512d g, __m512d v,
