@@ -70,18 +70,26 @@
  * lanes of every channel would not. `size`: bytes per element.
  */
 #define SBN_ROW_CHUNK_SLICE 64
+/* A slice's end: its m channels' lanes (ld = m) folded over min(n, 16) lanes, A and B
+ * copied out to a[0..m), b[0..m). */
+static inline void sbn__row_chunk_slice_out(sbn_fold_rows_fn fold, double *la, double *lb,
+                                            size_t m, size_t n, double *a, double *b)
+{
+    size_t k;
+    fold(la, lb, m, m, n < SBN_LANES ? (unsigned)n : SBN_LANES);
+    for (k = 0; k < m; k++) a[k] = la[k], b[k] = lb[k];
+}
 #define SBN_DEFINE_ROW_CHUNK_BY_LANES(dt, isa, size)                                              \
     void sbn_##dt##_row_chunk_ukernel__##isa(const void *x, int64_t xs, size_t n, size_t cn,     \
                                              const double *shift, double *a, double *b)        \
     {                                                                                           \
         double la[SBN_LANES * SBN_ROW_CHUNK_SLICE], lb[SBN_LANES * SBN_ROW_CHUNK_SLICE];         \
-        size_t j, m, k;                                                                         \
+        size_t j, m;                                                                            \
         for (j = 0; j < cn; j += m) {                                                           \
             m = cn - j < SBN_ROW_CHUNK_SLICE ? cn - j : SBN_ROW_CHUNK_SLICE;                    \
             sbn_##dt##_row_accum_ukernel__##isa(SBN_RUN_AT(x, j, size), xs, n, m, 0, shift + j,  \
                                                 la, lb, m, 1);                                  \
-            sbn_fold_rows_ukernel__##isa(la, lb, m, m, n < SBN_LANES ? (unsigned)n : SBN_LANES); \
-            for (k = 0; k < m; k++) a[j + k] = la[k], b[j + k] = lb[k];                          \
+            sbn__row_chunk_slice_out(sbn_fold_rows_ukernel__##isa, la, lb, m, n, a + j, b + j);  \
         }                                                                                       \
     }                                                                                           \
     void sbn_##dt##_row_bwd_chunk_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
@@ -89,14 +97,13 @@
                                                  const double *center, double *a, double *b)    \
     {                                                                                           \
         double la[SBN_LANES * SBN_ROW_CHUNK_SLICE], lb[SBN_LANES * SBN_ROW_CHUNK_SLICE];         \
-        size_t j, m, k;                                                                         \
+        size_t j, m;                                                                            \
         for (j = 0; j < cn; j += m) {                                                           \
             m = cn - j < SBN_ROW_CHUNK_SLICE ? cn - j : SBN_ROW_CHUNK_SLICE;                    \
             sbn_##dt##_row_bwd_accum_ukernel__##isa(SBN_RUN_AT(dy, j, size), dys,                \
                                                     SBN_RUN_AT(x, j, size), xs, n, m, 0,        \
                                                     center + j, la, lb, m, 1);                  \
-            sbn_fold_rows_ukernel__##isa(la, lb, m, m, n < SBN_LANES ? (unsigned)n : SBN_LANES); \
-            for (k = 0; k < m; k++) a[j + k] = la[k], b[j + k] = lb[k];                          \
+            sbn__row_chunk_slice_out(sbn_fold_rows_ukernel__##isa, la, lb, m, n, a + j, b + j);  \
         }                                                                                       \
     }
 

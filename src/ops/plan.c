@@ -266,8 +266,8 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
  * in registers: for such a chunk the row kernels store 16 lanes x 2 sums per channel for
  * at most two rows of each and the fold reads them back, more traffic than the rows. With
  * more rows a lane, the lanes' stores are shared by more rows, and the row_chunk kernels'
- * walk down a column of n rows (n lines at a time, a stream per row) loses: bench_ops
- * (N, C) rows, 64x1024 fp32 statistics 1.3x slower, 256x512 1.6x (2-CPU Zen 5).
+ * walk down a column of n rows (n lines at a time, a stream per row) loses (bench_ops
+ * --shape 32x4096 against --shape 64x1024 and 256x512, statistics and backward).
  */
 #define SBN_ROW_CHUNK_WHOLE_ROWS 32
 

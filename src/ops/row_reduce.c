@@ -74,13 +74,8 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
         }
 }
 
-/* Chunk k starts at first_row, and the run in progress gives it its first `rows` rows.
- * Its rows go to lanes 0, 1, ... in turn (a chunk starts on lane 0), so a chunk of n < 16
- * rows reaches lanes [0, n) only: just those start from +0.0 and are folded at its end
- * (the fold_rows kernel reads only those). Returns 1 when that first run reaches all of
- * them and a kernel reads the rows directly: the kernel then starts them at +0.0 itself
- * (`fresh`), and nothing is cleared here - for a chunk of few rows of many channels the
- * clear cost as much as the rows. Otherwise they are cleared here. */
+/* A MOMENTS chunk's shifts: its first row (first_row), each value when finite, else 0.
+ * The other kinds keep the shifts the task set (0, or the centers). */
 static void chunk_shifts(row_task *rt, const char *first_row)
 {
     int64_t j;
@@ -89,6 +84,13 @@ static void chunk_shifts(row_task *rt, const char *first_row)
     for (j = 0; j < rt->cn; j++) rt->shift[j] = sbn__chunk_shift(rt->shift[j]);
 }
 
+/* Chunk k starts at first_row, and the run in progress gives it its first `rows` rows.
+ * Its rows go to lanes 0, 1, ... in turn (a chunk starts on lane 0), so a chunk of n < 16
+ * rows reaches lanes [0, n) only: just those start from +0.0 and are folded at its end
+ * (the fold_rows kernel reads only those). Returns 1 when that first run reaches all of
+ * them and a kernel reads the rows directly: the kernel then starts them at +0.0 itself
+ * (`fresh`), and nothing is cleared here - for a chunk of few rows of many channels the
+ * clear cost as much as the rows. Otherwise they are cleared here. */
 static int start_chunk(row_task *rt, const char *first_row, int64_t k, int64_t rows)
 {
     const sbn__reduce_job *job = rt->job;

@@ -1,12 +1,12 @@
 /*
  * row_chunk_avx512.c - the row_chunk kernels of kernels.h for AVX-512: a whole chunk
- * of channels-last rows reduced and folded with its lanes in registers, eight channels
- * (one zmm) at a time. Lane k takes rows k, k + 16, ... from +0.0 (accum8 / bwd8, the
- * row kernels' operations), and the fold's additions
+ * of channels-last rows reduced and folded with its lanes in registers, one cache line
+ * of channels (a group: one, two or four zmm) at a time. Lane k takes rows k, k + 16, ...
+ * from +0.0 (accum8 / bwd8, the row kernels' operations), and the fold's additions
  *   P8[k] = L[k] + L[k + 8],  P4[k] = P8[k] + P8[k + 4],  P2[k] = P4[k] + P4[k + 2],
  *   A = P2[0] + P2[1]
- * are taken depth first (fold4 below builds P4[k] from its four lanes), so a few
- * partial sums are live at a time where 16 lanes x 2 sums would fill all 32 registers.
+ * are taken depth first (fold8, fold4, fold2 below), so a few partial sums are live at
+ * a time where 16 lanes x 2 sums of a group would not fit the 32 registers.
  * A lane no row reaches is +0.0 and leaves every sum it is added to unchanged (kernels.h,
  * fold_rows), so the bits are those of row_accum with fresh lanes followed by fold_rows.
  * Nothing is stored but A and B: for a chunk of 32 rows of 4096 channels that saves
@@ -102,8 +102,8 @@ static inline __mmask8 group_mask(int64_t c0, size_t cn)
  * A group of one zmm would share each line with its neighbours, and with rows a multiple
  * of 4 KiB apart (power-of-two channel counts) a chunk's rows fall in one L1 set: the
  * line is gone from the L1 when the neighbour needs it, and every group reads it again
- * from the L2 (32x4096 fp32 statistics 2x slower than 32x4000). Wider groups spill a few
- * partial sums to the stack instead, which the L1 holds. */
+ * from the L2 (bench_ops 32x4096 against 32x4000). Wider groups spill a few partial sums
+ * to the stack instead, which the L1 holds. */
 SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, const void *dy, int64_t dys,
                              const void *x, int64_t xs, size_t n, size_t cn, const double *s,
                              double *a, double *b)
