@@ -9,7 +9,15 @@ builds ``syncbn.torch.SyncBatchNorm`` and remembers the class it replaced.
 that BatchNorm1d/2d/3d class, or, for a module built as SyncBatchNorm directly,
 into the class matching the rank of the inputs it has seen (2 or 3 dims:
 BatchNorm1d, 4: BatchNorm2d, 5: BatchNorm3d), sharing the same tensors.
+
+A layer whose class is a ``_BatchNorm`` with a forward of its own (timm's
+BatchNormAct2d and SyncBatchNormAct: batch norm, then dropout and an activation)
+is replaced as torch's converter replaces it, by a layer that computes batch
+norm alone; its extra work is lost, so the conversion warns, naming the layer
+and the framework's own converter (which ``patch()`` serves).
 """
+import warnings
+
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
 
@@ -35,11 +43,39 @@ def _share(src, dst):
         dst.qconfig = src.qconfig
 
 
-def convert_to(module, process_group, cls, **extra):
+def _own_forward(module):
+    """The class that defines `module`'s forward when it is neither torch's nor syncbn's
+    (a framework's batch norm that does more than batch norm), else None."""
+    for klass in type(module).__mro__:
+        if "forward" in klass.__dict__:
+            home = klass.__module__ or ""
+            if home == "torch" or home.startswith(("torch.", "syncbn.")):
+                return None
+            return klass
+    return None
+
+
+def _warn_lost_forward(module, path, cls):
+    klass = _own_forward(module)
+    if klass is None:
+        return
+    warnings.warn("convert_sync_batchnorm: %s is a %s.%s, whose forward does more than batch "
+                  "norm; the %s that replaces it computes batch norm alone, as "
+                  "torch.nn.SyncBatchNorm.convert_sync_batchnorm's would (its children %s stay "
+                  "attached but are not called). Use the framework's own converter (timm: "
+                  "timm.layers.convert_sync_batchnorm) after syncbn.torch.patch(), which runs "
+                  "torch.nn.SyncBatchNorm subclasses on syncbn"
+                  % (path or "the module", klass.__module__, klass.__qualname__, cls.__name__,
+                     sorted(name for name, _ in module.named_children()) or "(none)"),
+                  stacklevel=3)
+
+
+def convert_to(module, process_group, cls, _path="", **extra):
     """`module` with every _BatchNorm that is not a `cls` replaced by a `cls` (built with
     the keyword arguments `extra`, e.g. reproducible=True)."""
     out = module
     if isinstance(module, _BatchNorm) and not isinstance(module, cls):
+        _warn_lost_forward(module, _path, cls)
         out = cls(module.num_features, module.eps, module.momentum, module.affine,
                   module.track_running_stats, process_group, **extra)
         _share(module, out)
@@ -51,7 +87,8 @@ def convert_to(module, process_group, cls, **extra):
             new.replaced = type(module)
         new.input_dim = old.input_dim if old is not None else None
     for name, child in module.named_children():
-        out.add_module(name, convert_to(child, process_group, cls, **extra))
+        out.add_module(name, convert_to(child, process_group, cls,
+                                        _path + "." + name if _path else name, **extra))
     del module
     return out
 
