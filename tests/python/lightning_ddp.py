@@ -8,7 +8,8 @@ trains a Conv2d + BatchNorm2d model one step with
 and wraps the model in DistributedDataParallel), and writes to
 LIGHTNING_OUT/rank<RANK>.npz the layer's running mean and variance beside those
 of the whole batch (both ranks' samples; the learning rate is 0, so the
-convolution that feeds the layer is the same after the step).
+convolution that feeds the layer is the same after the step), and whether the
+layer was a SyncBatchNorm during the step (Lightning reverts it after fit).
 """
 import os
 
@@ -31,6 +32,8 @@ class Model(L.LightningModule):
 
     def training_step(self, batch, index):
         (x,) = batch
+        # Lightning converts the layer for fit and reverts it in teardown: look during the step
+        self.synced = isinstance(self.net[1], nn.SyncBatchNorm)
         return self.net(x).square().mean()
 
     def configure_optimizers(self):
@@ -48,14 +51,14 @@ def main():
                         enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False)
     trainer.fit(model, loader)
-    bn = model.net[1]
+    bn = model.net[1]  # reverted to a plain batch norm sharing the trained running stats
     with torch.no_grad():
         h = model.net[0](data)
     out = os.path.join(os.environ["LIGHTNING_OUT"], "rank%s.npz" % os.environ.get("RANK", "0"))
     np.savez(out, running_mean=bn.running_mean.numpy(), running_var=bn.running_var.numpy(),
              want_mean=(0.1 * h.mean((0, 2, 3))).numpy(),
              want_var=(0.9 + 0.1 * h.var((0, 2, 3), unbiased=True)).numpy(),
-             has_syncbn=np.array(isinstance(bn, nn.SyncBatchNorm)))
+             has_syncbn=np.array(getattr(model, "synced", False)))
 
 
 if __name__ == "__main__":

@@ -153,4 +153,4 @@ def test_lightning_ddp_sync_batchnorm_under_torchrun(tmp_path):
         got = np.load(os.path.join(str(tmp_path), "rank%d.npz" % rank))
         np.testing.assert_allclose(got["running_mean"], got["want_mean"], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(got["running_var"], got["want_var"], rtol=1e-5, atol=1e-6)
-        assert got["has_syncbn"], "rank %d: the trained model has no SyncBatchNorm" % rank
+        assert got["has_syncbn"], "rank %d: the layer was no SyncBatchNorm during the step" % rank
