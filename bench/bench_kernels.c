@@ -66,6 +66,7 @@ typedef struct variant {
 static const variant g_variants[] = {
     {"scalar", "scalar", DEFAULT, 0xF}, {"avx2", "avx2", DEFAULT, 0xF},
     {"avx512", "avx512", DEFAULT, 0xF}, {"avx512_nt", "avx512", BEYOND, 0xA},
+    {"avx512bf16", "avx512bf16", DEFAULT, 0xA},
     {"ref", NULL, REF, 0x5},
 };
 

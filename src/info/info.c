@@ -17,7 +17,7 @@
 #include "syncbn/info.h"
 
 /* The variants a build may have, in kernels.inc's order (narrowest first). */
-static const char *const k_isas[] = {"scalar", "avx2", "avx512"};
+static const char *const k_isas[] = {"scalar", "avx2", "avx512", "avx512bf16"};
 
 static void fill(sbn_info *info)
 {

@@ -48,9 +48,15 @@
      sbn_invstd_ukernel__##isa,                                                               \
      sbn_fold_rows_ukernel__##isa}
 #define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa),
+/* The table of each row of kernels.inc: one ISA throughout, but avx512bf16, which is
+ * avx512 with maps of its own. */
+#define SBN_TABLE_scalar SBN_KERNEL_TABLE(scalar)
+#define SBN_TABLE_avx2 SBN_KERNEL_TABLE(avx2)
+#define SBN_TABLE_avx512 SBN_KERNEL_TABLE(avx512)
+#define SBN_TABLE_avx512bf16 SBN_KERNEL_TABLE_OF(avx512bf16, avx512, avx512, avx512bf16),
 
 static const sbn_kernels g_tables[] = {
-#define SBN_KERNEL_ISA(isa, supported) SBN_KERNEL_TABLE(isa)
+#define SBN_KERNEL_ISA(isa, supported) SBN_TABLE_##isa
 #include "kernels/kernels.inc"
 #undef SBN_KERNEL_ISA
 };
@@ -61,6 +67,18 @@ __attribute__((unused)) static int cpu_has_f16c(void)
 #if defined(__x86_64__) || defined(__i386__)
     unsigned eax, ebx, ecx, edx;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+#else
+    return 0;
+#endif
+}
+
+/* AVX512_BF16 (CPUID.(EAX=7, ECX=1):EAX bit 5), which not every compiler's
+ * __builtin_cpu_supports knows. */
+__attribute__((unused)) static int cpu_has_avx512bf16(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
 #else
     return 0;
 #endif
@@ -93,6 +111,9 @@ static const streaming_table g_streaming_tables[] = {
 #endif
 #ifdef SBN_HAVE_AVX512
     {"avx512", SBN_KERNEL_TABLE_OF(avx512_nt, avx512, avx512_pf, avx512_nt)},
+#endif
+#ifdef SBN_HAVE_AVX512BF16
+    {"avx512bf16", SBN_KERNEL_TABLE_OF(avx512bf16_nt, avx512, avx512_pf, avx512_nt)},
 #endif
     {.isa = NULL}}; /* the end */
 

@@ -399,6 +399,9 @@ SBN_DECLARE_STREAM_KERNELS(avx512)
     SBN_DECLARE_RUNS_MAP_KERNELS_DT(bf16, isa)
 SBN_DECLARE_NT_MAP_KERNELS(avx2_nt)
 SBN_DECLARE_NT_MAP_KERNELS(avx512_nt)
+/* The AVX-512 maps whose bf16 runs narrow by the CPU's conversion (AVX512_BF16;
+ * stream_map_bf16_avx512.c), everything else as in avx512. */
+SBN_DECLARE_NT_MAP_KERNELS(avx512bf16)
 /* The AVX-512 row reductions that prefetch the next block of short rows (stream_avx512.c). */
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f64, avx512_pf)
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f32, avx512_pf)

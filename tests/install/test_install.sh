@@ -272,7 +272,7 @@ expect_line() { # expect_line REGEX ENV... : `syncbn info` exits 0 and prints a 
   elif ! grep -Eq "$regex" "$tmp/info"; then fail "syncbn info ($*): no line /$regex/"; cat "$tmp/info"; fi
 }
 expect_line "^version: $version "
-expect_line "^kernels: (scalar|avx2|avx512) \(usable on this CPU: scalar"
+expect_line "^kernels: (scalar|avx2|avx512|avx512bf16) \(usable on this CPU: scalar"
 expect_line "^kernels: scalar " SBN_FORCE_SCALAR=1
 expect_line "^cpus: $(nproc) "
 expect_line "^threads: $(nproc) \(SBN_NUM_THREADS unset"

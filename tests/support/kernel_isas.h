@@ -12,7 +12,7 @@
 
 #include "kernels/kernels.h"
 
-static const char *const k_isa_names[] = {"scalar", "avx2", "avx512"};
+static const char *const k_isa_names[] = {"scalar", "avx2", "avx512", "avx512bf16"};
 #define NISA ((int)(sizeof k_isa_names / sizeof k_isa_names[0]))
 
 

@@ -24,12 +24,17 @@
  * a line in pairs) is non-temporal, around the caches, a run's first elements are
  * taken apart until its output reaches such a line (the caller fences after its
  * calls, nt_store.h). Same values, same bits; only the path to memory differs.
+ * stream_map_bf16_avx512.c builds it once more with SBN_MAP_BF16_CVT = 1 (entry points
+ * ..._ukernel__avx512bf16): bf16 narrows by the CPU's conversion (bf16_avx512.h).
  */
+#include "kernels/x86/bf16_avx512.h"
 #include "kernels/x86/io_avx512.h"
 #include "kernels/x86/nt_store.h"
 
 #if SBN_MAP_NT
 #define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx512_nt
+#elif SBN_MAP_BF16_CVT
+#define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx512bf16
 #else
 #define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx512
 #endif
@@ -318,20 +323,6 @@ SBN512_INLINE __m512 fbackward16(__m512 g, __m512 v, __m512 f0, __m512 f1, __m51
     return _mm512_mul_ps(_mm512_fmadd_ps(_mm512_sub_ps(v, f0), f1, _mm512_sub_ps(g, f2)), f3);
 }
 
-/* Sixteen floats rounded to bf16 in the high halves of their bits (the low halves are
- * garbage): to nearest even on the low 16 bits by convert.c's carry trick, u + 0x7FFF
- * + (bit 16 of u), done as two masked adds; a NaN is left alone, so its payload does
- * not carry. Every NaN here comes out of an arithmetic instruction, hence quiet: its
- * high half already has convert.c's 0x40 bit. */
-SBN512_INLINE __m512i bf16_round_hi(__m512 v)
-{
-    const __m512i u = _mm512_castps_si512(v);
-    const __mmask16 num = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
-    const __mmask16 odd = _mm512_mask_test_epi32_mask(num, u, _mm512_set1_epi32(0x10000));
-    __m512i t = _mm512_mask_add_epi32(u, num, u, _mm512_set1_epi32(0x7FFF));
-    return _mm512_mask_add_epi32(t, odd, t, _mm512_set1_epi32(1));
-}
-
 /* Sixteen floats to fp16, to nearest even; vcvtps2ph writes a (quiet) NaN as sign |
  * 0x7E00 | payload: an unsigned then a signed minimum clear the payload and leave
  * every other value alone (negatives are >= 0x8000 unsigned, negative signed). */
@@ -340,23 +331,6 @@ SBN512_INLINE __m256i f16_narrow16(__m512 v)
     __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     h = _mm256_min_epu16(h, _mm256_set1_epi16((short)0xFE00));
     return _mm256_min_epi16(h, _mm256_set1_epi16(0x7E00));
-}
-
-/* bf16 in order: word i of a ymm to the high half of dword i (the low halves zeroed),
- * and back (the high halves of sixteen dwords, in order). One word permute each. */
-SBN512_INLINE __m512 bf16_widen16(__m256i h)
-{
-    const __m512i idx = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7,
-                                         0, 6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
-    return _mm512_castsi512_ps(
-        _mm512_maskz_permutexvar_epi16((__mmask32)0xAAAAAAAAu, idx, _mm512_castsi256_si512(h)));
-}
-
-SBN512_INLINE __m256i bf16_narrow16(__m512 v)
-{
-    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 29, 27,
-                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    return _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, bf16_round_hi(v)));
 }
 
 /* Sixteen elements of dt (fp32/fp16/bf16) at p as floats, exactly; the z form reads
@@ -398,23 +372,6 @@ SBN512_INLINE void st16m(sbn_kdtype dt, void *p, __mmask16 m, __m512 v)
     }
 }
 
-/* bf16 runs: the 32 elements of one zmm widened in lane-interleaved order (each 128-bit
- * lane's words 0-3 to lo, 4-7 to hi, as the high halves of floats) and put back in
- * order by one two-source word permute of the rounded high halves. */
-SBN512_INLINE void bf16x32_widen(__m512i h, __m512 *lo, __m512 *hi)
-{
-    const __m512i z = _mm512_setzero_si512();
-    *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, h));
-    *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, h));
-}
-
-SBN512_INLINE __m512i bf16x32_narrow(__m512 lo, __m512 hi)
-{
-    const __m512i idx = _mm512_set_epi16(63, 61, 59, 57, 31, 29, 27, 25, 55, 53, 51, 49, 23, 21, 19,
-                                         17, 47, 45, 43, 41, 15, 13, 11, 9, 39, 37, 35, 33, 7, 5, 3, 1);
-    return _mm512_permutex2var_epi16(bf16_round_hi(lo), idx, bf16_round_hi(hi));
-}
-
 /* Eight floats per ymm, for rows of at most 8 channels (half the work of a zmm). The
  * FMA through its masked AVX-512VL form, all lanes on. */
 SBN512_INLINE __m256 fnormalize8(__m256 v, __m256 f0, __m256 f1, __m256 f2)
@@ -427,16 +384,6 @@ SBN512_INLINE __m256 fbackward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256
     return _mm256_mul_ps(_mm256_mask_fmadd_ps(_mm256_sub_ps(v, f0), (__mmask8)0xFF, f1,
                                               _mm256_sub_ps(g, f2)),
                          f3);
-}
-
-/* bf16_round_hi on eight floats. */
-SBN512_INLINE __m256i bf16_round_hi8(__m256 v)
-{
-    const __m256i u = _mm256_castps_si256(v);
-    const __mmask8 num = _mm256_cmp_ps_mask(v, v, _CMP_ORD_Q);
-    const __mmask8 odd = _mm256_mask_test_epi32_mask(num, u, _mm256_set1_epi32(0x10000));
-    __m256i t = _mm256_mask_add_epi32(u, num, u, _mm256_set1_epi32(0x7FFF));
-    return _mm256_mask_add_epi32(t, odd, t, _mm256_set1_epi32(1));
 }
 
 /* The elements in m of eight of dt at p as floats (zero elsewhere), and eight floats
@@ -459,33 +406,40 @@ SBN512_INLINE void st8m(sbn_kdtype dt, void *p, __mmask8 m, __m256 v)
         h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         h = _mm_min_epi16(_mm_min_epu16(h, _mm_set1_epi16((short)0xFE00)), _mm_set1_epi16(0x7E00));
         break;
-    default: h = _mm256_cvtepi32_epi16(_mm256_srli_epi32(bf16_round_hi8(v), 16)); break;
+    default: h = bf16_narrow8(v); break;
     }
     _mm_mask_storeu_epi16(p, m, h);
 }
 
 /* ---- runs of one channel ---- */
 
-SBN512_INLINE void fnormalize(sbn_kdtype dt, const void *x, size_t n, const float *f, void *y)
+/* The runs' maps return, for bf16, the signed zeros they wrote (bf16x32_zeros): where the
+ * CPU's conversion narrows, those are the outputs to check (bf16_avx512.h); 0 otherwise. */
+SBN512_INLINE __mmask32 fnormalize(sbn_kdtype dt, const void *x, size_t n, const float *f,
+                                   void *y)
 {
     const __m512 f0 = _mm512_set1_ps(f[0]), f1 = _mm512_set1_ps(f[1]), f2 = _mm512_set1_ps(f[2]);
     size_t i = 0;
-    if (dt == SBN_KD_BF16) { /* 32 at a time in the interleaved order */
+    if (dt == SBN_KD_BF16) { /* 32 at a time (bf16_avx512.h) */
         const uint16_t *xp = x;
         uint16_t *yp = y;
+        __mmask32 zeros = 0;
         __m512 v0, v1;
+        __m512i h;
         for (; i + 32 <= n; i += 32) {
-            bf16x32_widen(_mm512_loadu_si512(xp + i), &v0, &v1);
-            store_si512(yp + i, bf16x32_narrow(fnormalize16(v0, f0, f1, f2),
-                                                       fnormalize16(v1, f0, f1, f2)));
+            bf16x32_load(xp + i, &v0, &v1);
+            h = bf16x32_pack(fnormalize16(v0, f0, f1, f2), fnormalize16(v1, f0, f1, f2));
+            zeros |= bf16x32_zeros((__mmask32)~0u, h);
+            store_si512(yp + i, h);
         }
         if (i < n) {
             const __mmask32 m = tail_mask32(n - i);
-            bf16x32_widen(_mm512_maskz_loadu_epi16(m, xp + i), &v0, &v1);
-            _mm512_mask_storeu_epi16(yp + i, m, bf16x32_narrow(fnormalize16(v0, f0, f1, f2),
-                                                               fnormalize16(v1, f0, f1, f2)));
+            bf16x32_loadz(m, xp + i, &v0, &v1);
+            h = bf16x32_pack(fnormalize16(v0, f0, f1, f2), fnormalize16(v1, f0, f1, f2));
+            zeros |= bf16x32_zeros(m, h);
+            _mm512_mask_storeu_epi16(yp + i, m, h);
         }
-        return;
+        return zeros;
     }
     for (; i + 32 <= n; i += 32) {
         __m512 v0 = ld16(dt, sbn512_at(dt, x, i)), v1 = ld16(dt, sbn512_at(dt, x, i + 16));
@@ -501,32 +455,39 @@ SBN512_INLINE void fnormalize(sbn_kdtype dt, const void *x, size_t n, const floa
         st16m(dt, sbn512_at_w(dt, y, i), m,
               fnormalize16(ld16z(dt, sbn512_at(dt, x, i), m), f0, f1, f2));
     }
+    return 0;
 }
 
-SBN512_INLINE void fbackward(sbn_kdtype dt, const void *dy, const void *x, size_t n,
-                             const float *f, void *gi)
+SBN512_INLINE __mmask32 fbackward(sbn_kdtype dt, const void *dy, const void *x, size_t n,
+                                  const float *f, void *gi)
 {
     const __m512 f0 = _mm512_set1_ps(f[0]), f1 = _mm512_set1_ps(f[1]);
     const __m512 f2 = _mm512_set1_ps(f[2]), f3 = _mm512_set1_ps(f[3]);
     size_t i = 0;
-    if (dt == SBN_KD_BF16) { /* 32 at a time in the interleaved order */
+    if (dt == SBN_KD_BF16) { /* 32 at a time (bf16_avx512.h) */
         const uint16_t *gp = dy, *xp = x;
         uint16_t *op = gi;
+        __mmask32 zeros = 0;
         __m512 g0, g1, v0, v1;
+        __m512i h;
         for (; i + 32 <= n; i += 32) {
-            bf16x32_widen(_mm512_loadu_si512(gp + i), &g0, &g1);
-            bf16x32_widen(_mm512_loadu_si512(xp + i), &v0, &v1);
-            store_si512(op + i, bf16x32_narrow(fbackward16(g0, v0, f0, f1, f2, f3),
-                                                       fbackward16(g1, v1, f0, f1, f2, f3)));
+            bf16x32_load(gp + i, &g0, &g1);
+            bf16x32_load(xp + i, &v0, &v1);
+            h = bf16x32_pack(fbackward16(g0, v0, f0, f1, f2, f3),
+                             fbackward16(g1, v1, f0, f1, f2, f3));
+            zeros |= bf16x32_zeros((__mmask32)~0u, h);
+            store_si512(op + i, h);
         }
         if (i < n) {
             const __mmask32 m = tail_mask32(n - i);
-            bf16x32_widen(_mm512_maskz_loadu_epi16(m, gp + i), &g0, &g1);
-            bf16x32_widen(_mm512_maskz_loadu_epi16(m, xp + i), &v0, &v1);
-            _mm512_mask_storeu_epi16(op + i, m, bf16x32_narrow(fbackward16(g0, v0, f0, f1, f2, f3),
-                                                               fbackward16(g1, v1, f0, f1, f2, f3)));
+            bf16x32_loadz(m, gp + i, &g0, &g1);
+            bf16x32_loadz(m, xp + i, &v0, &v1);
+            h = bf16x32_pack(fbackward16(g0, v0, f0, f1, f2, f3),
+                             fbackward16(g1, v1, f0, f1, f2, f3));
+            zeros |= bf16x32_zeros(m, h);
+            _mm512_mask_storeu_epi16(op + i, m, h);
         }
-        return;
+        return zeros;
     }
     for (; i + 32 <= n; i += 32) {
         __m512 g0 = ld16(dt, sbn512_at(dt, dy, i)), g1 = ld16(dt, sbn512_at(dt, dy, i + 16));
@@ -544,6 +505,7 @@ SBN512_INLINE void fbackward(sbn_kdtype dt, const void *dy, const void *x, size_
         __m512 g = ld16z(dt, sbn512_at(dt, dy, i), m), v = ld16z(dt, sbn512_at(dt, x, i), m);
         st16m(dt, sbn512_at_w(dt, gi, i), m, fbackward16(g, v, f0, f1, f2, f3));
     }
+    return 0;
 }
 
 /* ---- rows of a block of channels (strides and row offsets in bytes: xb = xs * size) ---- */
@@ -682,29 +644,31 @@ SBN512_INLINE void frow_backward(sbn_kdtype dt, const void *dy, int64_t dys, con
 /* ---- the entry points: per family and element type; a run's output up to its first
  * aligned line goes apart (sbn_nt_head, non-temporal builds only) ---- */
 
-SBN512_INLINE void run_normalize(sbn_kdtype dt, const void *x, size_t n, const void *k, void *y)
+SBN512_INLINE __mmask32 run_normalize(sbn_kdtype dt, const void *x, size_t n, const void *k,
+                                      void *y)
 {
     size_t h = sbn_nt_head(y, sbn512_esize(dt), n, 64);
     if (dt == SBN_KD_F64) {
         normalize_f64(x, h, k, y);
         normalize_f64((const double *)x + h, n - h, k, (double *)y + h);
-        return;
+        return 0;
     }
-    fnormalize(dt, x, h, k, y);
-    fnormalize(dt, sbn512_at(dt, x, h), n - h, k, sbn512_at_w(dt, y, h));
+    return fnormalize(dt, x, h, k, y) |
+           fnormalize(dt, sbn512_at(dt, x, h), n - h, k, sbn512_at_w(dt, y, h));
 }
 
-SBN512_INLINE void run_backward(sbn_kdtype dt, const void *dy, const void *x, size_t n,
-                                const void *k, void *gi)
+SBN512_INLINE __mmask32 run_backward(sbn_kdtype dt, const void *dy, const void *x, size_t n,
+                                     const void *k, void *gi)
 {
     size_t h = sbn_nt_head(gi, sbn512_esize(dt), n, 64);
     if (dt == SBN_KD_F64) {
         backward_f64(dy, x, h, k, gi);
         backward_f64((const double *)dy + h, (const double *)x + h, n - h, k, (double *)gi + h);
-        return;
+        return 0;
     }
-    fbackward(dt, dy, x, h, k, gi);
-    fbackward(dt, sbn512_at(dt, dy, h), sbn512_at(dt, x, h), n - h, k, sbn512_at_w(dt, gi, h));
+    return fbackward(dt, dy, x, h, k, gi) |
+           fbackward(dt, sbn512_at(dt, dy, h), sbn512_at(dt, x, h), n - h, k,
+                     sbn512_at_w(dt, gi, h));
 }
 
 /* Several runs (the planes of consecutive channels): the one-run maps in a loop,
@@ -716,10 +680,11 @@ SBN512_INLINE void run_backward(sbn_kdtype dt, const void *dy, const void *x, si
     ((const char *)(p) + (int64_t)(i) * (s) * (int64_t)sbn512_esize(dt))
 #define RUN_W(dt, p, i, s) ((char *)(p) + (int64_t)(i) * (s) * (int64_t)sbn512_esize(dt))
 
-SBN512_INLINE void runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t dys, const void *x,
-                            int64_t xs, size_t runs, size_t len, const void *k, size_t ldk,
-                            void *y, int64_t ys)
+SBN512_INLINE __mmask32 runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t dys,
+                                 const void *x, int64_t xs, size_t runs, size_t len, const void *k,
+                                 size_t ldk, void *y, int64_t ys)
 {
+    __mmask32 zeros = 0;
     size_t i;
     int m;
     for (i = 0; i < runs; i++) {
@@ -733,10 +698,12 @@ SBN512_INLINE void runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t dys,
             c = kf;
         }
         if (bwd)
-            run_backward(dt, RUN(dt, dy, i, dys), RUN(dt, x, i, xs), len, c, RUN_W(dt, y, i, ys));
+            zeros |= run_backward(dt, RUN(dt, dy, i, dys), RUN(dt, x, i, xs), len, c,
+                                  RUN_W(dt, y, i, ys));
         else
-            run_normalize(dt, RUN(dt, x, i, xs), len, c, RUN_W(dt, y, i, ys));
+            zeros |= run_normalize(dt, RUN(dt, x, i, xs), len, c, RUN_W(dt, y, i, ys));
     }
+    return zeros;
 }
 
 #define SBN_DEFINE_MAP_AVX512(dt, kd)                                                           \
@@ -764,7 +731,9 @@ SBN512_INLINE void runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t dys,
 SBN_DEFINE_MAP_AVX512(f64, SBN_KD_F64)
 SBN_DEFINE_MAP_AVX512(f32, SBN_KD_F32)
 SBN_DEFINE_MAP_AVX512(f16, SBN_KD_F16)
+#if !SBN_MAP_BF16_CVT /* stream_map_bf16_avx512.c defines them, checked */
 SBN_DEFINE_MAP_AVX512(bf16, SBN_KD_BF16)
+#endif
 
 void SBN_MAP_ENTRY(f64, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,
                                        const void *k, size_t ldk, void *y, int64_t ys)
@@ -794,4 +763,6 @@ void SBN_MAP_ENTRY(f64, row_backward)(const void *dy, int64_t dys, const void *x
 
 SBN_DEFINE_ROW_MAP_AVX512_FLT(f32, SBN_KD_F32)
 SBN_DEFINE_ROW_MAP_AVX512_FLT(f16, SBN_KD_F16)
+#if !SBN_MAP_BF16_CVT /* stream_map_bf16_avx512.c: the rounding ones */
 SBN_DEFINE_ROW_MAP_AVX512_FLT(bf16, SBN_KD_BF16)
+#endif
