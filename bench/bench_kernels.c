@@ -12,7 +12,8 @@
  * float coefficients of the fp32/bf16 contract (sbn__map_coefs_float, kernels.h).
  * The isa "avx512_nt" rows are the maps of the table the ops take for data beyond the
  * cache (non-temporal stores; its row reductions prefetch the next block of 128 rows,
- * which calls of 32 rows never reach, so they are not timed here). Last,
+ * which calls of 32 rows never reach, so they are not timed here). The isa "avx512bf16"
+ * rows, on CPUs with AVX512_BF16, are its maps (bf16 by the CPU's conversion). Last,
  * the isa "ref" rows time the benchmark reference's read-reduce kernels
  * (bench_ref.c: sum x and sum x*x in float lanes, as the peers reduce) on the same
  * sweep, as accum and row_accum64: the price of syncbn's double lanes, measured.

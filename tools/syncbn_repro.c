@@ -410,7 +410,7 @@ static sbn_status digest_w1(const vinputs *in, uint64_t *digest)
 
 /* ---- verify on the threads backend ---- */
 
-/* The kernel variant this process uses ("scalar", "avx2", "avx512"). */
+/* The kernel variant this process uses ("scalar", "avx2", "avx512", "avx512bf16"). */
 static const char *kernels_name(void)
 {
     sbn_info in;
