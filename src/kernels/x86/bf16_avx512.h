@@ -4,17 +4,19 @@
  * nearest even on the dropped 16 bits, as convert.c does, in one of two builds:
  *   - by integer arithmetic (the default): convert.c's carry trick on the float's bits,
  *     then a word permute gathers the high halves;
- *   - with SBN_MAP_BF16_CVT, by the CPU's conversion (AVX512_BF16: vcvtneps2bf16 and,
- *     for two vectors at once, vcvtne2ps2bf16), one instruction where the trick takes
- *     five. That instruction rounds alike on every float but the subnormals: it reads
- *     and writes them as signed zeros (its DAZ and FTZ), where the trick rounds them to
- *     the nearest bf16 subnormal. Its NaNs are the trick's (the quiet high half). So
- *     where it writes a signed zero the result may be wrong, and only there: the runs'
- *     maps note the zeros they write (bf16x32_zeros), and stream_map_bf16_avx512.c maps
- *     again, by the trick, any piece that has one.
- * 32 bf16 of a run go through two zmm of floats: in the default build in a
- * lane-interleaved order (two in-lane unpacks, and one two-source permute back); with
- * the CPU's conversion in order (it packs two vectors in order itself).
+ *   - with SBN_MAP_BF16_CVT, by the CPU's conversion (AVX512_BF16: vcvtne2ps2bf16, two
+ *     vectors at once), one instruction where the trick takes ten and a permute. That
+ *     instruction rounds alike on every float but the subnormals: it reads and writes
+ *     them as signed zeros (its DAZ and FTZ), where the trick rounds them to the nearest
+ *     bf16 subnormal. Its NaNs are the trick's (the quiet high half). So where it writes
+ *     a signed zero the result may be wrong, and only there: the runs' maps note the
+ *     zeros they write (bf16x32_zeros), and stream_map_bf16_avx512.c maps again, by the
+ *     trick, any piece that has one.
+ * Only the 32 bf16 of a run, which go through two zmm of floats, narrow by the CPU's
+ * conversion (and only there are zeros looked for): in the default build they go in a
+ * lane-interleaved order (two in-lane unpacks, and one two-source permute back); with the
+ * CPU's conversion in order (it packs two vectors in order itself). Single vectors always
+ * round by the trick.
  */
 #ifndef SBN_BF16_AVX512_H
 #define SBN_BF16_AVX512_H
@@ -55,18 +57,21 @@ SBN512_INLINE __m512 bf16_widen16(__m256i h)
         _mm512_maskz_permutexvar_epi16((__mmask32)0xAAAAAAAAu, idx, _mm512_castsi256_si512(h)));
 }
 
-#if SBN_MAP_BF16_CVT
-
-/* Sixteen (eight) floats to bf16 in order, by the CPU's conversion (subnormals: zeros). */
+/* Sixteen (eight) floats to bf16 in order, rounded in either build (the single vectors of
+ * rows and tails, whose outputs nothing checks): the rounded high halves gathered. */
 SBN512_INLINE __m256i bf16_narrow16(__m512 v)
 {
-    return (__m256i)_mm512_cvtneps_pbh(v);
+    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 29, 27,
+                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, bf16_round_hi(v)));
 }
 
 SBN512_INLINE __m128i bf16_narrow8(__m256 v)
 {
-    return (__m128i)_mm256_cvtneps_pbh(v);
+    return _mm256_cvtepi32_epi16(_mm256_srli_epi32(bf16_round_hi8(v), 16));
 }
+
+#if SBN_MAP_BF16_CVT
 
 /* The 32 bf16 at p (z: those in m, zero elsewhere) as floats, in order, and back. */
 SBN512_INLINE void bf16x32_load(const uint16_t *p, __m512 *lo, __m512 *hi)
@@ -93,19 +98,6 @@ SBN512_INLINE __mmask32 bf16x32_zeros(__mmask32 m, __m512i h)
 }
 
 #else
-
-/* Sixteen (eight) floats to bf16 in order: the rounded high halves gathered. */
-SBN512_INLINE __m256i bf16_narrow16(__m512 v)
-{
-    const __m512i idx = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 29, 27,
-                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    return _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, bf16_round_hi(v)));
-}
-
-SBN512_INLINE __m128i bf16_narrow8(__m256 v)
-{
-    return _mm256_cvtepi32_epi16(_mm256_srli_epi32(bf16_round_hi8(v), 16));
-}
 
 /* The 32 bf16 of one zmm widened in lane-interleaved order (each 128-bit lane's words
  * 0-3 to lo, 4-7 to hi, as the high halves of floats; z: those in m, zero elsewhere),

@@ -109,7 +109,8 @@ void sbn_bf16_runs_backward_ukernel__avx512bf16(const void *dy, int64_t dys, con
 {
     span out = span_of(gi, gs, runs, len);
     size_t i, m, step = piece_runs(len);
-    if (spans_meet(span_of(x, xs, runs, len), out) || spans_meet(span_of(dy, dys, runs, len), out)) {
+    if (spans_meet(span_of(x, xs, runs, len), out) ||
+        spans_meet(span_of(dy, dys, runs, len), out)) {
         sbn_bf16_runs_backward_ukernel__avx512(dy, dys, x, xs, runs, len, k, ldk, gi, gs);
         return;
     }
