@@ -396,3 +396,35 @@ def test_eval_backward_refuses_running_stats_changed_since_forward(name, create_
             getattr(m, name).mul_(4)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             torch.autograd.grad(y.sum(), x, create_graph=create_graph)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_eval_without_grad_is_the_same_call(dtype, channels_last):
+    """Eval with running stats under torch.no_grad() (and torch.inference_mode()) skips the
+    autograd Function and the save outputs: the same bits as eval with grad, the same as
+    BatchNorm2d within its rounding, no graph, and bad input still refused."""
+    m = st.SyncBatchNorm(5).eval()
+    if dtype == torch.float64:
+        m.double()  # fp64 input takes fp64 parameters (bf16 takes fp32 ones, as torch)
+    _randomise(m, seed=4)
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(3, 5, 4, 6, generator=g).to(dtype) * 3 + 1
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        fast = m(x)
+    with torch.inference_mode():
+        inference = m(x)
+    graph = m(x.clone().requires_grad_(True))
+    assert graph.requires_grad and not fast.requires_grad
+    assert torch.equal(fast, graph.detach()) and torch.equal(inference, fast)
+    assert fast.is_contiguous(memory_format=torch.channels_last) == channels_last
+    ref = nn.BatchNorm2d(5).double().eval()
+    ref.load_state_dict(m.state_dict())
+    with torch.no_grad():
+        want = ref(x.double())
+    tol = 1e-12 if dtype == torch.float64 else 1e-5 if dtype == torch.float32 else 2e-2
+    assert torch.allclose(fast.double(), want.double(), rtol=tol, atol=tol)
+    with torch.no_grad(), pytest.raises(syncbn.BadInputError, match="expected at least 2D"):
+        m(torch.randn(5))

@@ -382,6 +382,9 @@ def _sync_batch_norm(m, x):
             comm.fail(e.status)  # the peers raise PeerFailedError instead of waiting
         raise
     st.input_dim = x.dim()
+    if not m.training and m.running_mean is not None and m.running_var is not None and \
+            not _needs_grad(x, m.weight, m.bias):
+        return _eval_without_grad(m, x, comm, _config(m, False))
     call = _Call()
     call.module, call.comm = m, comm
     call.cfg = _config(m, m.training)
@@ -389,3 +392,26 @@ def _sync_batch_norm(m, x):
         st.steps += 1
     call.step = st.steps
     return _SyncBNFunction.apply(x, m.weight, m.bias, call)
+
+
+def _needs_grad(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _eval_without_grad(m, x, comm, cfg):
+    """Eval with running statistics when no gradient is wanted (inference, validation under
+    torch.no_grad()): the C call alone, without the autograd Function and without the
+    save_mean/save_invstd that only a backward reads. The same call as the Function's
+    forward, hence the same output bits; a validation pass makes it once per layer."""
+    y = torch.empty_like(x)
+    xv, yv = V.view(x, "input"), V.view(y, "output")
+    wv, bv = V.view(m.weight, "weight"), V.view(m.bias, "bias")
+    rmv, rvv = V.view(m.running_mean, "running_mean"), V.view(m.running_var, "running_var")
+    ws, nb = _workspace(x, xv, comm)
+    io = ForwardIO(_ptr(xv), _ptr(wv), _ptr(bv), _ptr(rmv), _ptr(rvv), None, _ptr(yv), None,
+                   None, None)
+    s = lib.sbn_syncbn_forward(comm.handle, ctypes.byref(cfg), ctypes.byref(io), ws, nb,
+                               _runtime.pool())
+    if s < 0:
+        raise comm.error(s, _describe(m, x))
+    return y
