@@ -107,12 +107,12 @@ def test_convert_warns_when_it_drops_a_layers_own_forward():
             return self.act(super().forward(x))
 
     model = nn.Sequential(nn.Conv2d(3, 4, 1), NormAct(4), nn.BatchNorm1d(4))
-    with pytest.warns(UserWarning, match=r"1 is a .*NormAct.* does more than batch norm.*"
-                      r"\['act'\].*timm\.layers\.convert_sync_batchnorm"):
+    with pytest.warns(UserWarning, match=r"1 is a .*NormAct, whose class has a forward of its "
+                      r"own.*\['act'\].*timm\.layers\.convert_sync_batchnorm"):
         st.convert_sync_batchnorm(model)
     st.patch()
     try:
-        with pytest.warns(UserWarning, match="does more than batch norm"):
+        with pytest.warns(UserWarning, match="has a forward of its own"):
             nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(NormAct(4)))
         with warnings.catch_warnings():  # torch's own classes (and patched torch's) convert quietly
             warnings.simplefilter("error")

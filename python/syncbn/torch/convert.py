@@ -59,8 +59,9 @@ def _warn_lost_forward(module, path, cls):
     klass = _own_forward(module)
     if klass is None:
         return
-    warnings.warn("convert_sync_batchnorm: %s is a %s.%s, whose forward does more than batch "
-                  "norm; the %s that replaces it computes batch norm alone, as "
+    warnings.warn("convert_sync_batchnorm: %s is a %s.%s, whose class has a forward of its "
+                  "own (it may do more than batch norm, as timm's BatchNormAct2d adds an "
+                  "activation); the %s that replaces it computes batch norm alone, as "
                   "torch.nn.SyncBatchNorm.convert_sync_batchnorm's would (its children %s stay "
                   "attached but are not called). Use the framework's own converter (timm: "
                   "timm.layers.convert_sync_batchnorm) after syncbn.torch.patch(), which runs "
