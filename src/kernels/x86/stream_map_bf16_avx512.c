@@ -3,10 +3,10 @@
  * entry points sbn_<dt>_<map>_ukernel__avx512bf16 of kernels.h. The code is
  * stream_map_avx512.c's, built with SBN_MAP_BF16_CVT = 1: its bf16 runs narrow by the
  * CPU's conversion, one instruction for 32 floats where the integer rounding takes ten
- * and a permute (the runs' maps in the L1 take about 60% of the time; bench_kernels
- * bf16 normalize). That conversion writes float subnormals as signed zeros instead of
- * rounding them (bf16_avx512.h), and every other float as the rounding does; the runs'
- * maps report the signed zeros they wrote. So each bf16 map here maps a piece of at most
+ * and a permute, which is what a bf16 run's map waits on while its data is in the cache
+ * (measurements: docs/performance.md). That conversion writes float subnormals as signed
+ * zeros instead of rounding them (bf16_avx512.h), and every other float as the rounding
+ * does; the runs' maps report the signed zeros they wrote. So each bf16 map here maps a piece of at most
  * SBN_BF16_PIECE elements that way and, when the piece has a signed zero among its
  * outputs, maps it again by the rounding kernel of stream_map_avx512.c: the bits are
  * those of every other variant, and the second pass costs only where outputs are zeros.
