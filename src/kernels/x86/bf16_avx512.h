@@ -37,14 +37,10 @@ SBN512_INLINE __m512i bf16_round_hi(__m512 v)
     return _mm512_mask_add_epi32(t, odd, t, _mm512_set1_epi32(1));
 }
 
-/* bf16_round_hi on eight floats. */
+/* bf16_round_hi on eight floats: the lanes above them are computed and dropped. */
 SBN512_INLINE __m256i bf16_round_hi8(__m256 v)
 {
-    const __m256i u = _mm256_castps_si256(v);
-    const __mmask8 num = _mm256_cmp_ps_mask(v, v, _CMP_ORD_Q);
-    const __mmask8 odd = _mm256_mask_test_epi32_mask(num, u, _mm256_set1_epi32(0x10000));
-    __m256i t = _mm256_mask_add_epi32(u, num, u, _mm256_set1_epi32(0x7FFF));
-    return _mm256_mask_add_epi32(t, odd, t, _mm256_set1_epi32(1));
+    return _mm512_castsi512_si256(bf16_round_hi(_mm512_castps256_ps512(v)));
 }
 
 /* bf16 in order: word i of a ymm to the high half of dword i (the low halves zeroed).
