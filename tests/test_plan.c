@@ -6,7 +6,8 @@
  * loop never takes more threads than the pool, the CPUs or its work justify, and the
  * teams it picks (unlike the rest of the tests, which run every loop on the whole pool)
  * give the same bits as one thread, for every op of a training step, in both layouts
- * and several dtypes, on pools of 2 to 16 threads planned as on a 16-CPU machine.
+ * and several dtypes, on pools of 2 to 16 threads planned as on a 16-CPU machine, and
+ * of 24 to 128 threads planned as on a 128-CPU machine and with full teams.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -188,11 +189,60 @@ static void planned_teams_same_bits(void)
     sbn__plan_full_teams(1);
 }
 
+/*
+ * Pools as wide as the nodes users train on (24 to 128 threads, planned as on a
+ * 128-CPU machine, then with every loop on the whole pool): more threads than chunks,
+ * channels or rows split the work in ways no 2-16-thread pool does (one-channel
+ * blocks, empty segments, teams wider than a loop's count), and every output keeps the
+ * bits of one thread. Small shapes: the pools' workers time-slice on a CI machine.
+ */
+static void wide_pools_same_bits(void)
+{
+    static const tsup_step_case cases[] = {
+        {SBN_F32, 4, {2, 96, 9, 11}, TSUP_CHANNELS_FIRST},
+        {SBN_F32, 4, {3, 40, 7, 7}, TSUP_CHANNELS_LAST},
+        {SBN_BF16, 4, {4, 130, 5, 5}, TSUP_CHANNELS_FIRST},
+        {SBN_F64, 2, {5000, 3, 0, 0}, TSUP_CHANNELS_FIRST},
+        {SBN_F16, 2, {33, 200, 0, 0}, TSUP_CHANNELS_FIRST},
+        {SBN_F32, 4, {3, 17, 13, 6}, TSUP_STRIDED},
+        {SBN_F32, 4, {4, 3, 96, 96}, TSUP_CHANNELS_FIRST}, /* 18 chunks a channel */
+        {SBN_BF16, 4, {8, 5, 64, 80}, TSUP_CHANNELS_LAST}, /* 20 chunks of rows */
+    };
+    static const int threads[] = {24, 64, 128};
+    unsigned c, p;
+    int full;
+    sbn__plan_set_cpus(128);
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const tsup_step_case *k = &cases[c];
+        tsup_step_inputs in;
+        tsup_step_outputs base;
+        tsup_step_inputs_make(k, 41 + c, &in);
+        tsup_step_run(k, &in, &base, NULL);
+        for (p = 0; p < sizeof threads / sizeof threads[0]; p++) {
+            sbn_pool_t *pool = NULL;
+            CHECK_OK(sbn_pool_create(threads[p], &pool));
+            for (full = 0; full <= 1; full++) {
+                sbn__plan_full_teams(full);
+                CHECK_MSG(tsup_step_matches(k, &in, &base, pool),
+                          "case %u (%s %s), pool of %d, %s", c, sbn_dtype_name(k->dtype),
+                          tsup_layout_name(k->layout), threads[p],
+                          full ? "full teams" : "planned teams");
+            }
+            sbn_pool_destroy(pool);
+        }
+        tsup_step_free(&base);
+        tsup_step_inputs_free(&in);
+    }
+    sbn__plan_set_cpus(0);
+    sbn__plan_full_teams(1);
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(every_index_once),
     SBN_TEST_CASE(concurrent_callers),
     SBN_TEST_CASE(width_rules),
     SBN_TEST_CASE(planned_teams_same_bits),
+    SBN_TEST_CASE(wide_pools_same_bits),
 };
 
 SBN_TEST_MAIN(k_cases)
