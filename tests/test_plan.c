@@ -153,7 +153,42 @@ static void width_rules(void)
     sbn_pool_destroy(pool);
 }
 
-/* The planned teams give the bits of one thread (and of full teams). */
+/*
+ * Each case's training step (and eval) on pools of each width, with the plan's teams
+ * as on a machine of `cpus` CPUs (and, when `full_too`, with every loop on the whole
+ * pool too), against one thread, byte for byte.
+ */
+static void pools_same_bits(const tsup_step_case *cases, unsigned ncases, const int *threads,
+                            unsigned nthreads, int cpus, uint64_t seed, int full_too)
+{
+    unsigned c, p;
+    int full;
+    sbn__plan_set_cpus(cpus);
+    for (c = 0; c < ncases; c++) {
+        const tsup_step_case *k = &cases[c];
+        tsup_step_inputs in;
+        tsup_step_outputs base;
+        tsup_step_inputs_make(k, seed + c, &in);
+        tsup_step_run(k, &in, &base, NULL);
+        for (p = 0; p < nthreads; p++) {
+            sbn_pool_t *pool = NULL;
+            CHECK_OK(sbn_pool_create(threads[p], &pool));
+            for (full = 0; full <= full_too; full++) {
+                sbn__plan_full_teams(full);
+                CHECK_MSG(tsup_step_matches(k, &in, &base, pool),
+                          "case %u (%s %s), pool of %d, %s teams", c, sbn_dtype_name(k->dtype),
+                          tsup_layout_name(k->layout), threads[p], full ? "full" : "planned");
+            }
+            sbn_pool_destroy(pool);
+        }
+        tsup_step_free(&base);
+        tsup_step_inputs_free(&in);
+    }
+    sbn__plan_set_cpus(0);
+    sbn__plan_full_teams(1);
+}
+
+/* The planned teams of a 16-CPU machine give the bits of one thread. */
 static void planned_teams_same_bits(void)
 {
     static const tsup_step_case cases[] = {
@@ -166,27 +201,8 @@ static void planned_teams_same_bits(void)
         {SBN_F32, 4, {3, 40, 21, 23}, TSUP_STRIDED},
     };
     static const int threads[] = {2, 3, 8, 16};
-    unsigned c, p;
-    sbn__plan_full_teams(0);
-    sbn__plan_set_cpus(16); /* the widths of a 16-CPU machine, here too */
-    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const tsup_step_case *k = &cases[c];
-        tsup_step_inputs in;
-        tsup_step_outputs base;
-        tsup_step_inputs_make(k, 11 + c, &in);
-        tsup_step_run(k, &in, &base, NULL);
-        for (p = 0; p < sizeof threads / sizeof threads[0]; p++) {
-            sbn_pool_t *pool = NULL;
-            CHECK_OK(sbn_pool_create(threads[p], &pool));
-            CHECK_MSG(tsup_step_matches(k, &in, &base, pool), "case %u (%s %s), pool of %d", c,
-                      sbn_dtype_name(k->dtype), tsup_layout_name(k->layout), threads[p]);
-            sbn_pool_destroy(pool);
-        }
-        tsup_step_free(&base);
-        tsup_step_inputs_free(&in);
-    }
-    sbn__plan_set_cpus(0);
-    sbn__plan_full_teams(1);
+    pools_same_bits(cases, sizeof cases / sizeof cases[0], threads,
+                    sizeof threads / sizeof threads[0], 16, 11, 0);
 }
 
 /*
@@ -209,32 +225,8 @@ static void wide_pools_same_bits(void)
         {SBN_BF16, 4, {8, 5, 64, 80}, TSUP_CHANNELS_LAST}, /* 20 chunks of rows */
     };
     static const int threads[] = {24, 64, 128};
-    unsigned c, p;
-    int full;
-    sbn__plan_set_cpus(128);
-    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const tsup_step_case *k = &cases[c];
-        tsup_step_inputs in;
-        tsup_step_outputs base;
-        tsup_step_inputs_make(k, 41 + c, &in);
-        tsup_step_run(k, &in, &base, NULL);
-        for (p = 0; p < sizeof threads / sizeof threads[0]; p++) {
-            sbn_pool_t *pool = NULL;
-            CHECK_OK(sbn_pool_create(threads[p], &pool));
-            for (full = 0; full <= 1; full++) {
-                sbn__plan_full_teams(full);
-                CHECK_MSG(tsup_step_matches(k, &in, &base, pool),
-                          "case %u (%s %s), pool of %d, %s", c, sbn_dtype_name(k->dtype),
-                          tsup_layout_name(k->layout), threads[p],
-                          full ? "full teams" : "planned teams");
-            }
-            sbn_pool_destroy(pool);
-        }
-        tsup_step_free(&base);
-        tsup_step_inputs_free(&in);
-    }
-    sbn__plan_set_cpus(0);
-    sbn__plan_full_teams(1);
+    pools_same_bits(cases, sizeof cases / sizeof cases[0], threads,
+                    sizeof threads / sizeof threads[0], 128, 41, 1);
 }
 
 static const sbn_test_case k_cases[] = {
