@@ -62,6 +62,19 @@ int dnnl_case_run(dnnl_case *k);
 const char *dnnl_case_impl(const dnnl_case *k);
 void dnnl_case_destroy(dnnl_case *k);
 
+/* ---- bench_pool_stats.c: bench_ops --pool-stats ---- */
+/* A call waiting longer than this for its pool's members counts as slow. */
+#define BENCH_SLOW_WAIT_NS 50000.0
+typedef struct bench_pool_tally {
+    long long calls, loops, woke, cancelled, waited, slow_calls;
+    long long wait_ns, wait_ns_max;
+} bench_pool_tally;
+/* Around each call of an op on pool: starts the pool's counts over, then adds them to t. */
+void bench_pool_stats_before(sbn_pool_t *pool);
+void bench_pool_stats_after(sbn_pool_t *pool, bench_pool_tally *t);
+/* t per call, as a row's note (no commas). */
+void bench_pool_stats_note(const bench_pool_tally *t, char *buf, size_t len);
+
 /* ---- bench_ops.c: options, timing and output shared with bench_syncbn.c ---- */
 typedef struct bench_opts {
     int min_reps;    /* at least this many timed repetitions ... */

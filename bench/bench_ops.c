@@ -280,6 +280,8 @@ typedef struct ours_ctx {
     void *ws;
     size_t ws_bytes;
     sbn_tensor x, y, dy, dx, w, b, rm, rv, sm, si, gw, gb;
+    int pool_stats;          /* --pool-stats: tally the pool's counts of every call */
+    bench_pool_tally tally;
 } ours_ctx;
 
 static sbn_tensor act_view(const bench_problem *p, void *data)
@@ -308,7 +310,13 @@ static sbn_status ours_call(ours_ctx *k)
 
 static int ours_run(void *ctx)
 {
-    return SBN_FAILED(ours_call(ctx)) ? -1 : 0;
+    ours_ctx *k = ctx;
+    sbn_status st;
+    if (!k->pool_stats) return SBN_FAILED(ours_call(k)) ? -1 : 0;
+    bench_pool_stats_before(k->pool);
+    st = ours_call(k);
+    bench_pool_stats_after(k->pool, &k->tally);
+    return SBN_FAILED(st) ? -1 : 0;
 }
 
 typedef struct ref_ctx {
@@ -366,6 +374,7 @@ static void usage(void)
             "usage: bench_ops [--shapes FILE]... [--shape NxCxHxW|NxC]... [--dtypes f32,bf16]\n"
             "                 [--threads 1,2,4,16] [--layouts cf,cl] [--modes fwd-train,bwd,eval]\n"
             "                 [--min-reps 20] [--min-time 0.3] [--max-time 1.0] [--no-onednn] [--no-aclnn]\n"
+            "                 [--pool-stats]   (syncbn rows: what the pool's loops cost a call)\n"
             "                 [--syncbn] [--syncbn-only] [--syncbn-shape 32x64x56x56] [--world 2]\n"
             "       mpirun -np W bench_ops --syncbn-mpi [--syncbn-shape ...]\n"
             "       bench_ops --traffic   (bytes per rank per layer step, W = 2 .. 256)\n");
@@ -388,6 +397,7 @@ typedef struct run_cfg {
     const char *dtypes, *threads, *layouts, *modes;
     int no_onednn;
     int no_aclnn; /* --no-aclnn: skip the aclnn rows (a shorter scaling run) */
+    int pool_stats; /* --pool-stats: the syncbn rows' notes say what their loops cost */
 } run_cfg;
 
 static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool_t *pool,
@@ -412,6 +422,7 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
     ok.p = p;
     ok.mode = mode;
     ok.pool = pool;
+    ok.pool_stats = rc->pool_stats;
     ok.x = act_view(p, p->x);
     ok.y = act_view(p, p->y);
     ok.dy = act_view(p, p->dy);
@@ -507,6 +518,8 @@ static void run_case(bench_problem *p, bench_mode mode, const shape *s, sbn_pool
         } else if (i == 2) {
             snprintf(note, sizeof note, "%s%s", dnnl_case_impl(dk),
                      p->rank == 2 ? " (2-D given as N x C x 1 x 1 nhwc)" : "");
+        } else if (i == 0 && rc->pool_stats) {
+            bench_pool_stats_note(&ok.tally, note, sizeof note);
         } else if (i == 0 || i >= 3) {
             snprintf(note, sizeof note, "pool %d", p->threads);
         } else {
@@ -677,7 +690,7 @@ int main(int argc, char **argv)
 {
     static shape shapes[MAX_SHAPES];
     int nshapes = 0, i, do_syncbn = 0, syncbn_only = 0, syncbn_mpi = 0, traffic = 0;
-    run_cfg rc = {"f32,bf16", "1,2", "cf,cl", "fwd-train,bwd,eval", 0, 0};
+    run_cfg rc = {"f32,bf16", "1,2", "cf,cl", "fwd-train,bwd,eval", 0, 0, 0};
     bench_opts o;
     shape ss;
 
@@ -697,6 +710,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--traffic") == 0) traffic = 1;
         else if (strcmp(a, "--no-onednn") == 0) rc.no_onednn = 1;
         else if (strcmp(a, "--no-aclnn") == 0) rc.no_aclnn = 1;
+        else if (strcmp(a, "--pool-stats") == 0) rc.pool_stats = 1;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage();
             return 0;

@@ -8,7 +8,9 @@
  *   busy  a loop of W pieces of 50 us of work each, back to back: the time beyond the
  *         50 us a member needs, which is the tail a loop waits for when a member is
  *         late (descheduled, or slow to see its invitation) - the reason the p90, p99
- *         and max columns are there;
+ *         and max columns are there; a '#' line after it gives the pool's own counts
+ *         over those loops (sbn__pool_stats: sleepers woken, invitations cancelled,
+ *         members waited for, the wait);
  * then sbn_batch_norm (training forward) and sbn_batch_norm_backward on small fp32
  * NCHW shapes (2x64x8x8, 8x128x14x14, 8x256x28x28 by default) with pools of 1, 2
  * and each W, as the library plans them (plan.c: a small call takes one thread
@@ -105,12 +107,22 @@ static void time_loops(sbn_pool_t *pool, int width, int reps, double *t)
         t[i] = now_us() - t0;
     }
     report("loop", "cold", width, t, reps / 10 + 1);
+    sbn__pool_stats_take(pool, NULL, 1);
     for (i = 0; i < reps / 4 + 1; i++) {
         double t0 = now_us();
         sbn__parallel_for(team, width, busy, NULL);
         t[i] = now_us() - t0 - BUSY_PIECE_US;
     }
     report("loop", "busy", width, t, reps / 4 + 1);
+    if (width > 1) { /* where the busy loops' time beyond their work went */
+        sbn__pool_stats st;
+        double n = (double)(reps / 4 + 1);
+        sbn__pool_stats_take(pool, &st, 1);
+        printf("# busy,%d: a loop %.2f woke sleepers; %.2f cancelled; %.2f waited for; "
+               "wait %.2f us (longest %.1f us)\n",
+               width, (double)st.woke_sleepers / n, (double)st.cancelled / n,
+               (double)st.waited / n, (double)st.wait_ns / n * 1e-3, (double)st.wait_ns_max * 1e-3);
+    }
 }
 
 /* sbn_batch_norm training forward and its backward on an fp32 NCHW tensor, on `pool`. */

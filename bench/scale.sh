@@ -9,7 +9,9 @@
 #      1,4,CPUs) against the PyTorch of
 #      $PYTHON (default: the python3 on PATH), without the aclnn, layer and MPI rows:
 #      results.csv, raw.csv, scaling.csv, summary.png, scaling.png and the printed tables
-#      (run.log).
+#      (run.log);
+#   3. bench_ops --pool-stats on four rows whose medians sat far above their minimums at 16
+#      threads: what the pool's loops cost a call (pool_stats.csv).
 # Results go to $OUT when it is set (the device tool's folder), else build/scale/out.
 # SCALE_AB=0 skips the closing A/B of the one-pass schedule (bench_ops alone, channels-first).
 # SCALE_SHAPES replaces the shape files (a smoke test: a file with one small shape).
@@ -45,6 +47,15 @@ timeout 420 "$py" bench/run_bench.py --build build/scale --out "$out/results.csv
   --no-mpi --no-syncbn --no-aclnn --torch-python "$py" --plot-python "$py" \
   --min-reps 10 --min-time "${SCALE_MIN_TIME:-0.1}" --max-time "${SCALE_MAX_TIME:-0.3}" \
   2>&1 | tee -a "$out/run.log"
+# where the time of the rows with slow medians goes: the pool's own counts per call
+# (sleepers woken, invitations cancelled, members waited for, the wait), syncbn rows only
+echo "# pool stats: bench_ops --pool-stats" | tee -a "$out/run.log"
+for spec in 32x2048x7x7:bf16:cl 4096x1024:f32:cf 2x512x32x32:f32:cf 8x256x28x28:f32:cf; do
+  IFS=: read -r shape dt lay <<< "$spec"
+  timeout 60 build/scale/bench_ops --shape "$shape" --dtypes "$dt" --layouts "$lay" \
+    --threads "$threads" --modes fwd-train,bwd,eval --no-aclnn --no-onednn --pool-stats \
+    --min-reps 10 --min-time 0.1 --max-time 0.3 | grep '^syncbn' | tee -a "$out/pool_stats.csv"
+done
 if [ "${SCALE_AB:-1}" = 1 ]; then
   # the one-pass schedule forced (a budget of half the L2) against the size rule, on the
   # channels-first shapes whose N pieces per block the rule finds too short

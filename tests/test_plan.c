@@ -2,7 +2,8 @@
  * test_plan.c - the pool's loops and the plan's team sizes (src/core/pool.c,
  * src/ops/plan.c). The pool: every index of a loop runs exactly once, whatever the
  * team width, the count, whether the workers are spinning, asleep or cancelled while
- * waking, and with several threads calling loops on one pool at once. The plan: a
+ * waking, and with several threads calling loops on one pool at once; its counts of
+ * what the loops cost add up. The plan: a
  * loop never takes more threads than the pool, the CPUs or its work justify, and the
  * teams it picks (unlike the rest of the tests, which run every loop on the whole pool)
  * give the same bits as one thread, for every op of a training step, in both layouts
@@ -74,6 +75,54 @@ static void every_index_once(void)
             }
         }
 done:
+    sbn_pool_destroy(pool);
+    free(job);
+}
+
+/* Member pieces of 3 ms, the caller's own of 1 ms: members have claimed theirs by the
+ * time the caller is done, and it waits for them. */
+static void slow_members(void *ctx, int64_t begin, int64_t end)
+{
+    usleep(begin == 0 ? 1000 : 3000);
+    hit(ctx, begin, end);
+}
+
+/* The pool's own counts of what its loops cost: exact for loops and invitations, and
+ * consistent for the rest (a member is cancelled or claims its invitation, and only one
+ * that claimed can be waited for); slow members are waited for; a reset starts over. */
+static void pool_stats_count_the_loops(void)
+{
+    count_job *job = calloc(1, sizeof *job);
+    sbn_pool_t *pool = NULL, view, *team;
+    sbn__pool_stats st;
+    int i;
+    sbn__pool_stats_take(NULL, &st, 1);
+    CHECK(st.loops == 0 && st.invited == 0 && st.wait_ns == 0);
+    CHECK_OK(sbn_pool_create(6, &pool));
+    sbn__pool_stats_take(pool, NULL, 1);
+    team = sbn__pool_team(pool, 4, &view);
+    for (i = 0; i < 10; i++) loop_once(team, 1000, job);
+    sbn__parallel_for(NULL, 10, hit, job); /* serial: no loop of the pool */
+    loop_once(pool, 1, job);               /* one index: the caller alone */
+    sbn__pool_stats_take(pool, &st, 0);
+    CHECK_MSG(st.loops == 10 && st.invited == 30, "loops %lld, invited %lld (want 10, 30)",
+              (long long)st.loops, (long long)st.invited);
+    CHECK(st.cancelled >= 0 && st.waited >= 0 && st.cancelled + st.waited <= st.invited);
+    CHECK(st.wait_ns >= st.wait_ns_max && st.wait_ns_max >= 0);
+    sbn__pool_stats_take(pool, &st, 1);
+    sbn__pool_stats_take(pool, &st, 0);
+    CHECK(st.loops == 0 && st.invited == 0 && st.waited == 0 && st.wait_ns == 0);
+    for (i = 0; i < 8; i++) {
+        int64_t k;
+        for (k = 0; k < 6; k++) atomic_store(&job->hits[k], 0);
+        sbn__parallel_for(pool, 6, slow_members, job);
+        for (k = 0; k < 6; k++) CHECK(atomic_load(&job->hits[k]) == 1);
+    }
+    sbn__pool_stats_take(pool, &st, 0);
+    CHECK(st.loops == 8 && st.invited == 40 && st.cancelled + st.waited <= st.invited);
+    CHECK_MSG(st.waited > 0, "8 loops of 3 ms members: the caller never waited (%lld cancelled)",
+              (long long)st.cancelled);
+    CHECK(st.wait_ns > 0 && st.wait_ns >= st.wait_ns_max);
     sbn_pool_destroy(pool);
     free(job);
 }
@@ -232,6 +281,7 @@ static void wide_pools_same_bits(void)
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(every_index_once),
     SBN_TEST_CASE(concurrent_callers),
+    SBN_TEST_CASE(pool_stats_count_the_loops),
     SBN_TEST_CASE(width_rules),
     SBN_TEST_CASE(planned_teams_same_bits),
     SBN_TEST_CASE(wide_pools_same_bits),

@@ -25,12 +25,18 @@
  * invites is asleep (a store-then-load on both sides, sequentially consistent: either
  * the caller sees the sleeper's flag or the sleeper sees its slot change). Ops on one
  * pool from several threads take turns (run_lock).
+ *
+ * The caller also counts what each loop cost beyond its work (sbn__pool_stats: loops,
+ * members invited, sleepers woken, invitations cancelled, members waited for and the
+ * time spent waiting), under run_lock and with the clock read only when it waits, so
+ * that a benchmark can tell where a slow loop's time went (bench_ops --pool-stats).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/alloc.h"
@@ -77,6 +83,7 @@ struct sbn_pool_core {
     pthread_cond_t wake;
     atomic_int stop;
     unsigned long loops;     /* loops started (under run_lock) */
+    sbn__pool_stats stats;   /* what the loops cost beyond their work (under run_lock) */
     int64_t spin_ns;
     /* the open loop, written before the slots invite anyone */
     sbn__range_fn fn;
@@ -156,8 +163,14 @@ static void *worker_main(void *arg)
             !atomic_compare_exchange_strong_explicit(&self->slot, &s,
                                                      SLOT(seen, PHASE_RUNNING),
                                                      memory_order_acq_rel,
-                                                     memory_order_acquire))
-            continue; /* cancelled: the caller went on without this worker */
+                                                     memory_order_acquire)) {
+            /* cancelled: the caller went on without this worker, which is awake now and
+             * spins for the next loop (an op's loops come back to back). Asleep again at
+             * once, it would be late by a whole wake-up for the next one too, and could
+             * be cancelled loop after loop while its caller runs its pieces. */
+            spin_until = now_ns() + core->spin_ns;
+            continue;
+        }
         run_pieces(core, self->index);
         atomic_store_explicit(&self->slot, SLOT(seen, PHASE_DONE), memory_order_release);
         spin_until = now_ns() + core->spin_ns;
@@ -292,12 +305,25 @@ static void wait_for_worker(struct sbn_pool_core *core, pool_worker *w, unsigned
     }
 }
 
+void sbn__pool_stats_take(sbn_pool_t *pool, sbn__pool_stats *out, int reset)
+{
+    struct sbn_pool_core *core;
+    if (out != NULL) memset(out, 0, sizeof *out);
+    if (pool == NULL) return;
+    core = pool->core;
+    pthread_mutex_lock(&core->run_lock);
+    if (out != NULL) *out = core->stats;
+    if (reset) memset(&core->stats, 0, sizeof core->stats);
+    pthread_mutex_unlock(&core->run_lock);
+}
+
 void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *ctx)
 {
     struct sbn_pool_core *core;
     int64_t width, k;
     unsigned long number;
     int sleeper = 0;
+    int64_t waited_from = 0;
     if (count <= 0) return;
     width = pool == NULL ? 1 : pool->threads < count ? pool->threads : count;
     if (width <= 1) {
@@ -323,7 +349,10 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
                               memory_order_release);
     atomic_thread_fence(memory_order_seq_cst);
     for (k = 0; k < width - 1 && !sleeper; k++) sleeper = atomic_load(&core->workers[k].asleep);
+    core->stats.loops++;
+    core->stats.invited += width - 1;
     if (sleeper) {
+        core->stats.woke_sleepers++;
         pthread_mutex_lock(&core->lock);
         pthread_cond_broadcast(&core->wake);
         pthread_mutex_unlock(&core->lock);
@@ -341,13 +370,22 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
         if (atomic_load_explicit(&w->slot, memory_order_acquire) != s) continue;
         if (atomic_compare_exchange_strong_explicit(&w->slot, &s, SLOT(number, PHASE_CANCELLED),
                                                     memory_order_acq_rel, memory_order_acquire)) {
+            core->stats.cancelled++;
             if (w->index < core->pieces) run_piece(core, w->index);
         }
     }
     for (k = 0; k < width - 1; k++) {
         pool_worker *w = &core->workers[k];
-        if (atomic_load_explicit(&w->slot, memory_order_acquire) != SLOT(number, PHASE_CANCELLED))
-            wait_for_worker(core, w, number);
+        unsigned long s = atomic_load_explicit(&w->slot, memory_order_acquire);
+        if (s == SLOT(number, PHASE_CANCELLED) || s == SLOT(number, PHASE_DONE)) continue;
+        if (waited_from == 0) waited_from = now_ns();
+        core->stats.waited++;
+        wait_for_worker(core, w, number);
+    }
+    if (waited_from != 0) {
+        int64_t ns = now_ns() - waited_from;
+        core->stats.wait_ns += ns;
+        if (ns > core->stats.wait_ns_max) core->stats.wait_ns_max = ns;
     }
     pthread_mutex_unlock(&core->run_lock);
 }

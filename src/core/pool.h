@@ -32,4 +32,20 @@ struct sbn_pool {
  * pool is NULL or threads <= 1, pool itself when threads >= its width. */
 sbn_pool_t *sbn__pool_team(sbn_pool_t *pool, int threads, sbn_pool_t *view);
 
+/*
+ * What a pool's loops cost beyond their work, since its creation or the last reset:
+ * loops of 2 or more threads, the workers they invited, loops that had to wake a
+ * sleeping worker (tens of microseconds), invitations the caller cancelled because the
+ * worker had not claimed them when the caller ran out of work (it then ran their pieces
+ * itself), workers the caller had to wait for after that, and the time it waited
+ * (total, and the longest of one loop). Benchmarks read them (bench_ops --pool-stats).
+ */
+typedef struct sbn__pool_stats {
+    int64_t loops, invited, woke_sleepers, cancelled, waited;
+    int64_t wait_ns, wait_ns_max;
+} sbn__pool_stats;
+/* Copies the counts into *out (zeros for a NULL pool) and, when reset, starts them over.
+ * Takes the pool's turn, so not from inside a loop's piece. */
+void sbn__pool_stats_take(sbn_pool_t *pool, sbn__pool_stats *out, int reset);
+
 #endif /* SBN_CORE_POOL_H */
