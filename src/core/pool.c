@@ -159,20 +159,16 @@ static void *worker_main(void *arg)
         if (atomic_load(&core->stop)) return NULL;
         s = atomic_load_explicit(&self->slot, memory_order_acquire);
         seen = SLOT_NUMBER(s);
-        if (SLOT_PHASE(s) != PHASE_INVITED ||
-            !atomic_compare_exchange_strong_explicit(&self->slot, &s,
-                                                     SLOT(seen, PHASE_RUNNING),
-                                                     memory_order_acq_rel,
-                                                     memory_order_acquire)) {
-            /* cancelled: the caller went on without this worker, which is awake now and
-             * spins for the next loop (an op's loops come back to back). Asleep again at
-             * once, it would be late by a whole wake-up for the next one too, and could
-             * be cancelled loop after loop while its caller runs its pieces. */
-            spin_until = now_ns() + core->spin_ns;
-            continue;
+        if (SLOT_PHASE(s) == PHASE_INVITED &&
+            atomic_compare_exchange_strong_explicit(&self->slot, &s, SLOT(seen, PHASE_RUNNING),
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            run_pieces(core, self->index);
+            atomic_store_explicit(&self->slot, SLOT(seen, PHASE_DONE), memory_order_release);
         }
-        run_pieces(core, self->index);
-        atomic_store_explicit(&self->slot, SLOT(seen, PHASE_DONE), memory_order_release);
+        /* Spins for the next loop (an op's loops come back to back), also when this one was
+         * cancelled (the caller went on without this worker): asleep again at once, the
+         * worker would be late by a whole wake-up for the next loop too, and could be
+         * cancelled loop after loop while its caller runs its pieces. */
         spin_until = now_ns() + core->spin_ns;
     }
 }
