@@ -322,7 +322,7 @@ static void rank_guard(tsup_rank *cx)
     }
     sh->n[cx->rank] = n;
     for (i = 0; i < n * 3 * (gc->single ? 1 : 2); i++) sh->x[cx->rank][i] = rb.x[i];
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 3 && cx->rank == 0; i++) { /* the same on every rank: one writer */
         sh->rm0[i] = tsup_get1(V(&rb, B_RM), i);
         sh->rv0[i] = tsup_get1(V(&rb, B_RV), i);
     }
