@@ -66,7 +66,9 @@ static int set_aclnn_threads(int threads)
 static aclTensor *activation(const bench_problem *p, void *data)
 {
     int64_t dims[4] = {p->n, p->c, p->h, p->w}, strides[4], storage = bench_numel(p);
-    aclDataType dt = p->dtype == SBN_BF16 ? ACL_BF16 : ACL_FLOAT;
+    aclDataType dt = p->dtype == SBN_BF16 ? ACL_BF16
+                     : p->dtype == SBN_F16 ? ACL_FLOAT16
+                                           : ACL_FLOAT;
     int rank = p->rank;
     if (p->channels_last && rank == 4) {
         strides[0] = p->h * p->w * p->c;

@@ -79,7 +79,9 @@ dnnl_case *dnnl_case_create(const bench_problem *p, bench_mode mode, char *why, 
     dnnl_batch_normalization_desc_t fd, bd;
     dnnl_dims_t dims, cdim;
     dnnl_format_tag_t tag;
-    dnnl_data_type_t dt = p->dtype == SBN_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t dt = p->dtype == SBN_BF16 ? dnnl_bf16
+                          : p->dtype == SBN_F16 ? dnnl_f16
+                                                : dnnl_f32;
     unsigned flags = dnnl_use_scale | dnnl_use_shift;
     dnnl_status_t st;
     int ok = 1;

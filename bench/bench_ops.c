@@ -1,6 +1,6 @@
 /*
  * bench_ops.c - side-by-side CPU batch-norm benchmark, one process:
- *   for each shape x dtype (f32, bf16) x layout (cf, cl) x threads (--threads, any list: 1,2,4,16) x mode
+ *   for each shape x dtype (f32, bf16, f16) x layout (cf, cl) x threads (--threads, any list: 1,2,4,16) x mode
  *   (fwd-train, bwd, eval) it times, on the same buffers and interleaved in blocks,
  *     syncbn  this project's sbn_batch_norm / sbn_batch_norm_backward, pool of T threads
  *     ref     the plain reference kernels of bench_ref.c (T pthreads)
@@ -362,6 +362,7 @@ static void fill(void *buf, sbn_dtype dt, int64_t n, float offset, float scale, 
     for (i = 0; i < n; i++) {
         float v = offset + scale * noise((uint64_t)i, seed);
         if (dt == SBN_BF16) ((uint16_t *)buf)[i] = to_bf16(v);
+        else if (dt == SBN_F16) ((uint16_t *)buf)[i] = sbn_float_to_f16(v);
         else ((float *)buf)[i] = v;
     }
 }
@@ -371,7 +372,7 @@ static void fill(void *buf, sbn_dtype dt, int64_t n, float offset, float scale, 
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: bench_ops [--shapes FILE]... [--shape NxCxHxW|NxC]... [--dtypes f32,bf16]\n"
+            "usage: bench_ops [--shapes FILE]... [--shape NxCxHxW|NxC]... [--dtypes f32,bf16,f16]\n"
             "                 [--threads 1,2,4,16] [--layouts cf,cl] [--modes fwd-train,bwd,eval]\n"
             "                 [--min-reps 20] [--min-time 0.3] [--max-time 1.0] [--no-onednn] [--no-aclnn]\n"
             "                 [--pool-stats]   (syncbn rows: what the pool's loops cost a call)\n"
@@ -387,6 +388,42 @@ static int has_item(const char *list, const char *item)
     while ((s = strstr(s, item)) != NULL) {
         if ((s == list || s[-1] == ',') && (s[n] == '\0' || s[n] == ',')) return 1;
         s += n;
+    }
+    return 0;
+}
+
+/* 0 when every comma-separated item of `list` (option `opt`) is one of `known` (a
+ * comma-separated list too); else -1 with a message naming the item, so a typo or a dtype
+ * the benchmark does not run is an error, not a run with rows missing. */
+static int check_items(const char *opt, const char *list, const char *known)
+{
+    const char *s = list;
+    if (*list == '\0') {
+        fprintf(stderr, "bench_ops: %s is empty (one or more of %s)\n", opt, known);
+        return -1;
+    }
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        char item[32];
+        if (n == 0 || n >= sizeof item) {
+            fprintf(stderr, "bench_ops: bad %s '%s' (one or more of %s)\n", opt, list, known);
+            return -1;
+        }
+        memcpy(item, s, n);
+        item[n] = '\0';
+        if (!has_item(known, item)) {
+            fprintf(stderr, "bench_ops: %s: unknown '%s' in '%s' (one or more of %s)\n", opt,
+                    item, list, known);
+            return -1;
+        }
+        s += n;
+        if (*s == ',') {
+            s++;
+            if (*s == '\0') {
+                fprintf(stderr, "bench_ops: bad %s '%s' (ends in a comma)\n", opt, list);
+                return -1;
+            }
+        }
     }
     return 0;
 }
@@ -565,7 +602,7 @@ static int parse_thread_list(const char *list, int *counts)
 
 static int run_matrix(const shape *shapes, int nshapes, const run_cfg *rc, const bench_opts *o)
 {
-    static const sbn_dtype dtypes[] = {SBN_F32, SBN_BF16};
+    static const sbn_dtype dtypes[] = {SBN_F32, SBN_BF16, SBN_F16};
     sbn_pool_t *pools[MAX_THREAD_COUNTS] = {NULL};
     ref_team *teams[MAX_THREAD_COUNTS] = {NULL};
     int counts[MAX_THREAD_COUNTS], ncounts;
@@ -624,7 +661,7 @@ static int run_matrix(const shape *shapes, int nshapes, const run_cfg *rc, const
                 p.batch_var[mi] = 1.0f;
             }
         }
-        for (di = 0; di < 2; di++) {
+        for (di = 0; di < (int)(sizeof dtypes / sizeof dtypes[0]); di++) {
             p.dtype = dtypes[di];
             if (!has_item(rc->dtypes, sbn_dtype_name(p.dtype))) continue;
             fill(p.x, p.dtype, bench_numel(&p), 0.5f, 1.0f, 1);
@@ -747,6 +784,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (check_items("--dtypes", rc.dtypes, "f32,bf16,f16") != 0 ||
+        check_items("--layouts", rc.layouts, "cf,cl") != 0 ||
+        check_items("--modes", rc.modes, "fwd-train,bwd,eval") != 0)
+        return 2;
     if (o.min_reps < 1) o.min_reps = 1;
     if (o.world < 1 || o.world > 64) o.world = 2;
     if (syncbn_mpi) return bench_syncbn_mpi(&o, &argc, &argv);

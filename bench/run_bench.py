@@ -280,7 +280,7 @@ def main():
     ap.add_argument("--no-mpi", action="store_true")
     ap.add_argument("--no-syncbn", action="store_true", help="skip the SyncBN layer rows")
     ap.add_argument("--no-aclnn", action="store_true", help="skip the aclnn rows of bench_ops")
-    ap.add_argument("--dtypes", default="f32,bf16")
+    ap.add_argument("--dtypes", default="f32,bf16", help="of f32,bf16,f16")
     ap.add_argument("--threads", default=default_threads(),
                     help="thread counts (default 1, 2, 4, ... up to the CPUs, and the CPUs)")
     ap.add_argument("--layouts", default="cf,cl")
@@ -293,6 +293,13 @@ def main():
                     help="OMP_WAIT_POLICY=passive for the OpenMP peers (oneDNN, torch): on a "
                          "busy machine their spinning barriers can cost 10-40x at 2 threads")
     a = ap.parse_args()
+    for opt, text, known in (("--dtypes", a.dtypes, ("f32", "bf16", "f16")),
+                             ("--layouts", a.layouts, ("cf", "cl")),
+                             ("--modes", a.modes, ("fwd-train", "bwd", "eval"))):
+        bad = [i for i in text.split(",") if i not in known]
+        if bad:  # the programs would refuse it too, after the build and the other pieces
+            ap.error("%s: unknown %r in %r (one or more of %s)" % (opt, bad[0], text,
+                                                                   ",".join(known)))
     shape_files = list(a.shapes or [])
     if a.quick or not shape_files:
         shape_files.append(os.path.join(ROOT, "bench", "shapes", "quick.txt"))

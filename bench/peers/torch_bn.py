@@ -10,8 +10,9 @@ Run it with the Debian interpreter (/usr/bin/python3, which has python3-torch).
              backward is timed (the graph is built once and retained)
   eval       F.batch_norm(..., training=False) under no_grad
 Channels-last is x.contiguous(memory_format=torch.channels_last) (and dy too) for
-4-D shapes; a 2-D (N, C) tensor has one layout, reported as cf. bf16 runs use
-bf16 activations with f32 weight, bias and running stats. Hot: the same tensors
+4-D shapes; a 2-D (N, C) tensor has one layout, reported as cf. bf16 and f16 runs use
+bf16 / float16 activations with f32 weight, bias and running stats; a dtype this torch's
+CPU batch norm does not implement (float16 on torch 1.13) gives rows marked unsupported. Hot: the same tensors
 every repetition. The malloc settings matter a lot here (freed gradient buffers
 otherwise go back to the OS and are faulted in again): bench/run_bench.py sets
 GLIBC_TUNABLES and this script prints what it ran with.
@@ -22,6 +23,8 @@ import sys
 import time
 
 MODES = ("fwd-train", "bwd", "eval")
+DTYPES = ("f32", "bf16", "f16")
+ESIZE = {"f32": 4, "bf16": 2, "f16": 2}
 FLOOR = {"fwd-train": 3, "bwd": 5, "eval": 2}
 MAX_SAMPLES = 20000
 
@@ -97,11 +100,27 @@ def cpu_capability(torch):
     return "unknown"
 
 
+def pick(ap, opt, text, known):
+    """The items of a comma-separated option in `known`'s order; an unknown item is an
+    error naming it (a typo must not become a run with rows missing)."""
+    items = text.split(",")
+    bad = [i for i in items if i not in known]
+    if bad or not text:
+        ap.error("%s: unknown %r in %r (one or more of %s)" % (
+            opt, bad[0] if bad else text, text, ",".join(known)))
+    return [k for k in known if k in items]
+
+
+def unsupported(e):
+    """True for the error torch raises for a dtype its CPU kernel does not implement."""
+    return isinstance(e, (RuntimeError, NotImplementedError)) and "not implemented for" in str(e)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", nargs="*", default=[], help="shape files (one shape a line)")
     ap.add_argument("--shape", action="append", default=[], help="NxCxHxW or NxC")
-    ap.add_argument("--dtypes", default="f32,bf16")
+    ap.add_argument("--dtypes", default="f32,bf16", help="of " + ",".join(DTYPES))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--layouts", default="cf,cl")
     ap.add_argument("--modes", default=",".join(MODES))
@@ -110,10 +129,10 @@ def main():
     ap.add_argument("--max-time", type=float, default=1.0)
     opts = ap.parse_args()
     shapes = read_shapes(opts.shapes, opts.shape)
-    dtypes = [d for d in ("f32", "bf16") if d in opts.dtypes.split(",")]
+    dtypes = pick(ap, "--dtypes", opts.dtypes, DTYPES)
     threads = [int(t) for t in opts.threads.split(",") if t]
-    layouts = [l for l in ("cf", "cl") if l in opts.layouts.split(",")]
-    modes = [m for m in MODES if m in opts.modes.split(",")]
+    layouts = pick(ap, "--layouts", opts.layouts, ("cf", "cl"))
+    modes = pick(ap, "--modes", opts.modes, MODES)
 
     print("impl,shape,dtype,threads,layout,mode,min_ms,med_ms,reps,floor_bytes,gbps,status,note")
     try:
@@ -130,7 +149,7 @@ def main():
                     for t in threads:
                         for mode in modes:
                             row("torch", shape_text(dims), dt, t, lay, mode, None,
-                                FLOOR[mode] * numel * (4 if dt == "f32" else 2), "missing",
+                                FLOOR[mode] * numel * ESIZE[dt], "missing",
                                 "torch not importable")
         return 0
 
@@ -149,8 +168,8 @@ def main():
         base_x = (torch.rand(dims, generator=g) * 2 - 1) + 0.5
         base_dy = (torch.rand(dims, generator=g) * 2 - 1) * 0.5
         for dt in dtypes:
-            tdt = torch.float32 if dt == "f32" else torch.bfloat16
-            esize = 4 if dt == "f32" else 2
+            tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dt]
+            esize = ESIZE[dt]
             for lay in (layouts if len(dims) == 4 else ["cf"]):
                 fmt = torch.channels_last if lay == "cl" else torch.contiguous_format
                 x = base_x.to(tdt).contiguous(memory_format=fmt)
@@ -189,7 +208,8 @@ def main():
                                 "ok", note)
                         except Exception as e:  # noqa: BLE001 - reported per case
                             row("torch", shape_text(dims), dt, t, lay, mode, None, floor,
-                                "error", "%s: %s" % (type(e).__name__, e))
+                                "unsupported" if unsupported(e) else "error",
+                                "%s: %s" % (type(e).__name__, e))
                         finally:
                             y = None
     return 0
