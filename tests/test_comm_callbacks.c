@@ -34,7 +34,7 @@ typedef struct bus {
     const void *send[MAXW];
     size_t bytes[MAXW];
     int all_fail;        /* every allgather returns -3 at once: the framework is down */
-    int barrier_fail;    /* the barrier callback returns 7 at once */
+    atomic_int barrier_fail; /* the barrier callback returns 7 at once (ranks set it as they go) */
     int fail_rank;       /* this rank's fail_call-th allgather returns 42 after the transfer */
     int fail_call;
     atomic_int allgathers, barriers, destroys;
