@@ -23,7 +23,7 @@ typedef struct bench_problem {
     int rank;
     int64_t n, c, h, w;
     int channels_last;
-    sbn_dtype dtype; /* SBN_F32 or SBN_BF16 */
+    sbn_dtype dtype; /* SBN_F32, SBN_BF16 or SBN_F16 */
     int threads;
     double eps;
     void *x, *y, *dy, *dx;
@@ -50,6 +50,20 @@ void ref_run(ref_team *team, const bench_problem *p, bench_mode mode);
  * (s0[k], s1[k]). x is bf16 when bf16 != 0, else fp32. */
 void ref_plane_sums(int bf16, const void *x, int64_t n, float *s0, float *s1);
 void ref_rows_sums(int bf16, const void *x, int64_t rows, int64_t c, float *s0, float *s1);
+
+/* ---- bench_ref_half.c: the reference's bf16 / fp16 kernels (dt SBN_BF16 or SBN_F16) ---- */
+/* *s0 += sum a, *s1 += sum a*b over n elements (b == a: sum of squares). */
+void ref_half_plane_sums(sbn_dtype dt, const uint16_t *a, const uint16_t *b, int64_t n, float *s0,
+                         float *s1);
+/* s0[k] += sum_r a[r][k], s1[k] += sum_r a[r][k]*b[r][k] over rows of c. */
+void ref_half_rows_sums(sbn_dtype dt, const uint16_t *a, const uint16_t *b, int64_t rows,
+                        int64_t c, float *s0, float *s1);
+/* y = k1*a + k2*b + k3 over n elements (b NULL: k1*a + k3). */
+void ref_half_plane_map(sbn_dtype dt, const uint16_t *a, const uint16_t *b, int64_t n, float k1,
+                        float k2, float k3, uint16_t *y);
+/* The same per row of c, with per-channel k1, k2, k3 (b and k2 NULL together). */
+void ref_half_rows_map(sbn_dtype dt, const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c,
+                       const float *k1, const float *k2, const float *k3, uint16_t *y);
 
 /* ---- bench_onednn.c (or the stub in bench_ops.c when oneDNN is missing) ---- */
 typedef struct dnnl_case dnnl_case;

@@ -7,7 +7,7 @@
  *   bwd:       one read pass summing dy and dy*x, then dx = k1*dy + k2*x + k3; 5E
  *   eval:      one pass y = a[c]*x + b[c];                             2E
  * in the case's own layout; bf16 and fp16 elements are widened to float and rounded
- * back to nearest even (fp16 by the CPU's conversion, F16C). Work is
+ * back to nearest even (their kernels, written with vectors: bench_ref_half.c). Work is
  * split into equal contiguous ranges of (n, c) planes (channels-first) or rows of C
  * (channels-last, 2-D) over a team of pthreads; per-thread per-channel partials are added
  * after a barrier.
@@ -17,9 +17,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __F16C__
-#include <immintrin.h>
-#endif
 
 #include "bench.h"
 
@@ -42,61 +39,8 @@ struct ref_team {
     float *coef; /* [threads][3][max_c] */
 };
 
-static inline float bf2f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static inline uint16_t f2bf(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 static inline float ld_f32(const float *p, int64_t i) { return p[i]; }
-static inline float ld_bf16(const uint16_t *p, int64_t i) { return bf2f(p[i]); }
-static inline float u2f(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static inline uint32_t f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-/* fp16 <-> float with the bits of the CPU's conversions, one element (tails, and CPUs
- * without F16C): the magnitude moved to the float's fields and scaled by 2^(127-15)
- * rebiases the exponent and normalises subnormals; the way back rounds to nearest even
- * (below 2^-14 by the float addition of 0.5, whose rounding is fp16's subnormal grid). */
-static inline float ld_f16(const uint16_t *p, int64_t i)
-{
-    uint32_t h = p[i], m = (h & 0x7fffu) << 13;
-    if ((h & 0x7c00u) == 0x7c00u) m |= 0x7f800000u;
-    return u2f(f2u(u2f(m) * 0x1p112f) | ((h & 0x8000u) << 16));
-}
-
-static inline uint16_t to_f16(float v)
-{
-    uint32_t u = f2u(v), sign = u & 0x80000000u, o;
-    u ^= sign;
-    if (u >= 143u << 23) o = u > 255u << 23 ? 0x7e00u : 0x7c00u;
-    else if (u < 113u << 23) o = f2u(u2f(u) + 0.5f) - f2u(0.5f);
-    else o = (u - (112u << 23) + 0xfffu + ((u >> 13) & 1u)) >> 13;
-    return (uint16_t)(o | (sign >> 16));
-}
-
 static inline void st_f32(float *p, int64_t i, float v) { p[i] = v; }
-static inline void st_bf16(uint16_t *p, int64_t i, float v) { p[i] = f2bf(v); }
 
 /*
  * Kernels for one element type T with loader LD and storer ST:
@@ -175,145 +119,41 @@ static inline void st_bf16(uint16_t *p, int64_t i, float v) { p[i] = f2bf(v); }
     }
 
 DEFINE_REF_KERNELS(f32, float, ld_f32, st_f32)
-DEFINE_REF_KERNELS(bf16, uint16_t, ld_bf16, st_bf16)
 
-/*
- * fp16 kernels, the same loops with the CPU's conversion (F16C: eight elements an
- * instruction each way, rounding to nearest even) written out, as the compiler does not
- * vectorize its own fp16 conversions; the scalar tails (and CPUs without F16C) convert one
- * element at a time with the same bits.
- */
-#ifdef __F16C__
-#define F16_VECTOR 1
-static inline __m256 ld8_f16(const uint16_t *p)
-{
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-
-static inline void st8_f16(uint16_t *p, __m256 v)
-{
-    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-}
-
-static inline float hsum8(__m256 v)
-{
-    float t[8], s = 0.0f;
-    int j;
-    _mm256_storeu_ps(t, v);
-    for (j = 0; j < 8; j++) s += t[j];
-    return s;
-}
-#else
-#define F16_VECTOR 0
-#endif
-
-static void plane_sums_f16(const uint16_t *a, const uint16_t *b, int64_t n, float *s0, float *s1)
-{
-    float r0 = 0.0f, r1 = 0.0f;
-    int64_t i = 0;
-#if F16_VECTOR
-    __m256 p0[4], p1[4];
-    int j;
-    for (j = 0; j < 4; j++) p0[j] = p1[j] = _mm256_setzero_ps();
-    for (; i + 32 <= n; i += 32)
-        for (j = 0; j < 4; j++) {
-            __m256 va = ld8_f16(a + i + 8 * j), vb = b == a ? va : ld8_f16(b + i + 8 * j);
-            p0[j] = _mm256_add_ps(p0[j], va);
-            p1[j] = _mm256_add_ps(p1[j], _mm256_mul_ps(va, vb));
-        }
-    r0 = hsum8(_mm256_add_ps(_mm256_add_ps(p0[0], p0[1]), _mm256_add_ps(p0[2], p0[3])));
-    r1 = hsum8(_mm256_add_ps(_mm256_add_ps(p1[0], p1[1]), _mm256_add_ps(p1[2], p1[3])));
-#endif
-    for (; i < n; i++) {
-        r0 += ld_f16(a, i);
-        r1 += ld_f16(a, i) * ld_f16(b, i);
+/* The 2-byte types' kernels (bench_ref_half.c) under the names REF_BY_DTYPE calls. */
+#define DEFINE_HALF_KERNELS(SFX, DT)                                                          \
+    static void plane_sums_##SFX(const uint16_t *a, const uint16_t *b, int64_t n, float *s0,  \
+                                 float *s1)                                                   \
+    {                                                                                         \
+        ref_half_plane_sums(DT, a, b, n, s0, s1);                                             \
+    }                                                                                         \
+    static void rows_sums_##SFX(const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c, \
+                                float *s0, float *s1)                                         \
+    {                                                                                         \
+        ref_half_rows_sums(DT, a, b, rows, c, s0, s1);                                        \
+    }                                                                                         \
+    static void plane_map1_##SFX(const uint16_t *a, int64_t n, float k1, float k3, uint16_t *y) \
+    {                                                                                         \
+        ref_half_plane_map(DT, a, NULL, n, k1, 0.0f, k3, y);                                  \
+    }                                                                                         \
+    static void plane_map2_##SFX(const uint16_t *a, const uint16_t *b, int64_t n, float k1,   \
+                                 float k2, float k3, uint16_t *y)                             \
+    {                                                                                         \
+        ref_half_plane_map(DT, a, b, n, k1, k2, k3, y);                                       \
+    }                                                                                         \
+    static void rows_map1_##SFX(const uint16_t *a, int64_t rows, int64_t c, const float *k1,  \
+                                const float *k3, uint16_t *y)                                 \
+    {                                                                                         \
+        ref_half_rows_map(DT, a, NULL, rows, c, k1, NULL, k3, y);                             \
+    }                                                                                         \
+    static void rows_map2_##SFX(const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c, \
+                                const float *k1, const float *k2, const float *k3, uint16_t *y) \
+    {                                                                                         \
+        ref_half_rows_map(DT, a, b, rows, c, k1, k2, k3, y);                                  \
     }
-    *s0 += r0;
-    *s1 += r1;
-}
 
-static void rows_sums_f16(const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c, float *s0,
-                          float *s1)
-{
-    int64_t r, k;
-    for (r = 0; r < rows; r++) {
-        const uint16_t *ar = a + r * c, *br = b + r * c;
-        k = 0;
-#if F16_VECTOR
-        for (; k + 8 <= c; k += 8) {
-            __m256 va = ld8_f16(ar + k), vb = ld8_f16(br + k);
-            _mm256_storeu_ps(s0 + k, _mm256_add_ps(_mm256_loadu_ps(s0 + k), va));
-            _mm256_storeu_ps(s1 + k, _mm256_add_ps(_mm256_loadu_ps(s1 + k), _mm256_mul_ps(va, vb)));
-        }
-#endif
-        for (; k < c; k++) {
-            s0[k] += ld_f16(ar, k);
-            s1[k] += ld_f16(ar, k) * ld_f16(br, k);
-        }
-    }
-}
-
-/* y = k1*a + k2*b + k3 over n elements of one channel (b NULL: y = k1*a + k3). */
-static void plane_map_f16(const uint16_t *a, const uint16_t *b, int64_t n, float k1, float k2,
-                          float k3, uint16_t *y)
-{
-    int64_t i = 0;
-#if F16_VECTOR
-    __m256 v1 = _mm256_set1_ps(k1), v2 = _mm256_set1_ps(k2), v3 = _mm256_set1_ps(k3);
-    for (; i + 8 <= n; i += 8) {
-        __m256 t = _mm256_add_ps(_mm256_mul_ps(v1, ld8_f16(a + i)), v3);
-        if (b) t = _mm256_add_ps(t, _mm256_mul_ps(v2, ld8_f16(b + i)));
-        st8_f16(y + i, t);
-    }
-#endif
-    for (; i < n; i++) y[i] = to_f16(k1 * ld_f16(a, i) + k3 + (b ? k2 * ld_f16(b, i) : 0.0f));
-}
-
-static void plane_map1_f16(const uint16_t *a, int64_t n, float k1, float k3, uint16_t *y)
-{
-    plane_map_f16(a, NULL, n, k1, 0.0f, k3, y);
-}
-
-static void plane_map2_f16(const uint16_t *a, const uint16_t *b, int64_t n, float k1, float k2,
-                           float k3, uint16_t *y)
-{
-    plane_map_f16(a, b, n, k1, k2, k3, y);
-}
-
-/* The same per row of c channels, with per-channel k1, k2, k3 (k2 and b NULL together). */
-static void rows_map_f16(const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c,
-                         const float *k1, const float *k2, const float *k3, uint16_t *y)
-{
-    int64_t r, k;
-    for (r = 0; r < rows; r++) {
-        const uint16_t *ar = a + r * c, *br = b ? b + r * c : NULL;
-        uint16_t *yr = y + r * c;
-        k = 0;
-#if F16_VECTOR
-        for (; k + 8 <= c; k += 8) {
-            __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(k1 + k), ld8_f16(ar + k)),
-                                     _mm256_loadu_ps(k3 + k));
-            if (br)
-                t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_loadu_ps(k2 + k), ld8_f16(br + k)));
-            st8_f16(yr + k, t);
-        }
-#endif
-        for (; k < c; k++)
-            yr[k] = to_f16(k1[k] * ld_f16(ar, k) + k3[k] + (br ? k2[k] * ld_f16(br, k) : 0.0f));
-    }
-}
-
-static void rows_map1_f16(const uint16_t *a, int64_t rows, int64_t c, const float *k1,
-                          const float *k3, uint16_t *y)
-{
-    rows_map_f16(a, NULL, rows, c, k1, NULL, k3, y);
-}
-
-static void rows_map2_f16(const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c,
-                          const float *k1, const float *k2, const float *k3, uint16_t *y)
-{
-    rows_map_f16(a, b, rows, c, k1, k2, k3, y);
-}
+DEFINE_HALF_KERNELS(bf16, SBN_BF16)
+DEFINE_HALF_KERNELS(f16, SBN_F16)
 
 /* CALL(SFX, T) for the case's element type: the kernels above by suffix and C type. */
 #define REF_BY_DTYPE(dtype, CALL)                                                             \
@@ -328,7 +168,7 @@ static void rows_map2_f16(const uint16_t *a, const uint16_t *b, int64_t rows, in
 void ref_plane_sums(int bf16, const void *x, int64_t n, float *s0, float *s1)
 {
     if (bf16)
-        plane_sums_bf16((const uint16_t *)x, (const uint16_t *)x, n, s0, s1);
+        ref_half_plane_sums(SBN_BF16, (const uint16_t *)x, (const uint16_t *)x, n, s0, s1);
     else
         plane_sums_f32((const float *)x, (const float *)x, n, s0, s1);
 }
@@ -336,7 +176,7 @@ void ref_plane_sums(int bf16, const void *x, int64_t n, float *s0, float *s1)
 void ref_rows_sums(int bf16, const void *x, int64_t rows, int64_t c, float *s0, float *s1)
 {
     if (bf16)
-        rows_sums_bf16((const uint16_t *)x, (const uint16_t *)x, rows, c, s0, s1);
+        ref_half_rows_sums(SBN_BF16, (const uint16_t *)x, (const uint16_t *)x, rows, c, s0, s1);
     else
         rows_sums_f32((const float *)x, (const float *)x, rows, c, s0, s1);
 }
