@@ -5,8 +5,9 @@
 #      and the tail of loops of 50 us pieces: p90/p99/max), and small ops on pools of those
 #      sizes (pool.csv);
 #   2. bench/run_bench.py over bench/shapes/quick.txt, bench/shapes/small_batch.txt and
-#      32x2048x7x7, fp32 and bf16, both layouts, three modes, at SCALE_THREADS (default
-#      1,4,CPUs) against the PyTorch of
+#      32x2048x7x7, SCALE_DTYPES (default f32,bf16; f32,bf16,f16 adds fp16 at about half
+#      the time again), both layouts, three modes, at SCALE_THREADS (default 1,4,CPUs)
+#      against the PyTorch of
 #      $PYTHON (default: the python3 on PATH), without the aclnn, layer and MPI rows:
 #      results.csv, raw.csv, scaling.csv, summary.png, scaling.png and the printed tables
 #      (run.log);
@@ -43,7 +44,7 @@ echo "# run_bench.py" | tee -a "$out/run.log"
 printf '32x2048x7x7\n' > build/scale/wide.txt
 shapes=${SCALE_SHAPES:-bench/shapes/quick.txt bench/shapes/small_batch.txt build/scale/wide.txt}
 timeout 420 "$py" bench/run_bench.py --build build/scale --out "$out/results.csv" \
-  --shapes $shapes --threads "$threads" \
+  --shapes $shapes --threads "$threads" --dtypes "${SCALE_DTYPES:-f32,bf16}" \
   --no-mpi --no-syncbn --no-aclnn --torch-python "$py" --plot-python "$py" \
   --min-reps 10 --min-time "${SCALE_MIN_TIME:-0.1}" --max-time "${SCALE_MAX_TIME:-0.3}" \
   2>&1 | tee -a "$out/run.log"
