@@ -186,13 +186,13 @@ int aclnn_case_run(void *ctx)
 
 void aclnn_case_destroy(aclnn_case *k)
 {
-    aclTensor **all[] = {&k->x,     &k->y,       &k->dy,       &k->dx,         &k->w,
-                         &k->b,     &k->rm,      &k->rv,       &k->sm,         &k->si,
-                         &k->gw,    &k->gb,      &k->mean1,    &k->invstd1,    &k->mean_row,
-                         &k->invstd_row, &k->counts, &k->mean_all, &k->invstd_all};
     size_t i;
-    if (k == NULL) return;
-    for (i = 0; i < sizeof all / sizeof all[0]; i++) aclDestroyTensor(*all[i]);
+    if (k == NULL) return; /* before any &k->member: on a null k that is undefined already */
+    aclTensor *all[] = {k->x,     k->y,       k->dy,       k->dx,         k->w,
+                        k->b,     k->rm,      k->rv,       k->sm,         k->si,
+                        k->gw,    k->gb,      k->mean1,    k->invstd1,    k->mean_row,
+                        k->invstd_row, k->counts, k->mean_all, k->invstd_all};
+    for (i = 0; i < sizeof all / sizeof all[0]; i++) aclDestroyTensor(all[i]);
     aclDestroyBoolArray(k->mask);
     if (k->stream != NULL) aclrtDestroyStream(k->stream);
     bench_free(k->ws, k->ws_bytes);

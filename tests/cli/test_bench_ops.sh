@@ -41,9 +41,11 @@ expect_refused "--modes: unknown 'fwd'" --modes fwd,bwd
 
 out=$(mktemp)
 checks=$((checks + 1))
-if ! timeout 300 "$bench" --shape 2x8x4x4 --shape 6x5 --dtypes f32,bf16,f16 --threads 1,2 \
-  --no-onednn --no-aclnn --min-reps 2 --min-time 0 --max-time 0.001 >"$out" 2>&1; then
-  fail "bench_ops over f32,bf16,f16: exit $? ($(tail -n 2 "$out" | tr '\n' ' '))"
+timeout 300 "$bench" --shape 2x8x4x4 --shape 6x5 --dtypes f32,bf16,f16 --threads 1,2 \
+  --no-onednn --no-aclnn --min-reps 2 --min-time 0 --max-time 0.001 >"$out" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] || grep -q "runtime error\|ERROR: AddressSanitizer" "$out"; then
+  fail "bench_ops over f32,bf16,f16: exit $rc ($(grep -m1 "runtime error\|ERROR:" "$out"))"
 fi
 for impl in syncbn ref; do
   for dt in f32 bf16 f16; do
