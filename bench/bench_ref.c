@@ -120,51 +120,6 @@ static inline void st_f32(float *p, int64_t i, float v) { p[i] = v; }
 
 DEFINE_REF_KERNELS(f32, float, ld_f32, st_f32)
 
-/* The 2-byte types' kernels (bench_ref_half.c) under the names REF_BY_DTYPE calls. */
-#define DEFINE_HALF_KERNELS(SFX, DT)                                                          \
-    static void plane_sums_##SFX(const uint16_t *a, const uint16_t *b, int64_t n, float *s0,  \
-                                 float *s1)                                                   \
-    {                                                                                         \
-        ref_half_plane_sums(DT, a, b, n, s0, s1);                                             \
-    }                                                                                         \
-    static void rows_sums_##SFX(const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c, \
-                                float *s0, float *s1)                                         \
-    {                                                                                         \
-        ref_half_rows_sums(DT, a, b, rows, c, s0, s1);                                        \
-    }                                                                                         \
-    static void plane_map1_##SFX(const uint16_t *a, int64_t n, float k1, float k3, uint16_t *y) \
-    {                                                                                         \
-        ref_half_plane_map(DT, a, NULL, n, k1, 0.0f, k3, y);                                  \
-    }                                                                                         \
-    static void plane_map2_##SFX(const uint16_t *a, const uint16_t *b, int64_t n, float k1,   \
-                                 float k2, float k3, uint16_t *y)                             \
-    {                                                                                         \
-        ref_half_plane_map(DT, a, b, n, k1, k2, k3, y);                                       \
-    }                                                                                         \
-    static void rows_map1_##SFX(const uint16_t *a, int64_t rows, int64_t c, const float *k1,  \
-                                const float *k3, uint16_t *y)                                 \
-    {                                                                                         \
-        ref_half_rows_map(DT, a, NULL, rows, c, k1, NULL, k3, y);                             \
-    }                                                                                         \
-    static void rows_map2_##SFX(const uint16_t *a, const uint16_t *b, int64_t rows, int64_t c, \
-                                const float *k1, const float *k2, const float *k3, uint16_t *y) \
-    {                                                                                         \
-        ref_half_rows_map(DT, a, b, rows, c, k1, k2, k3, y);                                  \
-    }
-
-DEFINE_HALF_KERNELS(bf16, SBN_BF16)
-DEFINE_HALF_KERNELS(f16, SBN_F16)
-
-/* CALL(SFX, T) for the case's element type: the kernels above by suffix and C type. */
-#define REF_BY_DTYPE(dtype, CALL)                                                             \
-    do {                                                                                      \
-        switch (dtype) {                                                                      \
-        case SBN_BF16: CALL(bf16, uint16_t); break;                                           \
-        case SBN_F16: CALL(f16, uint16_t); break;                                             \
-        default: CALL(f32, float); break;                                                     \
-        }                                                                                     \
-    } while (0)
-
 void ref_plane_sums(int bf16, const void *x, int64_t n, float *s0, float *s1)
 {
     if (bf16)
@@ -207,26 +162,37 @@ static geom geometry(const bench_problem *p)
     return g;
 }
 
+/* bf16 and fp16 go to bench_ref_half.c's kernels (they take the dtype), fp32 to the above. */
+static int is_half(sbn_dtype dt)
+{
+    return dt == SBN_BF16 || dt == SBN_F16;
+}
+
 static void sums_range(const bench_problem *p, const geom *g, const void *a, const void *b,
                        int64_t lo, int64_t hi, float *s0, float *s1)
 {
     size_t es = sbn_dtype_size(p->dtype);
+    int half = is_half(p->dtype);
     int64_t u;
     if (g->planes) {
         for (u = lo; u < hi; u++) {
             const char *pa = (const char *)a + (size_t)(u * g->len) * es;
             const char *pb = (const char *)b + (size_t)(u * g->len) * es;
             int64_t ch = u % g->c;
-#define PLANE_SUMS(SFX, T) plane_sums_##SFX((const T *)pa, (const T *)pb, g->len, &s0[ch], &s1[ch])
-            REF_BY_DTYPE(p->dtype, PLANE_SUMS);
-#undef PLANE_SUMS
+            if (half)
+                ref_half_plane_sums(p->dtype, (const uint16_t *)pa, (const uint16_t *)pb, g->len,
+                                    &s0[ch], &s1[ch]);
+            else
+                plane_sums_f32((const float *)pa, (const float *)pb, g->len, &s0[ch], &s1[ch]);
         }
     } else {
         const char *pa = (const char *)a + (size_t)(lo * g->c) * es;
         const char *pb = (const char *)b + (size_t)(lo * g->c) * es;
-#define ROWS_SUMS(SFX, T) rows_sums_##SFX((const T *)pa, (const T *)pb, hi - lo, g->c, s0, s1)
-        REF_BY_DTYPE(p->dtype, ROWS_SUMS);
-#undef ROWS_SUMS
+        if (half)
+            ref_half_rows_sums(p->dtype, (const uint16_t *)pa, (const uint16_t *)pb, hi - lo, g->c,
+                               s0, s1);
+        else
+            rows_sums_f32((const float *)pa, (const float *)pb, hi - lo, g->c, s0, s1);
     }
 }
 
@@ -236,36 +202,36 @@ static void map_range(const bench_problem *p, const geom *g, const void *a, cons
                       int64_t hi)
 {
     size_t es = sbn_dtype_size(p->dtype);
+    int half = is_half(p->dtype);
     int64_t u;
-#define MAP1(KIND, SFX, T, N, ...) KIND##_map1_##SFX((const T *)pa, N, __VA_ARGS__, (T *)po)
-#define MAP2(KIND, SFX, T, N, ...) \
-    KIND##_map2_##SFX((const T *)pa, (const T *)pb, N, __VA_ARGS__, (T *)po)
     if (g->planes) {
         for (u = lo; u < hi; u++) {
             size_t off = (size_t)(u * g->len) * es;
             const char *pa = (const char *)a + off, *pb = b ? (const char *)b + off : NULL;
             char *po = (char *)out + off;
             int64_t ch = u % g->c;
-#define PLANE_MAP1(SFX, T) MAP1(plane, SFX, T, g->len, k1[ch], k3[ch])
-#define PLANE_MAP2(SFX, T) MAP2(plane, SFX, T, g->len, k1[ch], k2[ch], k3[ch])
-            if (b == NULL) REF_BY_DTYPE(p->dtype, PLANE_MAP1);
-            else REF_BY_DTYPE(p->dtype, PLANE_MAP2);
-#undef PLANE_MAP1
-#undef PLANE_MAP2
+            if (half)
+                ref_half_plane_map(p->dtype, (const uint16_t *)pa, (const uint16_t *)pb, g->len,
+                                   k1[ch], b ? k2[ch] : 0.0f, k3[ch], (uint16_t *)po);
+            else if (b == NULL)
+                plane_map1_f32((const float *)pa, g->len, k1[ch], k3[ch], (float *)po);
+            else
+                plane_map2_f32((const float *)pa, (const float *)pb, g->len, k1[ch], k2[ch],
+                               k3[ch], (float *)po);
         }
     } else {
         size_t off = (size_t)(lo * g->c) * es;
         const char *pa = (const char *)a + off, *pb = b ? (const char *)b + off : NULL;
         char *po = (char *)out + off;
-#define ROWS_MAP1(SFX, T) MAP1(rows, SFX, T, hi - lo, g->c, k1, k3)
-#define ROWS_MAP2(SFX, T) MAP2(rows, SFX, T, hi - lo, g->c, k1, k2, k3)
-        if (b == NULL) REF_BY_DTYPE(p->dtype, ROWS_MAP1);
-        else REF_BY_DTYPE(p->dtype, ROWS_MAP2);
-#undef ROWS_MAP1
-#undef ROWS_MAP2
+        if (half)
+            ref_half_rows_map(p->dtype, (const uint16_t *)pa, (const uint16_t *)pb, hi - lo, g->c,
+                              k1, k2, k3, (uint16_t *)po);
+        else if (b == NULL)
+            rows_map1_f32((const float *)pa, hi - lo, g->c, k1, k3, (float *)po);
+        else
+            rows_map2_f32((const float *)pa, (const float *)pb, hi - lo, g->c, k1, k2, k3,
+                          (float *)po);
     }
-#undef MAP1
-#undef MAP2
 }
 
 static void mid_barrier(ref_team *t)

@@ -12,8 +12,8 @@ Run it with the Debian interpreter (/usr/bin/python3, which has python3-torch).
 Channels-last is x.contiguous(memory_format=torch.channels_last) (and dy too) for
 4-D shapes; a 2-D (N, C) tensor has one layout, reported as cf. bf16 and f16 runs use
 bf16 / float16 activations with f32 weight, bias and running stats; a dtype this torch's
-CPU batch norm does not implement (float16 on torch 1.13) gives rows marked unsupported. Hot: the same tensors
-every repetition. The malloc settings matter a lot here (freed gradient buffers
+CPU batch norm does not implement (float16 on torch 1.13) gives rows marked unsupported.
+Hot: the same tensors every repetition. The malloc settings matter a lot here (freed gradient buffers
 otherwise go back to the OS and are faulted in again): bench/run_bench.py sets
 GLIBC_TUNABLES and this script prints what it ran with.
 """

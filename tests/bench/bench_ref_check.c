@@ -16,6 +16,7 @@
 
 #include "../bench/bench.h"
 #include "harness/harness.h"
+#include "support/support.h"
 
 static uint16_t to_bf16(float f)
 {
@@ -183,7 +184,7 @@ static void check_shape(const int64_t *dims, int rank, int channels_last)
             }
             for (h = 0; h < 2; h++) {
                 problem_bufs b;
-                double u = halves[h] == SBN_BF16 ? 0x1p-8 : 0x1p-11;
+                double u = tsup_unit_roundoff(halves[h]);
                 make(&b, dims, rank, channels_last, halves[h], xs, dys, threads);
                 ref_run(team, &b.p, (bench_mode)mode);
                 for (i = 0; i < n && !sbn_test_failures(); i++) {
