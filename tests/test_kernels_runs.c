@@ -10,8 +10,8 @@
  * 1..33, the plane sizes of ResNet (49, 196) and more, 1..40 runs, every lane 0..15,
  * run strides equal to the length (adjacent runs), longer (gaps, which must stay
  * untouched) and negative, misaligned pointers, maps also in place, ldk past the
- * runs. Values are finite (normal, around 1e4, wide magnitudes, subnormal), so no NaN
- * payload choice enters the compare; accumulators start nonzero and every byte of
+ * runs. Values are finite (normal, around 1e4, wide magnitudes, subnormal, the last with
+ * maps whose results are subnormal), so no NaN payload choice enters the compare; accumulators start nonzero and every byte of
  * them and of each output buffer is compared. Two planted faults (a lane restarted
  * per run, a map that takes run 0's coefficients for every run) must be caught.
  */
@@ -130,16 +130,19 @@ static void map_by_run(const sbn_kernels *s, const call *c, int bwd, const void 
 }
 
 /* Each run's coefficients ([4][LDK]): double for fp64, sbn__map_coefs_float's floats
- * otherwise; the entries past the runs hold garbage the kernels must not use. */
+ * otherwise; the entries past the runs hold garbage the kernels must not use. With
+ * subnormal inputs (profile 3) the mean and the constant term are 0, so that the maps'
+ * results are subnormal floats too: the AVX512_BF16 conversion flushes those, and the
+ * bf16 maps of that table must notice and map them again. */
 static void coefs(const call *c, int bwd, double *kd, float *kf)
 {
-    int i, m;
+    int i, m, tiny = c->profile == 3;
     for (i = 0; i < LDK; i++) {
-        double k[4], mean = c->profile == 1 ? 1e4 : normal();
+        double k[4], mean = c->profile == 1 ? 1e4 : tiny ? 0.0 : normal();
         float f[4];
-        k[0] = bwd ? normal() : mean;
+        k[0] = bwd ? (tiny ? 0.0 : normal()) : mean;
         k[1] = bwd ? mean : 0.5 + uniform();
-        k[2] = bwd ? 0.1 * normal() : normal();
+        k[2] = bwd ? 0.1 * normal() : tiny ? 0.0 : normal();
         k[3] = 0.5 + uniform();
         (void)sbn__map_coefs_float(bwd, k, f);
         for (m = 0; m < 4; m++) kd[m * LDK + i] = k[m], kf[m * LDK + i] = f[m];

@@ -8,12 +8,12 @@
  *     vectors at once), one instruction where the trick takes ten and a permute. That
  *     instruction rounds alike on every float but the subnormals: it reads and writes
  *     them as signed zeros (its DAZ and FTZ), where the trick rounds them to the nearest
- *     bf16 subnormal. Its NaNs are the trick's (the quiet high half). So where it writes
- *     a signed zero the result may be wrong, and only there: the runs' maps note the
- *     zeros they write (bf16x32_zeros), and stream_map_bf16_avx512.c maps again, by the
- *     trick, any piece that has one.
+ *     bf16 subnormal. Its NaNs are the trick's (the quiet high half). So where it reads
+ *     a float subnormal the result may be wrong, and only there: the runs' maps note the
+ *     subnormal floats they narrow (bf16x32_suspects), and stream_map_bf16_avx512.c maps
+ *     again, by the trick, any piece that has one.
  * Only the 32 bf16 of a run, which go through two zmm of floats, narrow by the CPU's
- * conversion (and only there are zeros looked for): in the default build they go in a
+ * conversion (and only there are subnormals looked for): in the default build they go in a
  * lane-interleaved order (two in-lane unpacks, and one two-source permute back); with the
  * CPU's conversion in order (it packs two vectors in order itself). Single vectors always
  * round by the trick.
@@ -87,10 +87,18 @@ SBN512_INLINE __m512i bf16x32_pack(__m512 lo, __m512 hi)
     return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
-/* Which of the 32 bf16 of h in m are signed zeros (where the conversion may have flushed). */
-SBN512_INLINE __mmask32 bf16x32_zeros(__mmask32 m, __m512i h)
+/* Which of the 32 floats lo, hi (in m) the conversion may have narrowed wrongly: the
+ * subnormals, which it flushed to signed zeros. Looked for among the floats, not among
+ * the bf16 zeros they became: an output that is zero because its float is zero (an input
+ * equal to the mean, in eval with a mean the data hits exactly) needs no second pass, and
+ * with bf16's coarse grid such zeros come in most pieces. */
+SBN512_INLINE __mmask32 bf16x32_suspects(__mmask32 m, __m512 lo, __m512 hi)
 {
-    return _mm512_mask_testn_epi16_mask(m, h, _mm512_set1_epi16(0x7FFF));
+    const int denormal = 0x20; /* vfpclassps category: a subnormal of either sign */
+    return (__mmask32)(_mm512_mask_fpclass_ps_mask((__mmask16)m, lo, denormal) |
+                       ((__mmask32)_mm512_mask_fpclass_ps_mask((__mmask16)(m >> 16), hi,
+                                                               denormal)
+                        << 16));
 }
 
 #else
@@ -123,10 +131,11 @@ SBN512_INLINE __m512i bf16x32_pack(__m512 lo, __m512 hi)
 }
 
 /* The rounding is exact: no output needs a check. */
-SBN512_INLINE __mmask32 bf16x32_zeros(__mmask32 m, __m512i h)
+SBN512_INLINE __mmask32 bf16x32_suspects(__mmask32 m, __m512 lo, __m512 hi)
 {
     (void)m;
-    (void)h;
+    (void)lo;
+    (void)hi;
     return 0;
 }
 

@@ -413,8 +413,9 @@ SBN512_INLINE void st8m(sbn_kdtype dt, void *p, __mmask8 m, __m256 v)
 
 /* ---- runs of one channel ---- */
 
-/* The runs' maps return, for bf16, the signed zeros they wrote (bf16x32_zeros): where the
- * CPU's conversion narrows, those are the outputs to check (bf16_avx512.h); 0 otherwise. */
+/* The runs' maps return, for bf16, the outputs whose floats were subnormal
+ * (bf16x32_suspects): where the CPU's conversion narrows, those are the outputs to check
+ * (bf16_avx512.h); 0 otherwise. */
 SBN512_INLINE __mmask32 fnormalize(sbn_kdtype dt, const void *x, size_t n, const float *f,
                                    void *y)
 {
@@ -423,23 +424,22 @@ SBN512_INLINE __mmask32 fnormalize(sbn_kdtype dt, const void *x, size_t n, const
     if (dt == SBN_KD_BF16) { /* 32 at a time (bf16_avx512.h) */
         const uint16_t *xp = x;
         uint16_t *yp = y;
-        __mmask32 zeros = 0;
+        __mmask32 suspects = 0;
         __m512 v0, v1;
-        __m512i h;
         for (; i + 32 <= n; i += 32) {
             bf16x32_load(xp + i, &v0, &v1);
-            h = bf16x32_pack(fnormalize16(v0, f0, f1, f2), fnormalize16(v1, f0, f1, f2));
-            zeros |= bf16x32_zeros((__mmask32)~0u, h);
-            store_si512(yp + i, h);
+            v0 = fnormalize16(v0, f0, f1, f2), v1 = fnormalize16(v1, f0, f1, f2);
+            suspects |= bf16x32_suspects((__mmask32)~0u, v0, v1);
+            store_si512(yp + i, bf16x32_pack(v0, v1));
         }
         if (i < n) {
             const __mmask32 m = tail_mask32(n - i);
             bf16x32_loadz(m, xp + i, &v0, &v1);
-            h = bf16x32_pack(fnormalize16(v0, f0, f1, f2), fnormalize16(v1, f0, f1, f2));
-            zeros |= bf16x32_zeros(m, h);
-            _mm512_mask_storeu_epi16(yp + i, m, h);
+            v0 = fnormalize16(v0, f0, f1, f2), v1 = fnormalize16(v1, f0, f1, f2);
+            suspects |= bf16x32_suspects(m, v0, v1);
+            _mm512_mask_storeu_epi16(yp + i, m, bf16x32_pack(v0, v1));
         }
-        return zeros;
+        return suspects;
     }
     for (; i + 32 <= n; i += 32) {
         __m512 v0 = ld16(dt, sbn512_at(dt, x, i)), v1 = ld16(dt, sbn512_at(dt, x, i + 16));
@@ -467,27 +467,24 @@ SBN512_INLINE __mmask32 fbackward(sbn_kdtype dt, const void *dy, const void *x, 
     if (dt == SBN_KD_BF16) { /* 32 at a time (bf16_avx512.h) */
         const uint16_t *gp = dy, *xp = x;
         uint16_t *op = gi;
-        __mmask32 zeros = 0;
+        __mmask32 suspects = 0;
         __m512 g0, g1, v0, v1;
-        __m512i h;
         for (; i + 32 <= n; i += 32) {
             bf16x32_load(gp + i, &g0, &g1);
             bf16x32_load(xp + i, &v0, &v1);
-            h = bf16x32_pack(fbackward16(g0, v0, f0, f1, f2, f3),
-                             fbackward16(g1, v1, f0, f1, f2, f3));
-            zeros |= bf16x32_zeros((__mmask32)~0u, h);
-            store_si512(op + i, h);
+            v0 = fbackward16(g0, v0, f0, f1, f2, f3), v1 = fbackward16(g1, v1, f0, f1, f2, f3);
+            suspects |= bf16x32_suspects((__mmask32)~0u, v0, v1);
+            store_si512(op + i, bf16x32_pack(v0, v1));
         }
         if (i < n) {
             const __mmask32 m = tail_mask32(n - i);
             bf16x32_loadz(m, gp + i, &g0, &g1);
             bf16x32_loadz(m, xp + i, &v0, &v1);
-            h = bf16x32_pack(fbackward16(g0, v0, f0, f1, f2, f3),
-                             fbackward16(g1, v1, f0, f1, f2, f3));
-            zeros |= bf16x32_zeros(m, h);
-            _mm512_mask_storeu_epi16(op + i, m, h);
+            v0 = fbackward16(g0, v0, f0, f1, f2, f3), v1 = fbackward16(g1, v1, f0, f1, f2, f3);
+            suspects |= bf16x32_suspects(m, v0, v1);
+            _mm512_mask_storeu_epi16(op + i, m, bf16x32_pack(v0, v1));
         }
-        return zeros;
+        return suspects;
     }
     for (; i + 32 <= n; i += 32) {
         __m512 g0 = ld16(dt, sbn512_at(dt, dy, i)), g1 = ld16(dt, sbn512_at(dt, dy, i + 16));
@@ -684,7 +681,7 @@ SBN512_INLINE __mmask32 runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t
                                  const void *x, int64_t xs, size_t runs, size_t len, const void *k,
                                  size_t ldk, void *y, int64_t ys)
 {
-    __mmask32 zeros = 0;
+    __mmask32 suspects = 0;
     size_t i;
     int m;
     for (i = 0; i < runs; i++) {
@@ -698,12 +695,12 @@ SBN512_INLINE __mmask32 runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t
             c = kf;
         }
         if (bwd)
-            zeros |= run_backward(dt, RUN(dt, dy, i, dys), RUN(dt, x, i, xs), len, c,
+            suspects |= run_backward(dt, RUN(dt, dy, i, dys), RUN(dt, x, i, xs), len, c,
                                   RUN_W(dt, y, i, ys));
         else
-            zeros |= run_normalize(dt, RUN(dt, x, i, xs), len, c, RUN_W(dt, y, i, ys));
+            suspects |= run_normalize(dt, RUN(dt, x, i, xs), len, c, RUN_W(dt, y, i, ys));
     }
-    return zeros;
+    return suspects;
 }
 
 #define SBN_DEFINE_MAP_AVX512(dt, kd)                                                           \

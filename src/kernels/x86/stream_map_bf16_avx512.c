@@ -4,12 +4,13 @@
  * stream_map_avx512.c's, built with SBN_MAP_BF16_CVT = 1: its bf16 runs narrow by the
  * CPU's conversion, one instruction for 32 floats where the integer rounding takes ten
  * and a permute, which is what a bf16 run's map waits on while its data is in the cache
- * (measurements: docs/performance.md). That conversion writes float subnormals as signed
+ * (measurements: docs/performance.md). That conversion reads float subnormals as signed
  * zeros instead of rounding them (bf16_avx512.h), and every other float as the rounding
- * does; the runs' maps report the signed zeros they wrote. So each bf16 map here maps a piece of at most
- * SBN_BF16_PIECE elements that way and, when the piece has a signed zero among its
- * outputs, maps it again by the rounding kernel of stream_map_avx512.c: the bits are
- * those of every other variant, and the second pass costs only where outputs are zeros.
+ * does; the runs' maps report the outputs whose floats were subnormal. So each bf16 map
+ * here maps a piece of at most SBN_BF16_PIECE elements that way and, when the piece had a
+ * subnormal float among its outputs, maps it again by the rounding kernel of
+ * stream_map_avx512.c: the bits are those of every other variant, and the second pass
+ * costs only where outputs are that small (below 2^-126), not where they are zeros.
  * An output that shares memory with an input (in place) could not be mapped again from
  * its input: such calls go to the rounding kernel whole. Rows (channels-last) gain
  * nothing from the conversion, which is not what their maps wait on (their coefficients
@@ -19,8 +20,8 @@
 #define SBN_MAP_BF16_CVT 1
 #include "kernels/x86/stream_map_avx512.c"
 
-/* Elements a piece maps before its zeros are checked: whatever the check finds is mapped
- * again from inputs still in the L1. */
+/* Elements a piece maps before its check: whatever the check finds is mapped again from
+ * inputs still in the L1. */
 #define SBN_BF16_PIECE 4096
 
 /* The bytes [lo, hi) that `count` lines of len bf16, s elements apart, span from p. */
