@@ -14,8 +14,10 @@
  * then sbn_batch_norm (training forward) and sbn_batch_norm_backward on small fp32
  * NCHW shapes (2x64x8x8, 8x128x14x14, 8x256x28x28 by default) with pools of 1, 2
  * and each W, as the library plans them (plan.c: a small call takes one thread
- * whatever the pool). Each row: min, median, 90th and 99th percentile and max
- * microseconds over --reps calls.
+ * whatever the pool), back to back, and the training forward once more after 2 ms
+ * idle each (fwd-train-cold: a layer's call after the rest of a training step, its
+ * workers asleep). Each row: min, median, 90th and 99th percentile and max
+ * microseconds over --reps calls (the cold rows over reps / 8).
  *   usage: bench_pool [--threads 1,2,4,...] [--reps N] [--shapes 2x64x8x8,...]
  *   rows:  kind,what,threads,min_us,med_us,p90_us,p99_us,max_us
  */
@@ -168,6 +170,14 @@ static int time_op(const int64_t *d, sbn_pool_t *pool, int threads, int reps, do
         if (k >= 0) t[k] = now_us() - t0;
     }
     report("fwd-train", what, threads, t, reps);
+    for (k = 0; k < reps / 8 + 1; k++) { /* after 2 ms idle: the pool's workers asleep */
+        double t0;
+        usleep(2000);
+        t0 = now_us();
+        sbn_batch_norm(&tx, &w, &b, 1, 0.1, 1e-5, &rm, &rv, &ty, &sm, &si, ws, ws_bytes, pool);
+        t[k] = now_us() - t0;
+    }
+    report("fwd-train-cold", what, threads, t, reps / 8 + 1);
     for (k = -20; k < reps; k++) {
         double t0 = now_us();
         sbn_batch_norm_backward(&tdy, &tx, &w, NULL, NULL, &sm, &si, 1, 1e-5, &tdx, &gw, &gb, ws,

@@ -2,8 +2,9 @@
  * test_plan.c - the pool's loops and the plan's team sizes (src/core/pool.c,
  * src/ops/plan.c). The pool: every index of a loop runs exactly once, whatever the
  * team width, the count, whether the workers are spinning, asleep or cancelled while
- * waking, and with several threads calling loops on one pool at once; its counts of
- * what the loops cost add up. The plan: a
+ * waking, and with several threads calling loops on one pool at once; a loop after the
+ * workers fell asleep wakes every member it invites, for team widths across the wake-up
+ * groups; its counts of what the loops cost add up. The plan: a
  * loop never takes more threads than the pool, the CPUs or its work justify, and the
  * teams it picks (unlike the rest of the tests, which run every loop on the whole pool)
  * give the same bits as one thread, for every op of a training step, in both layouts
@@ -125,6 +126,57 @@ static void pool_stats_count_the_loops(void)
     CHECK(st.wait_ns > 0 && st.wait_ns >= st.wait_ns_max);
     sbn_pool_destroy(pool);
     free(job);
+}
+
+/* A loop of `width` pieces whose piece 0 (the caller's, which it runs first) waits for
+ * every other piece to be run by the member it belongs to, up to 5 s: the caller cancels
+ * and takes over only the invitations not claimed by then. */
+typedef struct wake_probe {
+    pthread_t caller;
+    int64_t count;
+    atomic_int members_done, by_caller;
+} wake_probe;
+
+static void wait_for_members(void *ctx, int64_t begin, int64_t end)
+{
+    wake_probe *p = ctx;
+    int64_t i;
+    for (i = begin; i < end; i++) {
+        if (i == 0) {
+            int spins;
+            for (spins = 0; spins < 50000 && atomic_load(&p->members_done) < p->count - 1; spins++)
+                usleep(100);
+        } else if (pthread_equal(pthread_self(), p->caller)) {
+            atomic_fetch_add(&p->by_caller, 1);
+        } else {
+            atomic_fetch_add(&p->members_done, 1);
+        }
+    }
+}
+
+/* Teams of every width woken from sleep: after the workers have slept (5 ms idle, well past
+ * their spin), a loop must wake every member it invites - all of them take their piece
+ * while the caller waits in its own - whichever wake-up groups (pool.c) the team spans. */
+static void sleepers_woken_for_every_width(void)
+{
+    static const int widths[] = {2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 40};
+    sbn_pool_t *pool = NULL;
+    unsigned i;
+    CHECK_OK(sbn_pool_create(40, &pool));
+    for (i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        sbn_pool_t view, *team = sbn__pool_team(pool, widths[i], &view);
+        wake_probe p;
+        p.caller = pthread_self();
+        p.count = widths[i];
+        atomic_init(&p.members_done, 0);
+        atomic_init(&p.by_caller, 0);
+        usleep(5000);
+        sbn__parallel_for(team, widths[i], wait_for_members, &p);
+        CHECK_MSG(atomic_load(&p.by_caller) == 0 && atomic_load(&p.members_done) == widths[i] - 1,
+                  "width %d after sleep: %d members took their piece, the caller ran %d",
+                  widths[i], atomic_load(&p.members_done), atomic_load(&p.by_caller));
+    }
+    sbn_pool_destroy(pool);
 }
 
 typedef struct caller_arg {
@@ -282,6 +334,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(every_index_once),
     SBN_TEST_CASE(concurrent_callers),
     SBN_TEST_CASE(pool_stats_count_the_loops),
+    SBN_TEST_CASE(sleepers_woken_for_every_width),
     SBN_TEST_CASE(width_rules),
     SBN_TEST_CASE(planned_teams_same_bits),
     SBN_TEST_CASE(wide_pools_same_bits),

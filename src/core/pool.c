@@ -21,9 +21,15 @@
  *
  * An idle worker spins on its slot for SBN_POOL_SPIN_NS after the last loop it ran,
  * because an op runs a few loops back to back and a layer several ops; then it sleeps
- * on a condition variable, and the caller touches that mutex only when a worker it
- * invites is asleep (a store-then-load on both sides, sequentially consistent: either
- * the caller sees the sleeper's flag or the sleeper sees its slot change). Ops on one
+ * on a condition variable, and the caller touches the sleepers' mutex only when a
+ * worker it invites is asleep (a store-then-load on both sides, sequentially consistent:
+ * either the caller sees the sleeper's flag or the sleeper sees its slot change). The
+ * workers sleep in groups of doubling size, members [2^g, 2^(g+1)) on condition variable
+ * g, and a loop wakes the groups its team reaches: at most log2(W) + 1 broadcasts, and
+ * never more than about W sleepers. One variable for the whole pool woke every sleeper
+ * for a loop of two, and on a pool larger than the machine those wake-ups, each taking
+ * the mutex to go back to sleep, held the caller off its CPU; one variable per worker
+ * made a wide loop pay a system call per member (bench_pool, cold loops). Ops on one
  * pool from several threads take turns (run_lock).
  *
  * The caller also counts what each loop cost beyond its work (sbn__pool_stats: loops,
@@ -57,6 +63,8 @@
  * stops calling gets its cores back within a fraction of a millisecond.
  */
 #define SBN_POOL_SPIN_NS 200000
+/* Wake-up groups: members [2^g, 2^(g+1)), g < SBN_POOL_GROUPS, cover 1..SBN_POOL_MAX_THREADS-1. */
+#define SBN_POOL_GROUPS 10
 #define SBN_CACHE_LINE 64
 
 enum { PHASE_INVITED = 0, PHASE_RUNNING = 1, PHASE_DONE = 2, PHASE_CANCELLED = 3 };
@@ -80,7 +88,8 @@ struct sbn_pool_core {
     pool_worker *workers;    /* [T-1], one cache line each */
     pthread_mutex_t run_lock; /* one parallel loop at a time */
     pthread_mutex_t lock;    /* sleeping workers only */
-    pthread_cond_t wake;
+    pthread_cond_t wake[SBN_POOL_GROUPS]; /* group g: members [2^g, 2^(g+1)) */
+    int conds;               /* groups whose `wake` is initialised */
     atomic_int stop;
     unsigned long loops;     /* loops started (under run_lock) */
     sbn__pool_stats stats;   /* what the loops cost beyond their work (under run_lock) */
@@ -140,6 +149,32 @@ static int spin_for_slot(pool_worker *self, unsigned long seen, int64_t deadline
     }
 }
 
+/* The wake-up group of member m >= 1: floor(log2(m)). */
+static int wake_group(int m)
+{
+    int g = 0;
+    while (m >> (g + 1)) g++;
+    return g;
+}
+
+/* Wakes the groups that hold a sleeping member of a team `width` wide (members
+ * 1..width-1). The flags are read under the lock, where the sleepers set them. */
+static void wake_team(struct sbn_pool_core *core, int64_t width)
+{
+    int64_t lo, m;
+    int g;
+    pthread_mutex_lock(&core->lock);
+    for (g = 0, lo = 1; lo < width; g++, lo *= 2) {
+        int64_t hi = 2 * lo < width ? 2 * lo : width;
+        for (m = lo; m < hi; m++)
+            if (atomic_load(&core->workers[m - 1].asleep)) {
+                pthread_cond_broadcast(&core->wake[g]);
+                break;
+            }
+    }
+    pthread_mutex_unlock(&core->lock);
+}
+
 static void *worker_main(void *arg)
 {
     pool_worker *self = arg;
@@ -152,7 +187,7 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&core->lock);
             atomic_store(&self->asleep, 1);
             while (!atomic_load(&core->stop) && SLOT_NUMBER(atomic_load(&self->slot)) == seen)
-                pthread_cond_wait(&core->wake, &core->lock);
+                pthread_cond_wait(&core->wake[wake_group(self->index)], &core->lock);
             atomic_store(&self->asleep, 0);
             pthread_mutex_unlock(&core->lock);
         }
@@ -178,7 +213,7 @@ static void stop_workers(struct sbn_pool_core *core)
     int i;
     atomic_store(&core->stop, 1);
     pthread_mutex_lock(&core->lock);
-    pthread_cond_broadcast(&core->wake);
+    for (i = 0; i < core->conds; i++) pthread_cond_broadcast(&core->wake[i]);
     pthread_mutex_unlock(&core->lock);
     for (i = 0; i < core->started; i++) pthread_join(core->workers[i].thread, NULL);
 }
@@ -196,7 +231,8 @@ static void free_pool(struct sbn_pool *pool)
 {
     struct sbn_pool_core *core = pool->core;
     if (core != NULL) {
-        pthread_cond_destroy(&core->wake);
+        int i;
+        for (i = 0; i < core->conds; i++) pthread_cond_destroy(&core->wake[i]);
         pthread_mutex_destroy(&core->lock);
         pthread_mutex_destroy(&core->run_lock);
         sbn__free(core->workers_block);
@@ -237,9 +273,15 @@ SBN_API sbn_status sbn_pool_create(int threads, sbn_pool_t **out)
     core->spin_ns = SBN_POOL_SPIN_NS;
     pthread_mutex_init(&core->run_lock, NULL);
     pthread_mutex_init(&core->lock, NULL);
-    pthread_cond_init(&core->wake, NULL);
     atomic_init(&core->next, 0);
     atomic_init(&core->stop, 0);
+    for (i = 0; i < SBN_POOL_GROUPS; i++) {
+        if (pthread_cond_init(&core->wake[i], NULL) != 0) {
+            free_pool(pool);
+            return sbn__error(SBN_ERR_THREAD, "could not create the pool's wake-up %d", i);
+        }
+        core->conds++;
+    }
     for (i = 0; i < threads - 1; i++) {
         pool_worker *w = &core->workers[i];
         w->core = core;
@@ -349,9 +391,7 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
     core->stats.invited += width - 1;
     if (sleeper) {
         core->stats.woke_sleepers++;
-        pthread_mutex_lock(&core->lock);
-        pthread_cond_broadcast(&core->wake);
-        pthread_mutex_unlock(&core->lock);
+        wake_team(core, width);
     }
 
     run_pieces(core, 0);
