@@ -92,12 +92,12 @@ SBN512_INLINE __m512i bf16x32_pack(__m512 lo, __m512 hi)
  * the bf16 zeros they became: an output that is zero because its float is zero (an input
  * equal to the mean, in eval with a mean the data hits exactly) needs no second pass, and
  * with bf16's coarse grid such zeros come in most pieces. */
+#define SBN_FPCLASS_DENORMAL 0x20 /* vfpclassps category: a subnormal of either sign */
 SBN512_INLINE __mmask32 bf16x32_suspects(__mmask32 m, __m512 lo, __m512 hi)
 {
-    const int denormal = 0x20; /* vfpclassps category: a subnormal of either sign */
-    return (__mmask32)(_mm512_mask_fpclass_ps_mask((__mmask16)m, lo, denormal) |
+    return (__mmask32)(_mm512_mask_fpclass_ps_mask((__mmask16)m, lo, SBN_FPCLASS_DENORMAL) |
                        ((__mmask32)_mm512_mask_fpclass_ps_mask((__mmask16)(m >> 16), hi,
-                                                               denormal)
+                                                               SBN_FPCLASS_DENORMAL)
                         << 16));
 }
 
