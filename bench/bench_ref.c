@@ -10,7 +10,7 @@
  * back to nearest even (their kernels, written with vectors: bench_ref_half.c). Work is
  * split into equal contiguous ranges of (n, c) planes (channels-first) or rows of C
  * (channels-last, 2-D) over a team of pthreads; per-thread per-channel partials are added
- * after a barrier.
+ * after a barrier (ref_barrier.h: spin, then sleep).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "ref_barrier.h"
 
 #define LANES 32 /* independent accumulators per plane sum */
 
@@ -32,7 +33,7 @@ struct ref_team {
     int64_t max_c;
     pthread_t *workers;
     int started;
-    pthread_barrier_t start, mid, end;
+    ref_barrier start, mid, end;
     const ref_job *job;
     int stop;
     float *part; /* [threads][2][max_c] */
@@ -236,7 +237,7 @@ static void map_range(const bench_problem *p, const geom *g, const void *a, cons
 
 static void mid_barrier(ref_team *t)
 {
-    if (t->threads > 1) pthread_barrier_wait(&t->mid);
+    if (t->threads > 1) ref_barrier_wait(&t->mid);
 }
 
 /* Thread tid's share of one job. */
@@ -299,10 +300,10 @@ static void *worker_main(void *arg)
     int tid = (int)(intptr_t)((void **)arg)[1];
     free(arg);
     for (;;) {
-        pthread_barrier_wait(&t->start);
+        ref_barrier_wait(&t->start);
         if (t->stop) return NULL;
         run_share(t, tid);
-        pthread_barrier_wait(&t->end);
+        ref_barrier_wait(&t->end);
     }
 }
 
@@ -324,9 +325,9 @@ ref_team *ref_team_create(int threads, int64_t max_channels)
         return NULL;
     }
     if (t->threads > 1) {
-        pthread_barrier_init(&t->start, NULL, (unsigned)t->threads);
-        pthread_barrier_init(&t->mid, NULL, (unsigned)t->threads);
-        pthread_barrier_init(&t->end, NULL, (unsigned)t->threads);
+        ref_barrier_init(&t->start, (unsigned)t->threads);
+        ref_barrier_init(&t->mid, (unsigned)t->threads);
+        ref_barrier_init(&t->end, (unsigned)t->threads);
         for (i = 1; i < t->threads; i++) {
             void **arg = malloc(2 * sizeof *arg);
             if (arg == NULL) abort();
@@ -345,11 +346,11 @@ void ref_team_destroy(ref_team *t)
     if (t == NULL) return;
     if (t->threads > 1) {
         t->stop = 1;
-        pthread_barrier_wait(&t->start);
+        ref_barrier_wait(&t->start);
         for (i = 1; i <= t->started; i++) pthread_join(t->workers[i], NULL);
-        pthread_barrier_destroy(&t->start);
-        pthread_barrier_destroy(&t->mid);
-        pthread_barrier_destroy(&t->end);
+        ref_barrier_destroy(&t->start);
+        ref_barrier_destroy(&t->mid);
+        ref_barrier_destroy(&t->end);
     }
     free(t->part);
     free(t->coef);
@@ -367,7 +368,7 @@ void ref_run(ref_team *t, const bench_problem *p, bench_mode mode)
         run_share(t, 0);
         return;
     }
-    pthread_barrier_wait(&t->start);
+    ref_barrier_wait(&t->start);
     run_share(t, 0);
-    pthread_barrier_wait(&t->end);
+    ref_barrier_wait(&t->end);
 }
