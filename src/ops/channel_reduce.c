@@ -22,6 +22,7 @@
  * runs kernels, then the next channel (same lanes, same order); the row path
  * (row_reduce.c, channels-last) takes whole rows, its lanes in the workspace.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -288,18 +289,15 @@ static void widen_channels(void *ctx, int64_t begin, int64_t end)
             sbn__moments_wide(&job->walk, c, &job->out[2 * c], &job->out[2 * c + 1]);
 }
 
-/* Whether every one of n doubles is finite: no exponent field all ones (Inf, NaN),
- * tested on the bits, an integer scan that vectorises. */
-static int all_finite(const double *v, int64_t n)
+/* Whether every one of n doubles is finite: |v| <= DBL_MAX, false for Inf and NaN. A
+ * compare the channel-loop clones vectorise; the integer test of the exponent bits it
+ * replaces stayed scalar in the baseline build, 19% of a training forward over 8 rows of
+ * 2048 channels (perf, bench_ops --shape 8x2048). */
+SBN_CHANNEL_LOOP static int all_finite(const double *v, int64_t n)
 {
-    const uint64_t exponent = 0x7FF0000000000000ULL;
-    uint64_t bad = 0;
+    int bad = 0;
     int64_t i;
-    for (i = 0; i < n; i++) {
-        uint64_t b;
-        memcpy(&b, &v[i], sizeof b);
-        bad |= (uint64_t)((b & exponent) == exponent);
-    }
+    for (i = 0; i < n; i++) bad |= !(fabs(v[i]) <= DBL_MAX);
     return bad == 0;
 }
 
