@@ -19,7 +19,8 @@ writes build/bench/results.csv (merged), build/bench/raw.csv (every row) and
 build/bench/summary.png (bench/plot_summary.py, run by /usr/bin/python3 with Debian's
 python3-matplotlib; skipped with a note when matplotlib is missing, never an error).
 The header names the machine: CPU model, CPUs, the L1d/L2/L3 sizes of cpu0 with the
-CPUs sharing each, and the kernels `syncbn info` reports.
+CPUs sharing each (from /sys, else sysconf: "?" where neither says), and the cache sizes and
+kernels `syncbn info` reports (the sizes the library plans with).
 
 Two byte floors, E = numel * element size (x, y, dy, dx each E):
   two-pass  fwd-train 3E (read x for the statistics, read x again, write y),
@@ -150,18 +151,22 @@ def machine_info(build):
             except (ValueError, OSError):
                 v = 0
             caches[name] = "%s %s" % (name, _kib(v) if v and v > 0 else "?")
-    kernels = "?"
+    kernels = planned = "?"
     exe = os.path.join(build, "syncbn")
     if os.access(exe, os.X_OK):
         try:
             out = subprocess.run([exe, "info"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                  universal_newlines=True, timeout=30).stdout
-            kernels = next((l.split(":", 1)[1].strip() for l in out.splitlines()
-                            if l.startswith("kernels:")), "?")
+            field = lambda name: next((l.split(":", 1)[1].strip() for l in out.splitlines()
+                                       if l.startswith(name + ":")), "?")
+            kernels, planned = field("kernels"), field("caches")
         except (OSError, subprocess.SubprocessError):
             pass
-    return "# machine: %s, %s; %s; kernels: %s" % (
-        model or "unknown CPU", cpus, ", ".join(caches[k] for k in ("L1d", "L2", "L3")), kernels)
+    # the sizes syncbn plans with (syncbn info: checked, capped where the machine
+    # misreports them) beside what the kernel and libc say
+    return "# machine: %s, %s; %s; syncbn plans with %s; kernels: %s" % (
+        model or "unknown CPU", cpus, ", ".join(caches[k] for k in ("L1d", "L2", "L3")), planned,
+        kernels)
 
 
 def usable_cpus():
