@@ -696,7 +696,7 @@ SBN512_INLINE __mmask32 runs_map(sbn_kdtype dt, int bwd, const void *dy, int64_t
         }
         if (bwd)
             suspects |= run_backward(dt, RUN(dt, dy, i, dys), RUN(dt, x, i, xs), len, c,
-                                  RUN_W(dt, y, i, ys));
+                                     RUN_W(dt, y, i, ys));
         else
             suspects |= run_normalize(dt, RUN(dt, x, i, xs), len, c, RUN_W(dt, y, i, ys));
     }
