@@ -61,11 +61,15 @@ SBN512_INLINE void lane_sums(const group *g, int w, size_t k, __m512d *a, __m512
         }
 }
 
-/* P8[k] = L[k] + L[k + 8], k < 8. */
+/* P8[k] = L[k] + L[k + 8], k < 8. A partial sum whose first lane no row reaches (lane
+ * j >= n) is +0.0 in every element, and adding +0.0 changes no sum a lane holds (the file's
+ * comment), so the addition is skipped: with 8 rows half of the fold's additions would
+ * otherwise add zeros. */
 SBN512_INLINE void fold8(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 {
     __m512d a1[GROUP_ZMM], b1[GROUP_ZMM];
     lane_sums(g, w, k, a, b);
+    if (k + 8 >= g->n) return;
     lane_sums(g, w, k + 8, a1, b1);
     add_w(w, a, b, a1, b1);
 }
@@ -75,6 +79,7 @@ SBN512_INLINE void fold4(const group *g, int w, size_t k, __m512d *a, __m512d *b
 {
     __m512d a1[GROUP_ZMM], b1[GROUP_ZMM];
     fold8(g, w, k, a, b);
+    if (k + 4 >= g->n) return;
     fold8(g, w, k + 4, a1, b1);
     add_w(w, a, b, a1, b1);
 }
@@ -84,18 +89,18 @@ SBN512_INLINE void fold2(const group *g, int w, size_t k, __m512d *a, __m512d *b
 {
     __m512d a1[GROUP_ZMM], b1[GROUP_ZMM];
     fold4(g, w, k, a, b);
+    if (k + 2 >= g->n) return;
     fold4(g, w, k + 2, a1, b1);
     add_w(w, a, b, a1, b1);
 }
 
-/* Mask of the channels c0 .. c0 + 7 that lie in [0, cn). */
+/* Mask of the channels c0 .. c0 + 7 that lie in [0, cn): bits [lo, hi). */
 static inline __mmask8 group_mask(int64_t c0, size_t cn)
 {
-    unsigned m = 0;
-    int t;
-    for (t = 0; t < 8; t++)
-        if (c0 + t >= 0 && c0 + t < (int64_t)cn) m |= 1u << t;
-    return (__mmask8)m;
+    int64_t lo = c0 < 0 ? -c0 : 0, hi = (int64_t)cn - c0;
+    if (hi > 8) hi = 8;
+    if (hi <= lo) return 0;
+    return (__mmask8)((0xffu >> (8 - (hi - lo))) << lo);
 }
 
 /* w zmm a group: one cache line of the element type (eight fp64, 16 fp32, 32 fp16/bf16).
@@ -122,8 +127,10 @@ SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, const void *dy, int6
             g.s[i] = _mm512_maskz_loadu_pd(g.m[i], s + g0 + 8 * i);
         }
         fold2(&g, w, 0, va, vb); /* A, B = P2[0] + P2[1] */
-        fold2(&g, w, 1, va1, vb1);
-        add_w(w, va, vb, va1, vb1);
+        if (n > 1) {
+            fold2(&g, w, 1, va1, vb1);
+            add_w(w, va, vb, va1, vb1);
+        }
         for (i = 0; i < w; i++) {
             _mm512_mask_storeu_pd(a + g0 + 8 * i, g.m[i], va[i]);
             _mm512_mask_storeu_pd(b + g0 + 8 * i, g.m[i], vb[i]);
