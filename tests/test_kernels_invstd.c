@@ -1,11 +1,12 @@
 /*
  * test_kernels_invstd.c - the invstd kernel of every variant this CPU runs (kernels.h):
  * out[j] = v == 0 ? 0 : 1 / sqrt(v), v = m2[j * stride] / count + eps, bit for bit the C
- * expression, for n = 0 .. 40 (every vector tail), strides 1, 2 and 3, counts 1, 3 and
- * 2^53, and m2 values that reach every branch: zeros of both signs (v = 0 with eps = 0),
+ * expression, for n = 0 .. 40 (every vector tail), strides 1, 2 and 3, counts 1, 3, 6, 8,
+ * 2048 and 2^53 (the powers of two take a multiplication, sbn__pow2_recip), and m2 values that reach every branch: zeros of both signs (v = 0 with eps = 0),
  * subnormals, huge values whose square root's reciprocal is subnormal, infinities, NaN,
  * negatives (NaN out) and random magnitudes. Elements between the strided ones and past
- * n must stay untouched.
+ * n must stay untouched. sbn__pow2_recip itself: nonzero exactly for powers of two in
+ * [1, 2^1000], and then x * recip == x / n bit for bit over the same special values.
  */
 #include <math.h>
 #include <stdint.h>
@@ -49,7 +50,7 @@ static void check_one(const sbn_kernels *kern, size_t stride, size_t n, double c
 static void test_every_variant(void)
 {
     const sbn_kernels *tables[NISA];
-    static const double counts[] = {1.0, 3.0, 9007199254740992.0};
+    static const double counts[] = {1.0, 3.0, 6.0, 8.0, 2048.0, 9007199254740992.0};
     static const double epss[] = {0.0, 1e-5, 1e300};
     int t, nt = isas(tables);
     size_t n, s, ci, ei;
@@ -57,7 +58,7 @@ static void test_every_variant(void)
     for (t = 0; t < nt; t++)
         for (n = 0; n <= MAXN; n++)
             for (s = 1; s <= 3; s++)
-                for (ci = 0; ci < 3; ci++)
+                for (ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
                     for (ei = 0; ei < 3; ei++)
                         check_one(tables[t], s, n, counts[ci], epss[ei],
                                   (uint64_t)(n * 131 + s * 17 + ci * 5 + ei + 1));
@@ -102,7 +103,32 @@ static void test_in_place(void)
         }
 }
 
+/* sbn__pow2_recip: 1/n for the powers of two in [1, 2^1000] (x * 1/n then agrees with x / n
+ * in every bit, subnormal, infinite and NaN results included), 0 for anything else. */
+static void test_pow2_recip(void)
+{
+    static const double not_pow2[] = {0.0,  -0.0, -8.0,     0.5,      3.0,     6.0,
+                                      2049, 1e300, INFINITY, -INFINITY, NAN,    4.9e-324,
+                                      9007199254740994.0};
+    uint64_t seed = 12345;
+    int e, i;
+    size_t k;
+    for (k = 0; k < sizeof not_pow2 / sizeof not_pow2[0]; k++)
+        CHECK_MSG(sbn__pow2_recip(not_pow2[k]) == 0.0, "pow2_recip(%g) should be 0", not_pow2[k]);
+    CHECK(sbn__pow2_recip(ldexp(1.0, 1001)) == 0.0);
+    for (e = 0; e <= 1000; e++) {
+        double n = ldexp(1.0, e), r = sbn__pow2_recip(n);
+        CHECK_MSG(r == ldexp(1.0, -e), "pow2_recip(2^%d) = %g", e, r);
+        for (i = 0; i < 40; i++) {
+            double x = special((unsigned)i, &seed), q = x / n, p = x * r;
+            CHECK_MSG(memcmp(&q, &p, sizeof q) == 0, "x * pow2_recip(2^%d) != x / 2^%d for x = %g",
+                      e, e, x);
+        }
+    }
+}
+
 static const sbn_test_case k_cases[] = {
+    SBN_TEST_CASE(test_pow2_recip),
     SBN_TEST_CASE(test_every_variant),
     SBN_TEST_CASE(test_edges),
     SBN_TEST_CASE(test_in_place),

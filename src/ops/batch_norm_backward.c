@@ -93,7 +93,7 @@ SBN_CHANNEL_LOOP static void finish_range(const backward_job *job, int training,
 {
     double v[SBN_CONVERT_PIECE], w[SBN_CONVERT_PIECE], mu[SBN_CONVERT_PIECE],
         is[SBN_CONVERT_PIECE];
-    const double r = (double)job->r;
+    const double r = (double)job->r, rr = sbn__pow2_recip(r);
     int64_t p, pn, j;
     for (p = 0; p < cn; p += pn) {
         const double *s = sum + 2 * p;
@@ -117,9 +117,9 @@ SBN_CHANNEL_LOOP static void finish_range(const backward_job *job, int training,
         }
         if (training) {
             for (j = 0; j < pn; j++) {
-                k[p + j] = s[2 * j] / r;
+                k[p + j] = sbn__div_count(s[2 * j], r, rr);
                 k[ks + p + j] = mu[j];
-                k[2 * ks + p + j] = is[j] * is[j] * s[2 * j + 1] / r;
+                k[2 * ks + p + j] = sbn__div_count(is[j] * is[j] * s[2 * j + 1], r, rr);
                 k[3 * ks + p + j] = is[j] * w[j];
             }
         } else {

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/kernels.h"
 #include "ops/plan.h"
 #include "ops/walk.h"
 #include "syncbn/syncbn.h"
@@ -43,8 +44,9 @@ static inline void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, doub
                                           double sa, double sb, double *part)
 {
     if (kind == SBN_REDUCE_MOMENTS) {
-        double m2 = sb - sa * sa / (double)n;
-        part[0] = shift + sa / (double)n;
+        double r = sbn__pow2_recip((double)n);
+        double m2 = sb - sbn__div_count(sa * sa, (double)n, r);
+        part[0] = shift + sbn__div_count(sa, (double)n, r);
         part[1] = m2 < 0 ? 0.0 : m2;
     } else {
         part[0] = sa;

@@ -1,7 +1,8 @@
 /*
  * finish_avx512.c - the chunk-end kernels (kernels.h) for AVX-512. invstd: eight
- * channels per division and square root (each rounded once like the scalar C), the
- * strided m2 gathered, the zero test as a mask, the last n % 8 channels under a mask.
+ * channels per division and square root (each rounded once like the scalar C; the
+ * division by a power-of-two count a multiplication, sbn__pow2_recip), the strided m2
+ * gathered, the zero test as a mask, the last n % 8 channels under a mask.
  * fold_rows: eight channels' 16 lanes in sixteen registers (lanes never reached as
  * +0.0), folded by sbn__fold16's additions; the last cn % 8 channels under a mask.
  */
@@ -14,6 +15,8 @@ void sbn_invstd_ukernel__avx512(const double *m2, size_t stride, size_t n, doubl
                                 double eps, double *out)
 {
     const __m512d c = _mm512_set1_pd(count), e = _mm512_set1_pd(eps), one = _mm512_set1_pd(1.0);
+    const double recip = sbn__pow2_recip(count); /* nonzero: m2 * recip is m2 / count */
+    const __m512d rc = _mm512_set1_pd(recip);
     const __m512i idx = _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
                                            _mm512_set1_epi64((long long)stride));
     size_t j;
@@ -22,7 +25,7 @@ void sbn_invstd_ukernel__avx512(const double *m2, size_t stride, size_t n, doubl
         __m512d v = _mm512_mask_i64gather_pd(one, m, idx, m2 + j * stride, 8);
         __m512d r;
         __mmask8 nonzero;
-        v = _mm512_add_pd(_mm512_div_pd(v, c), e);
+        v = _mm512_add_pd(recip != 0.0 ? _mm512_mul_pd(v, rc) : _mm512_div_pd(v, c), e);
         nonzero = _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_NEQ_UQ);
         r = _mm512_maskz_div_pd(nonzero, one, _mm512_sqrt_pd(v));
         _mm512_mask_storeu_pd(out + j, m, r);
