@@ -7,7 +7,8 @@
  * with it for f64, f32, f16 and bf16: rows 1..40, 47, 64, 100, 130 (one or several rows a
  * lane, lanes never reached), channels 0..19, 31-33, 63-65, 130 (every vector tail, the
  * slices of the lane-buffer variants), row strides equal to the channels and longer, dy's
- * differing from x's, misaligned pointers. Values are finite with mixed signs and
+ * differing from x's, x's, dy's or both a multiple of 1 KiB (the two-line groups of the
+ * AVX-512 kernels), misaligned pointers. Values are finite with mixed signs and
  * magnitudes (2^-35..2^35, so that sums round), and -0.0 inputs beside zero shifts,
  * whose lanes must come out +0.0 (a lane starts from +0.0). Past cn, a[] and b[] hold a
  * signalling NaN that must stay. Two planted faults (rows summed in row order, not by
@@ -114,6 +115,15 @@ static int check_call(const sbn_kernels *s, const sbn_kernels *k, const call *c)
     return 1;
 }
 
+/* The row stride (elements) of the aliasing variants: the least multiple of 1 KiB that
+ * holds cn elements, so that the rows fall into a few L1 sets (the AVX-512 kernels then
+ * take groups of two lines, row_chunk_avx512.c). */
+static int64_t aliasing_stride(int dt, size_t cn)
+{
+    int64_t bytes = ((int64_t)(cn * k_esize[dt]) + 1023) / 1024 * 1024;
+    return (bytes < 1024 ? 1024 : bytes) / (int64_t)k_esize[dt];
+}
+
 /* Every geometry for one table; 1 when all match. */
 static int check_table(const sbn_kernels *s, const sbn_kernels *k, int dt_only)
 {
@@ -128,13 +138,22 @@ static int check_table(const sbn_kernels *s, const sbn_kernels *k, int dt_only)
         fill(dt, g_dy, sizeof g_dy / k_esize[dt], 0xD1B54A32D192ED03ull + (uint64_t)dt);
         for (ci = 0; ci < sizeof cns / sizeof cns[0]; ci++)
             for (n = 1; n <= 40 + sizeof more_rows / sizeof more_rows[0]; n++)
-                for (v = 0; v < 2; v++) {
+                for (v = 0; v < 5; v++) {
                     call c;
+                    int64_t alias = aliasing_stride(dt, cns[ci]), longest;
                     c.dt = dt, c.cn = cns[ci];
                     c.n = n <= 40 ? n : more_rows[n - 41];
                     c.off = (int)((n + ci) % 4);
-                    c.xs = (int64_t)c.cn + (v ? GAP : 0);
-                    c.dys = (int64_t)c.cn + (v ? 2 * GAP : 0);
+                    c.xs = (int64_t)c.cn + (v == 1 || v == 3 ? GAP : 0);
+                    c.dys = (int64_t)c.cn + (v == 1 ? 2 * GAP : v == 4 ? GAP : 0);
+                    if (v >= 2 && v <= 4) { /* x's rows, dy's or both 1 KiB multiples apart */
+                        if (v != 3) c.xs = alias;
+                        if (v != 4) c.dys = alias;
+                    }
+                    longest = c.xs > c.dys ? c.xs : c.dys;
+                    if ((((int64_t)c.n - 1) * longest + (int64_t)c.cn + c.off) *
+                            (int64_t)k_esize[dt] > (int64_t)sizeof g_x)
+                        continue; /* a long chunk of wide aliasing rows: past the buffers */
                     if (!check_call(s, k, &c)) {
                         ok = 0;
                         if (!g_report) return 0;

@@ -103,8 +103,9 @@ static inline __mmask8 group_mask(int64_t c0, size_t cn)
     return (__mmask8)((0xffu >> (8 - (hi - lo))) << lo);
 }
 
-/* w zmm a group: one cache line of the element type (eight fp64, 16 fp32, 32 fp16/bf16).
- * A group of one zmm would share each line with its neighbours, and with rows a multiple
+/* w zmm a group: one or two cache lines of the element type (eight fp64, 16 fp32, 32
+ * fp16/bf16 a line; rows_alias below). A group of one zmm would share each line with its
+ * neighbours, and with rows a multiple
  * of 4 KiB apart (power-of-two channel counts) a chunk's rows fall in one L1 set: the
  * line is gone from the L1 when the neighbour needs it, and every group reads it again
  * from the L2 (bench_ops 32x4096 against 32x4000). Wider groups spill a few partial sums
@@ -140,17 +141,39 @@ SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, const void *dy, int6
 
 /* zmm a group: one cache line of the element type. */
 #define SBN_CHUNK_ZMM(kd) ((kd) == SBN_KD_F64 ? 1 : (kd) == SBN_KD_F32 ? 2 : 4)
+/*
+ * Rows a multiple of SBN_ROWS_ALIAS_BYTES apart (power-of-two channel counts: 256 fp32
+ * channels and up) fall into at most four of the L1's sets, since an x86 L1d of 32 or 48
+ * KiB has 64 sets of 64-byte lines and lines 4 KiB apart share one: a group's column of
+ * lines, one a row and tensor, needs far more ways than a set has (32 rows of x and dy
+ * are 64 lines for 12 ways), and every group pays for it again. Groups of two lines
+ * (fp64, fp32) halve the number of such columns; 2-byte types keep one line, whose
+ * partial sums already take 4 zmm a level of the fold, and so do other strides, where a
+ * wider group only adds masked lanes at the tail. Same bits: the group width changes
+ * which channels a pass takes, not any channel's arithmetic.
+ */
+#define SBN_ROWS_ALIAS_BYTES 1024
+SBN512_INLINE int rows_alias(int bwd, int64_t es, int64_t xs, int64_t dys)
+{
+    return (xs * es) % SBN_ROWS_ALIAS_BYTES == 0 || (bwd && (dys * es) % SBN_ROWS_ALIAS_BYTES == 0);
+}
 #define SBN_DEFINE_ROW_CHUNK_AVX512(dt, kd)                                                     \
     void sbn_##dt##_row_chunk_ukernel__avx512(const void *x, int64_t xs, size_t n, size_t cn,  \
                                               const double *shift, double *a, double *b)       \
     {                                                                                          \
-        row_chunk(kd, SBN_CHUNK_ZMM(kd), 0, NULL, 0, x, xs, n, cn, shift, a, b);              \
+        if (SBN_CHUNK_ZMM(kd) < GROUP_ZMM && rows_alias(0, sbn512_esize(kd), xs, 0))           \
+            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 0, NULL, 0, x, xs, n, cn, shift, a, b);       \
+        else                                                                                   \
+            row_chunk(kd, SBN_CHUNK_ZMM(kd), 0, NULL, 0, x, xs, n, cn, shift, a, b);           \
     }                                                                                          \
     void sbn_##dt##_row_bwd_chunk_ukernel__avx512(const void *dy, int64_t dys, const void *x,   \
                                                   int64_t xs, size_t n, size_t cn,             \
                                                   const double *center, double *a, double *b)  \
     {                                                                                          \
-        row_chunk(kd, SBN_CHUNK_ZMM(kd), 1, dy, dys, x, xs, n, cn, center, a, b);             \
+        if (SBN_CHUNK_ZMM(kd) < GROUP_ZMM && rows_alias(1, sbn512_esize(kd), xs, dys))         \
+            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 1, dy, dys, x, xs, n, cn, center, a, b);      \
+        else                                                                                   \
+            row_chunk(kd, SBN_CHUNK_ZMM(kd), 1, dy, dys, x, xs, n, cn, center, a, b);          \
     }
 
 SBN_DEFINE_ROW_CHUNK_AVX512(f64, SBN_KD_F64)
