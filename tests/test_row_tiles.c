@@ -48,6 +48,8 @@ static void row_tiles_bits_equal_whole_rows(void)
         {SBN_F64, 4, {2, 1030, 3, 5}, TSUP_CHANNELS_LAST},  /* double coefficients */
         {SBN_F32, 2, {37, 1500, 0, 0}, TSUP_CHANNELS_FIRST}, /* (N, C): rows already */
         {SBN_F32, 4, {2, 40, 3, 3}, TSUP_CHANNELS_LAST},    /* narrow: one tile a row */
+        {SBN_F32, 2, {3, 8300, 0, 0}, TSUP_CHANNELS_FIRST},  /* few wide rows: maps split */
+        {SBN_BF16, 2, {2, 16700, 0, 0}, TSUP_CHANNELS_FIRST}, /* the channels (plan.c) */
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
