@@ -76,7 +76,7 @@ static void accumulate_rows(row_task *rt, const char *const *p, const int64_t *s
 
 /* A MOMENTS chunk's shifts: its first row (first_row), each value when finite, else 0.
  * The other kinds keep the shifts the task set (0, or the centers). */
-static void chunk_shifts(row_task *rt, const char *first_row)
+SBN_CHANNEL_LOOP static void chunk_shifts(row_task *rt, const char *first_row)
 {
     int64_t j;
     if (rt->job->kind != SBN_REDUCE_MOMENTS) return;
