@@ -287,16 +287,20 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
 /*
  * A chunk of at most two rows a lane goes whole to the row_chunk kernels, whose lanes stay
  * in registers: for such a chunk the row kernels store 16 lanes x 2 sums per channel for
- * at most two rows of each and the fold reads them back, more traffic than the rows. With
- * more rows a lane, the lanes' stores are shared by more rows, and the row_chunk kernels'
- * walk down a column of n rows (n lines at a time, a stream per row) loses (bench_ops
- * --shape 32x4096 against --shape 64x1024 and 256x512, statistics and backward).
+ * at most two rows of each and the fold reads them back, more traffic than the rows. Up
+ * to SBN_ROW_CHUNK_WHOLE_MAX_ROWS (eight a lane) it still pays while the chunk's slices of
+ * its tensors (x, or dy and x) fit the L2, which serves the kernels' walk down a column of
+ * lines (a stream per row): bench_ops at one thread, 64x1024, 100x2048, 2x2048x7x7 and
+ * 4x1024x5x5 NHWC 1.02-1.21x, 128x256 and 128x512 even. From the L3 it loses (128x4096
+ * fp32, 2 MiB: 0.86x), and so do longer chunks (32x4096 against 256x512).
  */
 #define SBN_ROW_CHUNK_WHOLE_ROWS 32
+#define SBN_ROW_CHUNK_WHOLE_MAX_ROWS 128
 
-int sbn__plan_row_chunk_whole(int64_t rows)
+int sbn__plan_row_chunk_whole(int64_t rows, int64_t row_bytes)
 {
-    return rows <= SBN_ROW_CHUNK_WHOLE_ROWS;
+    if (rows <= SBN_ROW_CHUNK_WHOLE_ROWS) return 1;
+    return rows <= SBN_ROW_CHUNK_WHOLE_MAX_ROWS && rows * row_bytes <= sbn__cache_bytes(2);
 }
 
 /* ---- row tiles ---- */
