@@ -130,14 +130,12 @@ void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_poo
 /*
  * Row maps split the rows: a channel split gives each thread a slice of every row, and
  * slices stream worse than whole rows (bench_ops 2x512x32x32 NHWC; 1x2048x4x4 NHWC at two
- * threads, 4 KiB slices: 0.92-0.94x). Except with fewer than SBN_ROW_MAP_MIN_ROWS rows a
- * thread and slices of SBN_ROW_MAP_MIN_SLICE bytes or more: then every thread of a row
- * split reads all C channels' coefficients (16 bytes a channel in float form, just
- * written by another core) for a few rows of data, twice the data at two fp32 rows,
- * where a channel split gives each thread its own C / T of them (bench_ops at two
- * threads, 32 and 128 KiB slices: 2x16384 and 2x65536 eval 1.09-1.26x, 2x65536 bwd
- * 1.20-1.39x). The slices are whole cache lines of the output: no line is written by
- * two threads.
+ * threads, 4 KiB slices). Except with fewer than SBN_ROW_MAP_MIN_ROWS rows a thread and
+ * slices of SBN_ROW_MAP_MIN_SLICE bytes or more: then every thread of a row split reads
+ * all C channels' coefficients (16 bytes a channel in float form, just written by another
+ * core) for a few rows of data, twice the data at two fp32 rows, where a channel split
+ * gives each thread its own C / T of them (bench_ops 2x16384 and 2x65536 at two threads).
+ * The slices are whole cache lines of the output: no line is written by two threads.
  */
 #define SBN_ROW_MAP_MIN_ROWS 32
 #define SBN_ROW_MAP_MIN_SLICE 16384
@@ -290,9 +288,8 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
  * at most two rows of each and the fold reads them back, more traffic than the rows. Up
  * to SBN_ROW_CHUNK_WHOLE_MAX_ROWS (eight a lane) it still pays while the chunk's slices of
  * its tensors (x, or dy and x) fit the L2, which serves the kernels' walk down a column of
- * lines (a stream per row): bench_ops at one thread, 64x1024, 100x2048, 2x2048x7x7 and
- * 4x1024x5x5 NHWC 1.02-1.21x, 128x256 and 128x512 even. From the L3 it loses (128x4096
- * fp32, 2 MiB: 0.86x), and so do longer chunks (32x4096 against 256x512).
+ * lines, a stream per row (bench_ops 64x1024, 100x2048, 2x2048x7x7 NHWC at one thread);
+ * from the L3 it loses (128x4096 fp32), and so do longer chunks (32x4096 against 256x512).
  */
 #define SBN_ROW_CHUNK_WHOLE_ROWS 32
 #define SBN_ROW_CHUNK_WHOLE_MAX_ROWS 128
