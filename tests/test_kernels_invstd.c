@@ -2,10 +2,11 @@
  * test_kernels_invstd.c - the invstd kernel of every variant this CPU runs (kernels.h):
  * out[j] = v == 0 ? 0 : 1 / sqrt(v), v = m2[j * stride] / count + eps, bit for bit the C
  * expression, for n = 0 .. 40 (every vector tail), strides 1, 2 and 3, counts 1, 3, 6, 8,
- * 2048 and 2^53 (the powers of two take a multiplication, sbn__pow2_recip), and m2 values that reach every branch: zeros of both signs (v = 0 with eps = 0),
- * subnormals, huge values whose square root's reciprocal is subnormal, infinities, NaN,
- * negatives (NaN out) and random magnitudes. Elements between the strided ones and past
- * n must stay untouched. sbn__pow2_recip itself: nonzero exactly for powers of two in
+ * 2048 and 2^53 (the powers of two take a multiplication, sbn__pow2_recip), and m2
+ * values that reach every branch: zeros of both signs (v = 0 with eps = 0), subnormals,
+ * huge values whose square root's reciprocal is subnormal, infinities, NaN, negatives
+ * (NaN out) and random magnitudes. Elements between the strided ones and past n must
+ * stay untouched. sbn__pow2_recip itself: nonzero exactly for powers of two in
  * [1, 2^1000], and then x * recip == x / n bit for bit over the same special values.
  */
 #include <math.h>

@@ -69,8 +69,8 @@ int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs
  * environment's SBN_ROW_TILES=0|1 does the same). Speed only, never bits. */
 void sbn__row_tiles_set(int mode);
 /* Whether the row path reduces a whole chunk of `rows` rows, row_bytes each (the task's
- * channels of every tensor it reads), with its lanes in registers (the row_chunk kernels) rather than in
- * the workspace. */
+ * channels of every tensor it reads), with its lanes in registers (the row_chunk
+ * kernels) rather than in the workspace. */
 int sbn__plan_row_chunk_whole(int64_t rows, int64_t row_bytes);
 /*
  * Channels per block of the one-pass schedule for which a block's inputs (R x

@@ -155,7 +155,8 @@ SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, const void *dy, int6
 #define SBN_ROWS_ALIAS_BYTES 1024
 SBN512_INLINE int rows_alias(int bwd, int64_t es, int64_t xs, int64_t dys)
 {
-    return (xs * es) % SBN_ROWS_ALIAS_BYTES == 0 || (bwd && (dys * es) % SBN_ROWS_ALIAS_BYTES == 0);
+    return (xs * es) % SBN_ROWS_ALIAS_BYTES == 0 ||
+           (bwd && (dys * es) % SBN_ROWS_ALIAS_BYTES == 0);
 }
 #define SBN_DEFINE_ROW_CHUNK_AVX512(dt, kd)                                                     \
     void sbn_##dt##_row_chunk_ukernel__avx512(const void *x, int64_t xs, size_t n, size_t cn,  \
