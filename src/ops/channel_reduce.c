@@ -22,7 +22,6 @@
  * runs kernels, then the next channel (same lanes, same order); the row path
  * (row_reduce.c, channels-last) takes whole rows, its lanes in the workspace.
  */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -289,15 +288,13 @@ static void widen_channels(void *ctx, int64_t begin, int64_t end)
             sbn__moments_wide(&job->walk, c, &job->out[2 * c], &job->out[2 * c + 1]);
 }
 
-/* Whether every one of n doubles is finite: |v| <= DBL_MAX, false for Inf and NaN. A
- * compare, which the channel-loop clones vectorise: an integer test of the exponent bits
- * stays scalar in the baseline build, and over few rows of many channels this scan is a
- * visible part of a training forward. */
+/* Whether every one of n doubles is finite (sbn__finite, which vectorises: over few rows
+ * of many channels this scan is a visible part of a training forward). */
 SBN_CHANNEL_LOOP static int all_finite(const double *v, int64_t n)
 {
     int bad = 0;
     int64_t i;
-    for (i = 0; i < n; i++) bad |= !(fabs(v[i]) <= DBL_MAX);
+    for (i = 0; i < n; i++) bad |= !sbn__finite(v[i]);
     return bad == 0;
 }
 

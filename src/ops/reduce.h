@@ -55,11 +55,18 @@ static inline void sbn__chunk_finish_sums(sbn__reduce_kind kind, int64_t n, doub
     }
 }
 
-/* The shift a MOMENTS chunk starting with value v uses: v when finite, else 0. A compare
- * (|v| <= DBL_MAX, false for NaN), which loops over channels vectorise. */
+/* Whether v is finite, as a compare (|v| <= DBL_MAX, false for Inf and NaN), which the
+ * channel-loop clones vectorise: an integer test of the exponent bits, or isfinite, stays
+ * scalar in the baseline build. */
+static inline int sbn__finite(double v)
+{
+    return __builtin_fabs(v) <= DBL_MAX;
+}
+
+/* The shift a MOMENTS chunk starting with value v uses: v when finite, else 0. */
 static inline double sbn__chunk_shift(double v)
 {
-    return __builtin_fabs(v) <= DBL_MAX ? v : 0.0;
+    return sbn__finite(v) ? v : 0.0;
 }
 
 /* Shared by the plane and row paths of a reduction. */
