@@ -3,7 +3,8 @@
  * whole chunk of channels-last rows reduced from fresh lanes and folded in one call).
  * Their definition is scalar's row_accum (row_bwd_accum) from lane 0 with `fresh` set,
  * then fold_rows over min(n, 16) lanes, written out here on lanes of every channel.
- * Every table this machine has (and the tables beyond the cache) is compared BITWISE
+ * Every table this machine has (and the tables beyond the cache, whose AVX-512 backward
+ * prefetches) is compared BITWISE
  * with it for f64, f32, f16 and bf16: rows 1..40, 47, 64, 100, 130 (one or several rows a
  * lane, lanes never reached), channels 0..19, 31-33, 63-65, 130 (every vector tail, the
  * slices of the lane-buffer variants), row strides equal to the channels and longer, dy's
@@ -172,7 +173,8 @@ static void test_chunk_matches_lanes(void)
     if (scalar == NULL) return;
     for (t = 0; t < nt; t++) { /* and the tables beyond the cache, where they differ */
         const sbn_kernels *st = sbn__kernels_streaming_for(tables[t]->isa);
-        if (st != NULL && st->row_chunk[SBN_KD_F32] != tables[t]->row_chunk[SBN_KD_F32])
+        if (st != NULL && (st->row_chunk[SBN_KD_F32] != tables[t]->row_chunk[SBN_KD_F32] ||
+                           st->row_bwd_chunk[SBN_KD_F32] != tables[t]->row_bwd_chunk[SBN_KD_F32]))
             tables[n++] = st;
     }
     for (t = 0; t < n; t++) CHECK_MSG(check_table(scalar, tables[t], -1), "%s", tables[t]->isa);

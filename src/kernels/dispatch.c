@@ -19,8 +19,9 @@
     {sbn_f64_##kernel##_ukernel__##isa, sbn_f32_##kernel##_ukernel__##isa,                    \
      sbn_f16_##kernel##_ukernel__##isa, sbn_bf16_##kernel##_ukernel__##isa}
 
-/* A table named `name`: conversions, plane and runs reductions of `isa`, row and planes
- * reductions of `rows`, maps of `maps` (one ISA for all three in the tables of kernels.inc). */
+/* A table named `name`: conversions, plane and runs reductions and the forward row_chunk of
+ * `isa`, row and planes reductions and the backward row_chunk of `rows`, maps of `maps`
+ * (one ISA for all three in the tables of kernels.inc). */
 #define SBN_KERNEL_TABLE_OF(name, isa, rows, maps)                                            \
     {#name,                                                                                   \
      sbn_f32_load_ukernel__##isa,                                                             \
@@ -42,7 +43,7 @@
      SBN_FAMILY(planes_accum, rows),                                                          \
      SBN_FAMILY(planes_bwd_accum, rows),                                                      \
      SBN_FAMILY(row_chunk, isa),                                                              \
-     SBN_FAMILY(row_bwd_chunk, isa),                                                          \
+     SBN_FAMILY(row_bwd_chunk, rows),                                                         \
      SBN_FAMILY(runs_normalize, maps),                                                        \
      SBN_FAMILY(runs_backward, maps),                                                         \
      sbn_invstd_ukernel__##isa,                                                               \

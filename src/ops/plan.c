@@ -300,6 +300,20 @@ int sbn__plan_row_chunk_whole(int64_t rows, int64_t row_bytes)
     return rows <= SBN_ROW_CHUNK_WHOLE_MAX_ROWS && rows * row_bytes <= sbn__cache_bytes(2);
 }
 
+/*
+ * A whole chunk's walk down a column of lines is one stream per row and tensor. Beyond
+ * the L2 its lines come from the L3 or memory, and a backward's streams (dy and x: 64 for
+ * 32 rows) are more than the hardware prefetchers follow, so each line waits its full
+ * latency: such a chunk takes the prefetching kernel of the tables beyond the cache
+ * (row_chunk_avx512.c; bench_ops 32x65536 fp32 backward at one thread 1.83x, 32x16384
+ * 1.12x). A forward (one stream a row) gained nothing from it (32x65536 fp32 1.00x), and
+ * within the L2 the prefetches only cost (2x2048x7x7 bf16 NHWC backward 0.91-0.94x).
+ */
+int sbn__plan_row_chunk_prefetch(int backward, int64_t rows, int64_t row_bytes)
+{
+    return backward && rows * row_bytes > sbn__cache_bytes(2);
+}
+
 /* ---- row tiles ---- */
 
 /*

@@ -72,6 +72,9 @@ void sbn__row_tiles_set(int mode);
  * channels of every tensor it reads), with its lanes in registers (the row_chunk
  * kernels) rather than in the workspace. */
 int sbn__plan_row_chunk_whole(int64_t rows, int64_t row_bytes);
+/* Whether such a whole chunk (a backward's when `backward`) takes the kernel that
+ * prefetches its rows, that of the tables beyond the cache. Speed only, never bits. */
+int sbn__plan_row_chunk_prefetch(int backward, int64_t rows, int64_t row_bytes);
 /*
  * Channels per block of the one-pass schedule for which a block's inputs (R x
  * bytes_per_element bytes a channel) fit a thread's cache budget, with at least 2T

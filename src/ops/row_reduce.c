@@ -123,16 +123,20 @@ static void finish_chunk(row_task *rt, int64_t k)
     store_chunk(rt, k);
 }
 
-/* Chunk k whole, its n rows at p[i]: reduced and folded by one kernel call, whose lanes
- * never leave its registers (kernels.h, row_chunk). */
+/* Chunk k whole, its n rows at p[i] (row_bytes of the task's channels of every tensor):
+ * reduced and folded by one kernel call, whose lanes never leave its registers (kernels.h,
+ * row_chunk); a backward's rows beyond the L2 by the kernel that prefetches them. */
 static void whole_chunk(row_task *rt, const char *const *p, const int64_t *stride, int64_t k,
-                        int64_t n)
+                        int64_t n, int64_t row_bytes)
 {
     const sbn__reduce_job *job = rt->job;
+    int backward = job->kind == SBN_REDUCE_BACKWARD;
     chunk_shifts(rt, p[0]);
-    if (job->kind == SBN_REDUCE_BACKWARD)
-        job->kern->row_bwd_chunk[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
-                                          (size_t)rt->cn, rt->shift, rt->a, rt->b);
+    if (backward)
+        (sbn__plan_row_chunk_prefetch(backward, n, row_bytes) ? sbn__kernels_streaming()
+                                                               : job->kern)
+            ->row_bwd_chunk[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
+                                     (size_t)rt->cn, rt->shift, rt->a, rt->b);
     else
         job->kern->row_chunk[job->kd](p[0], stride[0], (size_t)n, (size_t)rt->cn, rt->shift,
                                       rt->a, rt->b);
@@ -167,7 +171,7 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         sbn__walk_advance(w, ptr, stride, done, q);
         if (rr % SBN_CHUNK == 0 && n == sbn__walk_chunk_len(w, k) && rt->job->kd >= 0 &&
             sbn__plan_row_chunk_whole(n, rt->cn * row_element_bytes(w))) {
-            whole_chunk(rt, q, stride, k, n);
+            whole_chunk(rt, q, stride, k, n, rt->cn * row_element_bytes(w));
             done += n;
             continue;
         }

@@ -24,7 +24,7 @@
 #define GROUP_ZMM 4
 typedef struct group {
     sbn_kdtype dt;
-    int bwd;
+    int bwd, prefetch;
     const char *x, *dy;
     int64_t xs, dys;
     size_t n;
@@ -41,6 +41,26 @@ SBN512_INLINE void add_w(int w, __m512d *a, __m512d *b, const __m512d *a1, const
     }
 }
 
+/*
+ * The prefetching variant (the tables beyond the cache, for chunks whose rows the L2 does
+ * not hold: plan.c, sbn__plan_row_chunk_prefetch) asks for row r's lines of the group
+ * SBN_CHUNK_PREFETCH_GROUPS groups ahead as it reads row r's lines of this one. A group
+ * walks down a column of lines, one stream per row and tensor, and the hardware
+ * prefetchers follow a few tens of streams: a backward chunk of 32 rows is 64, whose
+ * lines otherwise each wait for the L3 or memory. Two groups ahead is a few hundred
+ * bytes a row, issued a group's walk (hundreds of nanoseconds) before they are read.
+ */
+#define SBN_CHUNK_PREFETCH_GROUPS 2
+SBN512_INLINE void prefetch_row(const group *g, int w, size_t r)
+{
+    const int64_t es = (int64_t)sbn512_esize(g->dt), ahead = SBN_CHUNK_PREFETCH_GROUPS * 8 * w * es;
+    int64_t line;
+    for (line = 0; line < 8 * w * es; line += 64) {
+        _mm_prefetch(g->x + (int64_t)r * g->xs + ahead + line, _MM_HINT_T1);
+        if (g->bwd) _mm_prefetch(g->dy + (int64_t)r * g->dys + ahead + line, _MM_HINT_T1);
+    }
+}
+
 /* L[k]: lane k's two sums over rows k, k + 16, ... in order, from +0.0. */
 SBN512_INLINE void lane_sums(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 {
@@ -48,7 +68,8 @@ SBN512_INLINE void lane_sums(const group *g, int w, size_t k, __m512d *a, __m512
     size_t r;
     int i;
     for (i = 0; i < w; i++) a[i] = b[i] = _mm512_setzero_pd();
-    for (r = k; r < g->n; r += SBN_LANES)
+    for (r = k; r < g->n; r += SBN_LANES) {
+        if (g->prefetch) prefetch_row(g, w, r);
         for (i = 0; i < w; i++) {
             const char *p = g->x + (int64_t)r * g->xs + 8 * i * es;
             __m512d v = sbn512_load8z(g->dt, p, g->m[i]);
@@ -59,6 +80,7 @@ SBN512_INLINE void lane_sums(const group *g, int w, size_t k, __m512d *a, __m512
             else
                 accum8(&a[i], &b[i], v, g->s[i]);
         }
+    }
 }
 
 /* P8[k] = L[k] + L[k + 8], k < 8. A partial sum whose first lane no row reaches (lane
@@ -110,9 +132,9 @@ static inline __mmask8 group_mask(int64_t c0, size_t cn)
  * line is gone from the L1 when the neighbour needs it, and every group reads it again
  * from the L2 (bench_ops 32x4096 against 32x4000). Wider groups spill a few partial sums
  * to the stack instead, which the L1 holds. */
-SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, const void *dy, int64_t dys,
-                             const void *x, int64_t xs, size_t n, size_t cn, const double *s,
-                             double *a, double *b)
+SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, int prefetch, const void *dy,
+                             int64_t dys, const void *x, int64_t xs, size_t n, size_t cn,
+                             const double *s, double *a, double *b)
 {
     const int64_t es = (int64_t)sbn512_esize(dt), per = 8 * w;
     int64_t g0 = -(int64_t)(((uintptr_t)x % 64) / (uintptr_t)es); /* line-aligned groups */
@@ -120,7 +142,7 @@ SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, const void *dy, int6
         group g;
         __m512d va[GROUP_ZMM], vb[GROUP_ZMM], va1[GROUP_ZMM], vb1[GROUP_ZMM];
         int i;
-        g.dt = dt, g.bwd = bwd, g.n = n;
+        g.dt = dt, g.bwd = bwd, g.prefetch = prefetch, g.n = n;
         g.x = (const char *)x + g0 * es, g.xs = xs * es;
         g.dy = bwd ? (const char *)dy + g0 * es : NULL, g.dys = dys * es;
         for (i = 0; i < w; i++) {
@@ -158,24 +180,29 @@ SBN512_INLINE int rows_alias(int bwd, int64_t es, int64_t xs, int64_t dys)
     return (xs * es) % SBN_ROWS_ALIAS_BYTES == 0 ||
            (bwd && (dys * es) % SBN_ROWS_ALIAS_BYTES == 0);
 }
+/* The backward's variants, with and without prefetch. */
+#define SBN_DEFINE_ROW_BWD_CHUNK_AVX512(dt, kd, isa, prefetch)                                  \
+    void sbn_##dt##_row_bwd_chunk_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
+                                                 int64_t xs, size_t n, size_t cn,              \
+                                                 const double *center, double *a, double *b)   \
+    {                                                                                          \
+        if (SBN_CHUNK_ZMM(kd) < GROUP_ZMM && rows_alias(1, sbn512_esize(kd), xs, dys))         \
+            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 1, prefetch, dy, dys, x, xs, n, cn, center, a, \
+                      b);                                                                      \
+        else                                                                                   \
+            row_chunk(kd, SBN_CHUNK_ZMM(kd), 1, prefetch, dy, dys, x, xs, n, cn, center, a, b); \
+    }
 #define SBN_DEFINE_ROW_CHUNK_AVX512(dt, kd)                                                     \
     void sbn_##dt##_row_chunk_ukernel__avx512(const void *x, int64_t xs, size_t n, size_t cn,  \
                                               const double *shift, double *a, double *b)       \
     {                                                                                          \
         if (SBN_CHUNK_ZMM(kd) < GROUP_ZMM && rows_alias(0, sbn512_esize(kd), xs, 0))           \
-            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 0, NULL, 0, x, xs, n, cn, shift, a, b);       \
+            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 0, 0, NULL, 0, x, xs, n, cn, shift, a, b);    \
         else                                                                                   \
-            row_chunk(kd, SBN_CHUNK_ZMM(kd), 0, NULL, 0, x, xs, n, cn, shift, a, b);           \
+            row_chunk(kd, SBN_CHUNK_ZMM(kd), 0, 0, NULL, 0, x, xs, n, cn, shift, a, b);        \
     }                                                                                          \
-    void sbn_##dt##_row_bwd_chunk_ukernel__avx512(const void *dy, int64_t dys, const void *x,   \
-                                                  int64_t xs, size_t n, size_t cn,             \
-                                                  const double *center, double *a, double *b)  \
-    {                                                                                          \
-        if (SBN_CHUNK_ZMM(kd) < GROUP_ZMM && rows_alias(1, sbn512_esize(kd), xs, dys))         \
-            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 1, dy, dys, x, xs, n, cn, center, a, b);      \
-        else                                                                                   \
-            row_chunk(kd, SBN_CHUNK_ZMM(kd), 1, dy, dys, x, xs, n, cn, center, a, b);          \
-    }
+    SBN_DEFINE_ROW_BWD_CHUNK_AVX512(dt, kd, avx512, 0)                                         \
+    SBN_DEFINE_ROW_BWD_CHUNK_AVX512(dt, kd, avx512_pf, 1)
 
 SBN_DEFINE_ROW_CHUNK_AVX512(f64, SBN_KD_F64)
 SBN_DEFINE_ROW_CHUNK_AVX512(f32, SBN_KD_F32)
