@@ -42,7 +42,7 @@
      SBN_FAMILY(runs_bwd_accum, isa),                                                         \
      SBN_FAMILY(planes_accum, rows),                                                          \
      SBN_FAMILY(planes_bwd_accum, rows),                                                      \
-     SBN_FAMILY(row_chunk, isa),                                                              \
+     SBN_FAMILY(row_chunk, rows),                                                             \
      SBN_FAMILY(row_bwd_chunk, rows),                                                         \
      SBN_FAMILY(runs_normalize, maps),                                                        \
      SBN_FAMILY(runs_backward, maps),                                                         \

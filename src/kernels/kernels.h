@@ -291,8 +291,9 @@ const sbn_kernels *sbn__kernels_for(const char *isa);
  * The same tables for tensors much larger than the last-level cache (channel_map.c
  * and channel_reduce.c decide, sbn__beyond_cache): maps that write their output with
  * non-temporal stores, and for AVX-512 row reductions that prefetch the next block of
- * short rows and planes reductions that take one channel at a time (in memory order, not
- * interleaved). Same bits, less memory traffic or waiting. An ISA without such kernels
+ * short rows, row_chunk kernels that prefetch their rows (plan.c chooses them for whole
+ * chunks beyond the L2) and planes reductions that take one channel at a time (in memory
+ * order, not interleaved). Same bits, less memory traffic or waiting. An ISA without such kernels
  * (scalar) gives its own table; the streaming tables are named "avx2_nt" and
  * "avx512_nt". The plane and runs reductions (and AVX2's row and planes reductions) are
  * shared.
@@ -425,7 +426,8 @@ SBN_DECLARE_NT_MAP_KERNELS(avx512_nt)
 /* The AVX-512 maps whose bf16 runs narrow by the CPU's conversion (AVX512_BF16;
  * stream_map_bf16_avx512.c), everything else as in avx512. */
 SBN_DECLARE_NT_MAP_KERNELS(avx512bf16)
-/* The AVX-512 row reductions that prefetch the next block of short rows (stream_avx512.c). */
+/* The AVX-512 row reductions that prefetch the next block of short rows (stream_avx512.c)
+ * and the row_chunk kernels that prefetch their rows (row_chunk_avx512.c). */
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f64, avx512_pf)
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f32, avx512_pf)
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f16, avx512_pf)

@@ -283,35 +283,35 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
 /* ---- whole chunks in registers ---- */
 
 /*
- * A chunk of at most two rows a lane goes whole to the row_chunk kernels, whose lanes stay
- * in registers: for such a chunk the row kernels store 16 lanes x 2 sums per channel for
- * at most two rows of each and the fold reads them back, more traffic than the rows. Up
- * to SBN_ROW_CHUNK_WHOLE_MAX_ROWS (eight a lane) it still pays while the chunk's slices of
- * its tensors (x, or dy and x) fit the L2, which serves the kernels' walk down a column of
- * lines, a stream per row (bench_ops 64x1024, 100x2048, 2x2048x7x7 NHWC at one thread);
- * from the L3 it loses (128x4096 fp32), and so do longer chunks (32x4096 against 256x512).
+ * A chunk of at most SBN_ROW_CHUNK_WHOLE_MAX_ROWS rows (eight a lane) goes whole to the
+ * row_chunk kernels, whose lanes stay in registers: for such a chunk the row kernels
+ * store 16 lanes x 2 sums per channel for a few rows of each and the fold reads them
+ * back, more traffic than the rows, and with tens of thousands of channels those lanes
+ * alone pass the L2 (bench_ops 48x24000, 64x8192, 100x3000, 2x4096x7x7 NHWC at one
+ * thread). Longer chunks lose to the lanes (256x1024, 512x1024 with up to 512 rows whole).
  */
-#define SBN_ROW_CHUNK_WHOLE_ROWS 32
 #define SBN_ROW_CHUNK_WHOLE_MAX_ROWS 128
 
-int sbn__plan_row_chunk_whole(int64_t rows, int64_t row_bytes)
+int sbn__plan_row_chunk_whole(int64_t rows)
 {
-    if (rows <= SBN_ROW_CHUNK_WHOLE_ROWS) return 1;
-    return rows <= SBN_ROW_CHUNK_WHOLE_MAX_ROWS && rows * row_bytes <= sbn__cache_bytes(2);
+    return rows <= SBN_ROW_CHUNK_WHOLE_MAX_ROWS;
 }
 
 /*
- * A whole chunk's walk down a column of lines is one stream per row and tensor. Beyond
- * the L2 its lines come from the L3 or memory, and a backward's streams (dy and x: 64 for
- * 32 rows) are more than the hardware prefetchers follow, so each line waits its full
- * latency: such a chunk takes the prefetching kernel of the tables beyond the cache
- * (row_chunk_avx512.c; bench_ops 32x65536 fp32 backward at one thread 1.83x, 32x16384
- * 1.12x). A forward (one stream a row) gained nothing from it (32x65536 fp32 1.00x), and
- * within the L2 the prefetches only cost (2x2048x7x7 bf16 NHWC backward 0.91-0.94x).
+ * A whole chunk's walk down a column of lines is one stream per row and tensor read.
+ * Beyond the L2 its lines come from the L3 or memory, and past SBN_PREFETCH_STREAMS
+ * streams the hardware prefetchers lose them, so each line waits its full latency: such
+ * a chunk takes the prefetching kernels of the tables beyond the cache
+ * (row_chunk_avx512.c; bench_ops 32x65536 and 32x16384 backward, 64x16384 and 48x24000
+ * forward, at one thread). With 32 streams (a forward of 32 rows: 32x16384, 16x65536)
+ * the prefetches cost more than they hide, and so they do within the L2 (2x2048x7x7
+ * bf16 NHWC backward).
  */
-int sbn__plan_row_chunk_prefetch(int backward, int64_t rows, int64_t row_bytes)
+#define SBN_PREFETCH_STREAMS 32
+
+int sbn__plan_row_chunk_prefetch(int tensors, int64_t rows, int64_t row_bytes)
 {
-    return backward && rows * row_bytes > sbn__cache_bytes(2);
+    return rows * tensors > SBN_PREFETCH_STREAMS && rows * row_bytes > sbn__cache_bytes(2);
 }
 
 /* ---- row tiles ---- */

@@ -68,13 +68,13 @@ int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs
 /* The row path's tiles: -1 by size (the default), 0 never, 1 always (tests; the
  * environment's SBN_ROW_TILES=0|1 does the same). Speed only, never bits. */
 void sbn__row_tiles_set(int mode);
-/* Whether the row path reduces a whole chunk of `rows` rows, row_bytes each (the task's
- * channels of every tensor it reads), with its lanes in registers (the row_chunk
- * kernels) rather than in the workspace. */
-int sbn__plan_row_chunk_whole(int64_t rows, int64_t row_bytes);
-/* Whether such a whole chunk (a backward's when `backward`) takes the kernel that
- * prefetches its rows, that of the tables beyond the cache. Speed only, never bits. */
-int sbn__plan_row_chunk_prefetch(int backward, int64_t rows, int64_t row_bytes);
+/* Whether the row path reduces a whole chunk of `rows` rows with its lanes in registers
+ * (the row_chunk kernels) rather than in the workspace. */
+int sbn__plan_row_chunk_whole(int64_t rows);
+/* Whether such a whole chunk, row_bytes a row (the task's channels of each of the
+ * `tensors` tensors it reads), takes the kernels that prefetch its rows, those of the
+ * tables beyond the cache. Speed only, never bits. */
+int sbn__plan_row_chunk_prefetch(int tensors, int64_t rows, int64_t row_bytes);
 /*
  * Channels per block of the one-pass schedule for which a block's inputs (R x
  * bytes_per_element bytes a channel) fit a thread's cache budget, with at least 2T

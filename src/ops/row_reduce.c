@@ -12,8 +12,7 @@
  * bench_ops 2x512x32x32 NHWC stats at 2 threads). With a block of channels on
  * the stack instead, each block would re-read a slice of every row: a strided pass
  * over the whole tensor per block, slow at C = 256. A chunk of few rows that arrives
- * whole in one run (an (N, C) batch of at most 32 rows, or of up to 128 in the L2:
- * sbn__plan_row_chunk_whole) skips
+ * whole in one run (an (N, C) batch of at most 128 rows: sbn__plan_row_chunk_whole) skips
  * the slot: the row_chunk kernels reduce and fold it in registers. Chunks, shifts and the
  * fold are those of the plane path (channel_reduce.c), so the bits are the same
  * whatever the layout.
@@ -123,32 +122,6 @@ static void finish_chunk(row_task *rt, int64_t k)
     store_chunk(rt, k);
 }
 
-/* Chunk k whole, its n rows at p[i] (row_bytes of the task's channels of every tensor):
- * reduced and folded by one kernel call, whose lanes never leave its registers (kernels.h,
- * row_chunk); a backward's rows beyond the L2 by the kernel that prefetches them. */
-static void whole_chunk(row_task *rt, const char *const *p, const int64_t *stride, int64_t k,
-                        int64_t n, int64_t row_bytes)
-{
-    const sbn__reduce_job *job = rt->job;
-    int backward = job->kind == SBN_REDUCE_BACKWARD;
-    chunk_shifts(rt, p[0]);
-    if (backward)
-        (sbn__plan_row_chunk_prefetch(backward, n, row_bytes) ? sbn__kernels_streaming()
-                                                               : job->kern)
-            ->row_bwd_chunk[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
-                                     (size_t)rt->cn, rt->shift, rt->a, rt->b);
-    else
-        job->kern->row_chunk[job->kd](p[0], stride[0], (size_t)n, (size_t)rt->cn, rt->shift,
-                                      rt->a, rt->b);
-    store_chunk(rt, k);
-}
-
-/* One run of rows [r, r + len) (r = the segment's start + at): split at chunk boundaries. */
-typedef struct run_ctx {
-    row_task *rt;
-    int64_t r0;
-} run_ctx;
-
 /* Bytes of one element of every tensor the reduction reads (x, or dy and x). */
 static int64_t row_element_bytes(const sbn__walk *w)
 {
@@ -157,6 +130,34 @@ static int64_t row_element_bytes(const sbn__walk *w)
     for (i = 0; i < w->ntensors; i++) bytes += (int64_t)sbn_dtype_size(w->dtype[i]);
     return bytes;
 }
+
+/* Chunk k whole, its n rows at p[i]: reduced and folded by one kernel call, whose lanes
+ * never leave its registers (kernels.h, row_chunk); rows beyond the L2 by the kernels
+ * that prefetch them (plan.c). */
+static void whole_chunk(row_task *rt, const char *const *p, const int64_t *stride, int64_t k,
+                        int64_t n)
+{
+    const sbn__reduce_job *job = rt->job;
+    const sbn__walk *w = &job->walk;
+    const sbn_kernels *kern =
+        sbn__plan_row_chunk_prefetch(w->ntensors, n, rt->cn * row_element_bytes(w))
+            ? sbn__kernels_streaming()
+            : sbn__kernels(); /* not job->kern, whose table may be the streaming one */
+    chunk_shifts(rt, p[0]);
+    if (job->kind == SBN_REDUCE_BACKWARD)
+        kern->row_bwd_chunk[job->kd](p[0], stride[0], p[1], stride[1], (size_t)n,
+                                     (size_t)rt->cn, rt->shift, rt->a, rt->b);
+    else
+        kern->row_chunk[job->kd](p[0], stride[0], (size_t)n, (size_t)rt->cn, rt->shift, rt->a,
+                                 rt->b);
+    store_chunk(rt, k);
+}
+
+/* One run of rows [r, r + len) (r = the segment's start + at): split at chunk boundaries. */
+typedef struct run_ctx {
+    row_task *rt;
+    int64_t r0;
+} run_ctx;
 
 static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
@@ -170,8 +171,8 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         const char *q[SBN_WALK_MAX_TENSORS];
         sbn__walk_advance(w, ptr, stride, done, q);
         if (rr % SBN_CHUNK == 0 && n == sbn__walk_chunk_len(w, k) && rt->job->kd >= 0 &&
-            sbn__plan_row_chunk_whole(n, rt->cn * row_element_bytes(w))) {
-            whole_chunk(rt, q, stride, k, n, rt->cn * row_element_bytes(w));
+            sbn__plan_row_chunk_whole(n)) {
+            whole_chunk(rt, q, stride, k, n);
             done += n;
             continue;
         }

@@ -10,7 +10,8 @@
  * A lane no row reaches is +0.0 and leaves every sum it is added to unchanged (kernels.h,
  * fold_rows), so the bits are those of row_accum with fresh lanes followed by fold_rows.
  * Nothing is stored but A and B: for a chunk of 32 rows of 4096 channels that saves
- * 1 MiB of lane stores and the fold's reloads of them.
+ * 1 MiB of lane stores and the fold's reloads of them. Each kernel comes twice: as is,
+ * and (suffix avx512_pf, the tables beyond the cache) prefetching its rows.
  */
 #include <stdint.h>
 
@@ -42,18 +43,20 @@ SBN512_INLINE void add_w(int w, __m512d *a, __m512d *b, const __m512d *a1, const
 }
 
 /*
- * The prefetching variant (the tables beyond the cache, for chunks whose rows the L2 does
- * not hold: plan.c, sbn__plan_row_chunk_prefetch) asks for row r's lines of the group
- * SBN_CHUNK_PREFETCH_GROUPS groups ahead as it reads row r's lines of this one. A group
- * walks down a column of lines, one stream per row and tensor, and the hardware
- * prefetchers follow a few tens of streams: a backward chunk of 32 rows is 64, whose
- * lines otherwise each wait for the L3 or memory. Two groups ahead is a few hundred
- * bytes a row, issued a group's walk (hundreds of nanoseconds) before they are read.
+ * The prefetching variants (the tables beyond the cache, for chunks whose rows the L2
+ * does not hold: plan.c, sbn__plan_row_chunk_prefetch) ask for row r's lines of the group
+ * SBN_CHUNK_PREFETCH_GROUPS groups ahead as they read row r's lines of this one. A group
+ * walks down a column of lines, one stream per row and tensor, more streams than the
+ * hardware prefetchers follow, whose lines would otherwise each wait for the L3 or
+ * memory. Two groups ahead is a few hundred bytes a row, asked for a group's walk
+ * (hundreds of nanoseconds) before it is read; into the L2 (T1), as the L1's few ways
+ * of the column's sets (rows_alias below) would drop them before use.
  */
 #define SBN_CHUNK_PREFETCH_GROUPS 2
 SBN512_INLINE void prefetch_row(const group *g, int w, size_t r)
 {
-    const int64_t es = (int64_t)sbn512_esize(g->dt), ahead = SBN_CHUNK_PREFETCH_GROUPS * 8 * w * es;
+    const int64_t es = (int64_t)sbn512_esize(g->dt);
+    const int64_t ahead = SBN_CHUNK_PREFETCH_GROUPS * 8 * w * es;
     int64_t line;
     for (line = 0; line < 8 * w * es; line += 64) {
         _mm_prefetch(g->x + (int64_t)r * g->xs + ahead + line, _MM_HINT_T1);
@@ -180,8 +183,17 @@ SBN512_INLINE int rows_alias(int bwd, int64_t es, int64_t xs, int64_t dys)
     return (xs * es) % SBN_ROWS_ALIAS_BYTES == 0 ||
            (bwd && (dys * es) % SBN_ROWS_ALIAS_BYTES == 0);
 }
-/* The backward's variants, with and without prefetch. */
-#define SBN_DEFINE_ROW_BWD_CHUNK_AVX512(dt, kd, isa, prefetch)                                  \
+/* Each kernel with and without prefetch. */
+#define SBN_DEFINE_ROW_CHUNK_VARIANT(dt, kd, isa, prefetch)                                     \
+    void sbn_##dt##_row_chunk_ukernel__##isa(const void *x, int64_t xs, size_t n, size_t cn,    \
+                                             const double *shift, double *a, double *b)        \
+    {                                                                                          \
+        if (SBN_CHUNK_ZMM(kd) < GROUP_ZMM && rows_alias(0, sbn512_esize(kd), xs, 0))           \
+            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 0, prefetch, NULL, 0, x, xs, n, cn, shift, a, \
+                      b);                                                                      \
+        else                                                                                   \
+            row_chunk(kd, SBN_CHUNK_ZMM(kd), 0, prefetch, NULL, 0, x, xs, n, cn, shift, a, b); \
+    }                                                                                          \
     void sbn_##dt##_row_bwd_chunk_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t n, size_t cn,              \
                                                  const double *center, double *a, double *b)   \
@@ -193,16 +205,8 @@ SBN512_INLINE int rows_alias(int bwd, int64_t es, int64_t xs, int64_t dys)
             row_chunk(kd, SBN_CHUNK_ZMM(kd), 1, prefetch, dy, dys, x, xs, n, cn, center, a, b); \
     }
 #define SBN_DEFINE_ROW_CHUNK_AVX512(dt, kd)                                                     \
-    void sbn_##dt##_row_chunk_ukernel__avx512(const void *x, int64_t xs, size_t n, size_t cn,  \
-                                              const double *shift, double *a, double *b)       \
-    {                                                                                          \
-        if (SBN_CHUNK_ZMM(kd) < GROUP_ZMM && rows_alias(0, sbn512_esize(kd), xs, 0))           \
-            row_chunk(kd, 2 * SBN_CHUNK_ZMM(kd), 0, 0, NULL, 0, x, xs, n, cn, shift, a, b);    \
-        else                                                                                   \
-            row_chunk(kd, SBN_CHUNK_ZMM(kd), 0, 0, NULL, 0, x, xs, n, cn, shift, a, b);        \
-    }                                                                                          \
-    SBN_DEFINE_ROW_BWD_CHUNK_AVX512(dt, kd, avx512, 0)                                         \
-    SBN_DEFINE_ROW_BWD_CHUNK_AVX512(dt, kd, avx512_pf, 1)
+    SBN_DEFINE_ROW_CHUNK_VARIANT(dt, kd, avx512, 0)                                            \
+    SBN_DEFINE_ROW_CHUNK_VARIANT(dt, kd, avx512_pf, 1)
 
 SBN_DEFINE_ROW_CHUNK_AVX512(f64, SBN_KD_F64)
 SBN_DEFINE_ROW_CHUNK_AVX512(f32, SBN_KD_F32)
