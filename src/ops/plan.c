@@ -226,10 +226,13 @@ void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_seg
  * 32x64x56x56 NHWC eval). A plane map streams only runs of SBN_STREAM_RUN_BYTES or more:
  * each run's head before its first full line goes through the cache, and lines shared
  * between cached and streamed neighbours cost more than they save (bench_ops fp32 eval
- * of 64x2048x7x7 against 32x512x28x28 NCHW). The reductions' inputs, just written by the
- * op before, stay in an L3 they fit; the AVX-512 row reductions prefetch the next block
- * of short rows once their inputs pass SBN_REDUCE_PREFETCH_SHARE, where the rest of
- * the op's traffic evicts them (bench_ops bf16 32x64x56x56 NHWC backward).
+ * of 64x2048x7x7 against 32x512x28x28 NCHW); for the same reason rows narrower than
+ * SBN_ROWS_STREAM_MIN_BYTES stream only when they are whole lines (bench_ops fp32
+ * 32x24x56x56 and 32x80x28x28 NHWC eval, against 32x48x56x56). The reductions' inputs,
+ * just written by the op before, stay in an L3 they fit; the AVX-512 row reductions
+ * prefetch the next block of short rows once their inputs pass SBN_REDUCE_PREFETCH_SHARE,
+ * where the rest of the op's traffic evicts them (bench_ops bf16 32x64x56x56 NHWC
+ * backward).
  */
 #define SBN_STREAM_RUN_BYTES 2048
 
@@ -254,12 +257,13 @@ int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits
 }
 
 /* Whether the output is written in stretches long enough for non-temporal stores: rows
- * always (consecutive rows are consecutive memory in the row path's tensors), planes
+ * (consecutive rows are consecutive memory in the row path's tensors) of
+ * SBN_ROWS_STREAM_MIN_BYTES or more, or narrower ones of whole lines (row_bytes), planes
  * when a run spans SBN_STREAM_RUN_BYTES or more in every tensor. */
-static int long_runs(const sbn__walk *w, int rows)
+static int long_runs(const sbn__walk *w, int rows, int64_t row_bytes)
 {
     int i;
-    if (rows) return 1;
+    if (rows) return row_bytes >= SBN_ROWS_STREAM_MIN_BYTES || row_bytes % 64 == 0;
     for (i = 0; i < w->ntensors; i++)
         if (w->stride[i][w->ndims - 1] != 1 ||
             w->size[w->ndims - 1] * (int64_t)sbn_dtype_size(w->dtype[i]) < SBN_STREAM_RUN_BYTES)
@@ -275,7 +279,7 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
     double share = rows && (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES)
                        ? SBN_ROWS_STREAM_SHARE
                        : SBN_MAP_STREAM_SHARE;
-    streaming = sbn__beyond_cache(t, n, share, long_runs(w, rows));
+    streaming = sbn__beyond_cache(t, n, share, long_runs(w, rows, row_bytes));
     *beyond_l3 = streaming && sbn__beyond_cache(t, n, 1.0, 1);
     return streaming;
 }
