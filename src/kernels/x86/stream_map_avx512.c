@@ -548,8 +548,76 @@ SBN512_INLINE void fnormalize_rows(sbn_kdtype dt, const void *x, int64_t xb, siz
     }
 }
 
-/* Up to 8 channels in a ymm, up to 16 in a zmm, the coefficients in registers for all
- * the rows; more, one row at a time through fnormalize_rows. */
+/*
+ * Rows of nb <= NARROW_BLOCKS blocks of 16 channels (the last one cn % 16 wide, masked,
+ * when cn is not a multiple of 16), the blocks' coefficients in registers for all the
+ * rows, a row at a time: reloading 3 (4) coefficient vectors a block and row from the L1
+ * costs more than the row's own loads and stores (bench_ops 32x24x56x56 and
+ * 32x64x56x56 NHWC). A whole last block is stored as the others (streamed when the
+ * build streams); only a partial one takes the masked store.
+ */
+#define NARROW_BLOCKS 4
+SBN512_INLINE void fnormalize_narrow(sbn_kdtype dt, int nb, const void *x, int64_t xb,
+                                     size_t rows, size_t cn, const float *k, size_t ldk,
+                                     void *y, int64_t yb)
+{
+    const int64_t es = (int64_t)sbn512_esize(dt);
+    const __mmask16 q = cn % 16 == 0 ? (__mmask16)0xFFFF : tail_mask16(cn % 16);
+    __m512 a[NARROW_BLOCKS], b[NARROW_BLOCKS], c[NARROW_BLOCKS];
+    int64_t xo = 0, yo = 0;
+    size_t r;
+    int i;
+    for (i = 0; i < nb; i++) {
+        __mmask16 m = i == nb - 1 ? q : (__mmask16)0xFFFF;
+        a[i] = fcoef16z(k, ldk, 0, 16 * (size_t)i, m), b[i] = fcoef16z(k, ldk, 1, 16 * (size_t)i, m);
+        c[i] = fcoef16z(k, ldk, 2, 16 * (size_t)i, m);
+    }
+    for (r = 0; r < rows; r++, xo += xb, yo += yb) {
+        for (i = 0; i < nb - 1; i++)
+            st16(dt, AT_W(y, yo + 16 * i * es),
+                 fnormalize16(ld16(dt, AT(x, xo + 16 * i * es)), a[i], b[i], c[i]));
+        if (q == 0xFFFF)
+            st16(dt, AT_W(y, yo + 16 * i * es),
+                 fnormalize16(ld16(dt, AT(x, xo + 16 * i * es)), a[i], b[i], c[i]));
+        else
+            st16m(dt, AT_W(y, yo + 16 * i * es), q,
+                  fnormalize16(ld16z(dt, AT(x, xo + 16 * i * es), q), a[i], b[i], c[i]));
+    }
+}
+
+SBN512_INLINE void fbackward_narrow(sbn_kdtype dt, int nb, const void *dy, int64_t gb,
+                                    const void *x, int64_t xb, size_t rows, size_t cn,
+                                    const float *k, size_t ldk, void *gi, int64_t ob)
+{
+    const int64_t es = (int64_t)sbn512_esize(dt);
+    const __mmask16 q = cn % 16 == 0 ? (__mmask16)0xFFFF : tail_mask16(cn % 16);
+    __m512 a[NARROW_BLOCKS], b[NARROW_BLOCKS], c[NARROW_BLOCKS], d[NARROW_BLOCKS];
+    int64_t go = 0, xo = 0, oo = 0;
+    size_t r;
+    int i;
+    for (i = 0; i < nb; i++) {
+        __mmask16 m = i == nb - 1 ? q : (__mmask16)0xFFFF;
+        a[i] = fcoef16z(k, ldk, 0, 16 * (size_t)i, m), b[i] = fcoef16z(k, ldk, 1, 16 * (size_t)i, m);
+        c[i] = fcoef16z(k, ldk, 2, 16 * (size_t)i, m), d[i] = fcoef16z(k, ldk, 3, 16 * (size_t)i, m);
+    }
+    for (r = 0; r < rows; r++, go += gb, xo += xb, oo += ob) {
+        for (i = 0; i < nb - 1; i++)
+            st16(dt, AT_W(gi, oo + 16 * i * es),
+                 fbackward16(ld16(dt, AT(dy, go + 16 * i * es)), ld16(dt, AT(x, xo + 16 * i * es)),
+                             a[i], b[i], c[i], d[i]));
+        if (q == 0xFFFF)
+            st16(dt, AT_W(gi, oo + 16 * i * es),
+                 fbackward16(ld16(dt, AT(dy, go + 16 * i * es)), ld16(dt, AT(x, xo + 16 * i * es)),
+                             a[i], b[i], c[i], d[i]));
+        else
+            st16m(dt, AT_W(gi, oo + 16 * i * es), q,
+                  fbackward16(ld16z(dt, AT(dy, go + 16 * i * es), q),
+                              ld16z(dt, AT(x, xo + 16 * i * es), q), a[i], b[i], c[i], d[i]));
+    }
+}
+
+/* Up to 8 channels in a ymm, up to NARROW_BLOCKS x 16 in zmm, the coefficients in
+ * registers for all the rows; more, one row at a time through fnormalize_rows. */
 SBN512_INLINE void frow_normalize(sbn_kdtype dt, const void *x, int64_t xs, size_t rows,
                                   size_t cn, const float *k, size_t ldk, void *y, int64_t ys)
 {
@@ -564,13 +632,12 @@ SBN512_INLINE void frow_normalize(sbn_kdtype dt, const void *x, int64_t xs, size
             st8m(dt, AT_W(y, yo), q, fnormalize8(ld8z(dt, AT(x, xo), q), a, b, c));
         return;
     }
-    if (cn <= 16) {
-        const __mmask16 q = cn == 16 ? (__mmask16)0xFFFF : tail_mask16(cn);
-        const __m512 a = fcoef16z(k, ldk, 0, 0, q), b = fcoef16z(k, ldk, 1, 0, q);
-        const __m512 c = fcoef16z(k, ldk, 2, 0, q);
-        for (r = 0; r < rows; r++, xo += xb, yo += yb)
-            st16m(dt, AT_W(y, yo), q, fnormalize16(ld16z(dt, AT(x, xo), q), a, b, c));
-        return;
+    switch ((cn + 15) / 16) {
+    case 1: fnormalize_narrow(dt, 1, x, xb, rows, cn, k, ldk, y, yb); return;
+    case 2: fnormalize_narrow(dt, 2, x, xb, rows, cn, k, ldk, y, yb); return;
+    case 3: fnormalize_narrow(dt, 3, x, xb, rows, cn, k, ldk, y, yb); return;
+    case 4: fnormalize_narrow(dt, 4, x, xb, rows, cn, k, ldk, y, yb); return;
+    default: break;
     }
     /* A row at a time, so that y is written in memory order: four rows written a
      * 64-byte block per row in turn are four interleaved store streams, which DRAM
@@ -624,15 +691,12 @@ SBN512_INLINE void frow_backward(sbn_kdtype dt, const void *dy, int64_t dys, con
         }
         return;
     }
-    if (cn <= 16) {
-        const __mmask16 q = cn == 16 ? (__mmask16)0xFFFF : tail_mask16(cn);
-        const __m512 a = fcoef16z(k, ldk, 0, 0, q), b = fcoef16z(k, ldk, 1, 0, q);
-        const __m512 c = fcoef16z(k, ldk, 2, 0, q), d = fcoef16z(k, ldk, 3, 0, q);
-        for (r = 0; r < rows; r++, go += gb, xo += xb, oo += ob) {
-            __m512 gv = ld16z(dt, AT(dy, go), q), v = ld16z(dt, AT(x, xo), q);
-            st16m(dt, AT_W(gi, oo), q, fbackward16(gv, v, a, b, c, d));
-        }
-        return;
+    switch ((cn + 15) / 16) {
+    case 1: fbackward_narrow(dt, 1, dy, gb, x, xb, rows, cn, k, ldk, gi, ob); return;
+    case 2: fbackward_narrow(dt, 2, dy, gb, x, xb, rows, cn, k, ldk, gi, ob); return;
+    case 3: fbackward_narrow(dt, 3, dy, gb, x, xb, rows, cn, k, ldk, gi, ob); return;
+    case 4: fbackward_narrow(dt, 4, dy, gb, x, xb, rows, cn, k, ldk, gi, ob); return;
+    default: break;
     }
     for (r = 0; r < rows; r++, go += gb, xo += xb, oo += ob) /* a row at a time: see frow_normalize */
         fbackward_rows(dt, AT(dy, go), gb, AT(x, xo), xb, 1, cn, k, ldk, AT_W(gi, oo), ob);
