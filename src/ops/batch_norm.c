@@ -77,9 +77,9 @@ typedef struct bn_job {
     size_t lane_scratch;            /* doubles of scratch per lane */
 } bn_job;
 
-/* train_range for R <= 1 (no samples, or one: no running variance), a channel at a time
- * through the finish every statistics op shares. */
-static void train_range_few(const bn_job *job, int64_t c0, int64_t cn, const double *stats,
+/* train_range for R = 0 (no samples: mean 0, invstd NaN, nothing updated), a channel at a
+ * time through the finish every statistics op shares. */
+static void train_range_empty(const bn_job *job, int64_t c0, int64_t cn, const double *stats,
                             double *k, int64_t ks)
 {
     double n = (double)job->r;
@@ -138,8 +138,8 @@ SBN_CHANNEL_LOOP static void train_range(const bn_job *job, int64_t c0, int64_t 
     const double n = (double)job->r, keep = 1.0 - job->momentum, m = job->momentum;
     double v[SBN_CONVERT_PIECE];
     int64_t j, p, pn;
-    if (job->r <= 1) {
-        train_range_few(job, c0, cn, stats, k, ks);
+    if (job->r == 0) {
+        train_range_empty(job, c0, cn, stats, k, ks);
         return;
     }
     sbn__kernels()->invstd(stats + 1, 2, (size_t)cn, n, job->eps, k + ks);
@@ -153,7 +153,7 @@ SBN_CHANNEL_LOOP static void train_range(const bn_job *job, int64_t c0, int64_t 
             for (j = 0; j < pn; j++) v[j] = keep * v[j] + m * k[p + j];
             sbn__store_vec(job->running_mean, c0 + p, pn, v);
         }
-        if (job->running_var) {
+        if (job->running_var && job->r > 1) { /* one sample: no unbiased variance */
             sbn__load_vec(job->running_var, c0 + p, pn, v);
             for (j = 0; j < pn; j++) v[j] = keep * v[j] + m * (stats[2 * (p + j) + 1] / (n - 1.0));
             sbn__store_vec(job->running_var, c0 + p, pn, v);
