@@ -19,9 +19,9 @@
     {sbn_f64_##kernel##_ukernel__##isa, sbn_f32_##kernel##_ukernel__##isa,                    \
      sbn_f16_##kernel##_ukernel__##isa, sbn_bf16_##kernel##_ukernel__##isa}
 
-/* A table named `name`: conversions, plane and runs reductions and the forward row_chunk of
- * `isa`, row and planes reductions and the backward row_chunk of `rows`, maps of `maps`
- * (one ISA for all three in the tables of kernels.inc). */
+/* A table named `name`: conversions, plane and runs reductions of `isa`, row, row_chunk and
+ * planes reductions of `rows`, maps of `maps` (one ISA for all three in the tables of
+ * kernels.inc). */
 #define SBN_KERNEL_TABLE_OF(name, isa, rows, maps)                                            \
     {#name,                                                                                   \
      sbn_f32_load_ukernel__##isa,                                                             \

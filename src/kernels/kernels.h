@@ -293,8 +293,8 @@ const sbn_kernels *sbn__kernels_for(const char *isa);
  * non-temporal stores, and for AVX-512 row reductions that prefetch the next block of
  * short rows, row_chunk kernels that prefetch their rows (plan.c chooses them for whole
  * chunks beyond the L2) and planes reductions that take one channel at a time (in memory
- * order, not interleaved). Same bits, less memory traffic or waiting. An ISA without such kernels
- * (scalar) gives its own table; the streaming tables are named "avx2_nt" and
+ * order, not interleaved). Same bits, less memory traffic or waiting. An ISA without such
+ * kernels (scalar) gives its own table; the streaming tables are named "avx2_nt" and
  * "avx512_nt". The plane and runs reductions (and AVX2's row and planes reductions) are
  * shared.
  */

@@ -80,7 +80,7 @@ typedef struct bn_job {
 /* train_range for R = 0 (no samples: mean 0, invstd NaN, nothing updated), a channel at a
  * time through the finish every statistics op shares. */
 static void train_range_empty(const bn_job *job, int64_t c0, int64_t cn, const double *stats,
-                            double *k, int64_t ks)
+                              double *k, int64_t ks)
 {
     double n = (double)job->r;
     int64_t j;

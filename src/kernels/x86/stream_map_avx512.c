@@ -554,66 +554,70 @@ SBN512_INLINE void fnormalize_rows(sbn_kdtype dt, const void *x, int64_t xb, siz
  * rows, a row at a time: reloading 3 (4) coefficient vectors a block and row from the L1
  * costs more than the row's own loads and stores (bench_ops 32x24x56x56 and
  * 32x64x56x56 NHWC). A whole last block is stored as the others (streamed when the
- * build streams); only a partial one takes the masked store.
+ * build streams); only a partial one takes the masked store. The coefficients of block
+ * i are f[4 * i + c], c < ncoef.
  */
 #define NARROW_BLOCKS 4
+SBN512_INLINE __mmask16 narrow_mask(size_t cn, int nb, int i)
+{
+    return i < nb - 1 || cn % 16 == 0 ? (__mmask16)0xFFFF : tail_mask16(cn % 16);
+}
+
+SBN512_INLINE void narrow_coefs(const float *k, size_t ldk, size_t cn, int nb, int ncoef,
+                                __m512 *f)
+{
+    int i, c;
+    for (i = 0; i < nb; i++)
+        for (c = 0; c < ncoef; c++)
+            f[4 * i + c] = fcoef16z(k, ldk, c, 16 * (size_t)i, narrow_mask(cn, nb, i));
+}
+
 SBN512_INLINE void fnormalize_narrow(sbn_kdtype dt, int nb, const void *x, int64_t xb,
                                      size_t rows, size_t cn, const float *k, size_t ldk,
                                      void *y, int64_t yb)
 {
-    const int64_t es = (int64_t)sbn512_esize(dt);
-    const __mmask16 q = cn % 16 == 0 ? (__mmask16)0xFFFF : tail_mask16(cn % 16);
-    __m512 a[NARROW_BLOCKS], b[NARROW_BLOCKS], c[NARROW_BLOCKS];
+    const int64_t es = (int64_t)sbn512_esize(dt), bb = 16 * es;
+    __m512 f[4 * NARROW_BLOCKS];
     int64_t xo = 0, yo = 0;
     size_t r;
     int i;
-    for (i = 0; i < nb; i++) {
-        __mmask16 m = i == nb - 1 ? q : (__mmask16)0xFFFF;
-        a[i] = fcoef16z(k, ldk, 0, 16 * (size_t)i, m), b[i] = fcoef16z(k, ldk, 1, 16 * (size_t)i, m);
-        c[i] = fcoef16z(k, ldk, 2, 16 * (size_t)i, m);
-    }
-    for (r = 0; r < rows; r++, xo += xb, yo += yb) {
-        for (i = 0; i < nb - 1; i++)
-            st16(dt, AT_W(y, yo + 16 * i * es),
-                 fnormalize16(ld16(dt, AT(x, xo + 16 * i * es)), a[i], b[i], c[i]));
-        if (q == 0xFFFF)
-            st16(dt, AT_W(y, yo + 16 * i * es),
-                 fnormalize16(ld16(dt, AT(x, xo + 16 * i * es)), a[i], b[i], c[i]));
-        else
-            st16m(dt, AT_W(y, yo + 16 * i * es), q,
-                  fnormalize16(ld16z(dt, AT(x, xo + 16 * i * es), q), a[i], b[i], c[i]));
-    }
+    narrow_coefs(k, ldk, cn, nb, 3, f);
+    for (r = 0; r < rows; r++, xo += xb, yo += yb)
+        for (i = 0; i < nb; i++) {
+            const __mmask16 q = narrow_mask(cn, nb, i);
+            const __m512 *g = f + 4 * i;
+            if (q == 0xFFFF)
+                st16(dt, AT_W(y, yo + i * bb),
+                     fnormalize16(ld16(dt, AT(x, xo + i * bb)), g[0], g[1], g[2]));
+            else
+                st16m(dt, AT_W(y, yo + i * bb), q,
+                      fnormalize16(ld16z(dt, AT(x, xo + i * bb), q), g[0], g[1], g[2]));
+        }
 }
 
 SBN512_INLINE void fbackward_narrow(sbn_kdtype dt, int nb, const void *dy, int64_t gb,
                                     const void *x, int64_t xb, size_t rows, size_t cn,
                                     const float *k, size_t ldk, void *gi, int64_t ob)
 {
-    const int64_t es = (int64_t)sbn512_esize(dt);
-    const __mmask16 q = cn % 16 == 0 ? (__mmask16)0xFFFF : tail_mask16(cn % 16);
-    __m512 a[NARROW_BLOCKS], b[NARROW_BLOCKS], c[NARROW_BLOCKS], d[NARROW_BLOCKS];
+    const int64_t es = (int64_t)sbn512_esize(dt), bb = 16 * es;
+    __m512 f[4 * NARROW_BLOCKS];
     int64_t go = 0, xo = 0, oo = 0;
     size_t r;
     int i;
-    for (i = 0; i < nb; i++) {
-        __mmask16 m = i == nb - 1 ? q : (__mmask16)0xFFFF;
-        a[i] = fcoef16z(k, ldk, 0, 16 * (size_t)i, m), b[i] = fcoef16z(k, ldk, 1, 16 * (size_t)i, m);
-        c[i] = fcoef16z(k, ldk, 2, 16 * (size_t)i, m), d[i] = fcoef16z(k, ldk, 3, 16 * (size_t)i, m);
-    }
-    for (r = 0; r < rows; r++, go += gb, xo += xb, oo += ob) {
-        for (i = 0; i < nb - 1; i++)
-            st16(dt, AT_W(gi, oo + 16 * i * es),
-                 fbackward16(ld16(dt, AT(dy, go + 16 * i * es)), ld16(dt, AT(x, xo + 16 * i * es)),
-                             a[i], b[i], c[i], d[i]));
-        if (q == 0xFFFF)
-            st16(dt, AT_W(gi, oo + 16 * i * es),
-                 fbackward16(ld16(dt, AT(dy, go + 16 * i * es)), ld16(dt, AT(x, xo + 16 * i * es)),
-                             a[i], b[i], c[i], d[i]));
-        else
-            st16m(dt, AT_W(gi, oo + 16 * i * es), q,
-                  fbackward16(ld16z(dt, AT(dy, go + 16 * i * es), q),
-                              ld16z(dt, AT(x, xo + 16 * i * es), q), a[i], b[i], c[i], d[i]));
-    }
+    narrow_coefs(k, ldk, cn, nb, 4, f);
+    for (r = 0; r < rows; r++, go += gb, xo += xb, oo += ob)
+        for (i = 0; i < nb; i++) {
+            const __mmask16 q = narrow_mask(cn, nb, i);
+            const __m512 *g = f + 4 * i;
+            if (q == 0xFFFF)
+                st16(dt, AT_W(gi, oo + i * bb),
+                     fbackward16(ld16(dt, AT(dy, go + i * bb)), ld16(dt, AT(x, xo + i * bb)), g[0],
+                                 g[1], g[2], g[3]));
+            else
+                st16m(dt, AT_W(gi, oo + i * bb), q,
+                      fbackward16(ld16z(dt, AT(dy, go + i * bb), q),
+                                  ld16z(dt, AT(x, xo + i * bb), q), g[0], g[1], g[2], g[3]));
+        }
 }
 
 /* Up to 8 channels in a ymm, up to NARROW_BLOCKS x 16 in zmm, the coefficients in
