@@ -13,10 +13,12 @@
  *   backward:   gi = ((dy - k0) - (x - k1) * k2) * k3
  * Runs of one channel take 32 floats a step in two zmm (fp64: 16 doubles), the tail
  * through masked loads and stores. Rows (channels-last) of up to 8 channels (a ymm;
- * fp64: rows in pairs) or 16 keep the coefficients in registers for all the rows;
- * wider rows go in blocks of 16 channels (fp64: 8), the last masked, a row at a
+ * fp64: rows in pairs) or 64 (fp64: 16) keep the coefficients in registers for all the
+ * rows; wider rows go in blocks of 16 channels (fp64: 8), the last masked, a row at a
  * time in memory order (fp64: each block's structure-of-arrays coefficients loaded
- * once for a group of up to four narrow rows). Every element is read before it is written, so in place (y == x, gi == dy)
+ * once for a group of up to four narrow rows). The element steps (stores, loads,
+ * formulas) are in map_elems_avx512.h. Every element is read before it is written, so
+ * in place (y == x, gi == dy)
  * is safe; pointers need no alignment, and nothing outside [0, n) or the rows x cn
  * elements is read or written. stream_map_nt_avx512.c builds this file again with
  * SBN_MAP_NT = 1 (entry points ..._ukernel__avx512_nt): there every full-vector store
@@ -29,6 +31,7 @@
  */
 #include "kernels/x86/bf16_avx512.h"
 #include "kernels/x86/io_avx512.h"
+#include "kernels/x86/map_elems_avx512.h"
 #include "kernels/x86/nt_store.h"
 
 #if SBN_MAP_NT
@@ -38,32 +41,6 @@
 #else
 #define SBN_MAP_ENTRY(dt, family) sbn_##dt##_##family##_ukernel__avx512
 #endif
-
-/* ---- stores: non-temporal where SBN_MAP_NT and aligned ---- */
-
-SBN512_INLINE void store_pd(double *p, __m512d v)
-{
-    if (sbn_nt_aligned(p, 64)) _mm512_stream_pd(p, v);
-    else _mm512_storeu_pd(p, v);
-}
-
-SBN512_INLINE void store_ps(float *p, __m512 v)
-{
-    if (sbn_nt_aligned(p, 64)) _mm512_stream_ps(p, v);
-    else _mm512_storeu_ps(p, v);
-}
-
-SBN512_INLINE void store_si512(void *p, __m512i v)
-{
-    if (sbn_nt_aligned(p, 64)) _mm512_stream_si512(p, v);
-    else _mm512_storeu_si512(p, v);
-}
-
-SBN512_INLINE void store_si256(void *p, __m256i v)
-{
-    if (sbn_nt_aligned(p, 32)) _mm256_stream_si256((__m256i *)p, v);
-    else _mm256_storeu_si256((__m256i *)p, v);
-}
 
 /* The mask of the first r < 32 elements. */
 static inline __mmask32 tail_mask32(size_t r)
@@ -312,104 +289,6 @@ static void row_backward_f64(const double *dy, int64_t dys, const double *x, int
 }
 
 /* ======== fp32/fp16/bf16: float coefficients, float arithmetic ======== */
-
-SBN512_INLINE __m512 fnormalize16(__m512 v, __m512 f0, __m512 f1, __m512 f2)
-{
-    return _mm512_fmadd_ps(_mm512_sub_ps(v, f0), f1, f2);
-}
-
-SBN512_INLINE __m512 fbackward16(__m512 g, __m512 v, __m512 f0, __m512 f1, __m512 f2, __m512 f3)
-{
-    return _mm512_mul_ps(_mm512_fmadd_ps(_mm512_sub_ps(v, f0), f1, _mm512_sub_ps(g, f2)), f3);
-}
-
-/* Sixteen floats to fp16, to nearest even; vcvtps2ph writes a (quiet) NaN as sign |
- * 0x7E00 | payload: an unsigned then a signed minimum clear the payload and leave
- * every other value alone (negatives are >= 0x8000 unsigned, negative signed). */
-SBN512_INLINE __m256i f16_narrow16(__m512 v)
-{
-    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    h = _mm256_min_epu16(h, _mm256_set1_epi16((short)0xFE00));
-    return _mm256_min_epi16(h, _mm256_set1_epi16(0x7E00));
-}
-
-/* Sixteen elements of dt (fp32/fp16/bf16) at p as floats, exactly; the z form reads
- * only those in m (zero elsewhere). */
-SBN512_INLINE __m512 ld16(sbn_kdtype dt, const void *p)
-{
-    switch (dt) {
-    case SBN_KD_F32: return _mm512_loadu_ps(p);
-    case SBN_KD_F16: return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-    default: return bf16_widen16(_mm256_loadu_si256((const __m256i *)p));
-    }
-}
-
-SBN512_INLINE __m512 ld16z(sbn_kdtype dt, const void *p, __mmask16 m)
-{
-    switch (dt) {
-    case SBN_KD_F32: return _mm512_maskz_loadu_ps(m, p);
-    case SBN_KD_F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-    default: return bf16_widen16(_mm256_maskz_loadu_epi16(m, p));
-    }
-}
-
-/* Sixteen floats narrowed once to dt at p; the m form writes only those in m. */
-SBN512_INLINE void st16(sbn_kdtype dt, void *p, __m512 v)
-{
-    switch (dt) {
-    case SBN_KD_F32: store_ps(p, v); break;
-    case SBN_KD_F16: store_si256(p, f16_narrow16(v)); break;
-    default: store_si256(p, bf16_narrow16(v)); break;
-    }
-}
-
-SBN512_INLINE void st16m(sbn_kdtype dt, void *p, __mmask16 m, __m512 v)
-{
-    switch (dt) {
-    case SBN_KD_F32: _mm512_mask_storeu_ps(p, m, v); break;
-    case SBN_KD_F16: _mm256_mask_storeu_epi16(p, m, f16_narrow16(v)); break;
-    default: _mm256_mask_storeu_epi16(p, m, bf16_narrow16(v)); break;
-    }
-}
-
-/* Eight floats per ymm, for rows of at most 8 channels (half the work of a zmm). The
- * FMA through its masked AVX-512VL form, all lanes on. */
-SBN512_INLINE __m256 fnormalize8(__m256 v, __m256 f0, __m256 f1, __m256 f2)
-{
-    return _mm256_mask_fmadd_ps(_mm256_sub_ps(v, f0), (__mmask8)0xFF, f1, f2);
-}
-
-SBN512_INLINE __m256 fbackward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 f2, __m256 f3)
-{
-    return _mm256_mul_ps(_mm256_mask_fmadd_ps(_mm256_sub_ps(v, f0), (__mmask8)0xFF, f1,
-                                              _mm256_sub_ps(g, f2)),
-                         f3);
-}
-
-/* The elements in m of eight of dt at p as floats (zero elsewhere), and eight floats
- * narrowed to dt at p, writing those in m. */
-SBN512_INLINE __m256 ld8z(sbn_kdtype dt, const void *p, __mmask8 m)
-{
-    switch (dt) {
-    case SBN_KD_F32: return _mm256_maskz_loadu_ps(m, p);
-    case SBN_KD_F16: return _mm256_cvtph_ps(_mm_maskz_loadu_epi16(m, p));
-    default: return bf16x8_to_float(_mm_maskz_loadu_epi16(m, p));
-    }
-}
-
-SBN512_INLINE void st8m(sbn_kdtype dt, void *p, __mmask8 m, __m256 v)
-{
-    __m128i h;
-    switch (dt) {
-    case SBN_KD_F32: _mm256_mask_storeu_ps(p, m, v); return;
-    case SBN_KD_F16:
-        h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        h = _mm_min_epi16(_mm_min_epu16(h, _mm_set1_epi16((short)0xFE00)), _mm_set1_epi16(0x7E00));
-        break;
-    default: h = bf16_narrow8(v); break;
-    }
-    _mm_mask_storeu_epi16(p, m, h);
-}
 
 /* ---- runs of one channel ---- */
 
