@@ -3,11 +3,11 @@
  * whole chunk of channels-last rows reduced from fresh lanes and folded in one call).
  * Their definition is scalar's row_accum (row_bwd_accum) from lane 0 with `fresh` set,
  * then fold_rows over min(n, 16) lanes, written out here on lanes of every channel.
- * Every table this machine has (and the tables beyond the cache, whose AVX-512 backward
- * prefetches) is compared BITWISE
- * with it for f64, f32, f16 and bf16: rows 1..40, 47, 64, 100, 130 (one or several rows a
- * lane, lanes never reached), channels 0..19, 31-33, 63-65, 130 (every vector tail, the
- * slices of the lane-buffer variants), row strides equal to the channels and longer, dy's
+ * Every table this machine has (and the tables beyond the cache, whose AVX-512 chunk
+ * kernels prefetch their rows) is compared BITWISE with it for f64, f32, f16 and bf16:
+ * rows 1..40, 47, 64, 100, 130 (one or several rows a lane, lanes never reached),
+ * channels 0..19, 31-33, 63-65, 130 (every vector tail, the slices of the lane-buffer
+ * variants), row strides equal to the channels and longer, dy's
  * differing from x's, x's, dy's or both a multiple of 1 KiB (the two-line groups of the
  * AVX-512 kernels), misaligned pointers. Values are finite with mixed signs and
  * magnitudes (2^-35..2^35, so that sums round), and -0.0 inputs beside zero shifts,

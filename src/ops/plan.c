@@ -21,6 +21,10 @@
 #include "ops/walk.h"
 #include "syncbn/syncbn.h"
 
+/* Bytes of a cache line, the unit in which cores own memory: a row split keeps each
+ * thread's output whole lines, and non-temporal stores write whole lines. */
+#define SBN_LINE_BYTES 64
+
 /* ---- teams: how many threads a loop takes ---- */
 
 /*
@@ -152,7 +156,7 @@ void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool)
     }
     if (threads > 1 && w->reduction < SBN_ROW_MAP_MIN_ROWS * threads &&
         w->channels * out_bytes >= SBN_ROW_MAP_MIN_SLICE * threads) {
-        int64_t line = 64 / out_bytes; /* channels a cache line of the output */
+        int64_t line = SBN_LINE_BYTES / out_bytes; /* channels a cache line of the output */
         plan->block = ((w->channels + threads - 1) / threads + line - 1) / line * line;
         plan->blocks = (w->channels + plan->block - 1) / plan->block;
         plan->segments = 1;
@@ -263,7 +267,7 @@ int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits
 static int long_runs(const sbn__walk *w, int rows, int64_t row_bytes)
 {
     int i;
-    if (rows) return row_bytes >= SBN_ROWS_STREAM_MIN_BYTES || row_bytes % 64 == 0;
+    if (rows) return row_bytes >= SBN_ROWS_STREAM_MIN_BYTES || row_bytes % SBN_LINE_BYTES == 0;
     for (i = 0; i < w->ntensors; i++)
         if (w->stride[i][w->ndims - 1] != 1 ||
             w->size[w->ndims - 1] * (int64_t)sbn_dtype_size(w->dtype[i]) < SBN_STREAM_RUN_BYTES)
