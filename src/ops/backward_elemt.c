@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "kernels/convert.h"
 #include "ops/map.h"
+#include "ops/plan.h"
 #include "syncbn/ops.h"
 
 static size_t backward_elemt_need(const sbn_tensor *x)
@@ -20,6 +21,29 @@ static size_t backward_elemt_need(const sbn_tensor *x)
 SBN_API sbn_status sbn_backward_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)
 {
     return sbn__activation_workspace(x, bytes, backward_elemt_need);
+}
+
+/* The map's coefficients (sum_dy/N, mean, invstd^2*sum_dy_xmu/N, invstd*w) of channels
+ * [begin, end). */
+typedef struct backward_elemt_job {
+    const sbn_tensor *mean, *invstd, *weight, *sum_dy, *sum_dy_xmu;
+    double *coef;
+    int64_t channels;
+    double n;
+} backward_elemt_job;
+
+static void backward_elemt_coefs(void *ctx, int64_t begin, int64_t end)
+{
+    const backward_elemt_job *job = ctx;
+    double *coef = job->coef, n = job->n;
+    int64_t c, channels = job->channels;
+    for (c = begin; c < end; c++) {
+        double is = sbn__load1(job->invstd, c);
+        coef[c] = sbn__load1(job->sum_dy, c) / n;
+        coef[1 * channels + c] = sbn__load1(job->mean, c);
+        coef[2 * channels + c] = is * is * sbn__load1(job->sum_dy_xmu, c) / n;
+        coef[3 * channels + c] = is * (job->weight ? sbn__load1(job->weight, c) : 1.0);
+    }
 }
 
 SBN_API sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x,
@@ -33,8 +57,7 @@ SBN_API sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x,
     const sbn__arg inputs[] = {{dy, "dy"}, {x, "x"}, {mean, "mean"}, {invstd, "invstd"},
                                {weight, "weight"}, {sum_dy, "sum_dy"}, {sum_dy_xmu, "sum_dy_xmu"}};
     sbn_status s;
-    double *coef;
-    int64_t c, channels, r;
+    int64_t channels, r;
 
     sbn__clear_error();
     if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
@@ -58,14 +81,11 @@ SBN_API sbn_status sbn_backward_elemt(const sbn_tensor *dy, const sbn_tensor *x,
     if (s != SBN_OK) return s;
     if (r == 0) return SBN_OK;
 
-    coef = sbn__ws_align(workspace);
-    for (c = 0; c < channels; c++) {
-        double is = sbn__load1(invstd, c), n = (double)count;
-        coef[c] = sbn__load1(sum_dy, c) / n;
-        coef[1 * channels + c] = sbn__load1(mean, c);
-        coef[2 * channels + c] = is * is * sbn__load1(sum_dy_xmu, c) / n;
-        coef[3 * channels + c] = is * (weight ? sbn__load1(weight, c) : 1.0);
+    {
+        backward_elemt_job job = {mean, invstd, weight, sum_dy, sum_dy_xmu,
+                                  sbn__ws_align(workspace), channels, (double)count};
+        sbn__channel_map_with(SBN_MAP_BACKWARD, dy, x, job.coef, backward_elemt_coefs, &job,
+                              sbn__plan_channels_ns(channels, 0), grad_input, pool);
     }
-    sbn__channel_map(SBN_MAP_BACKWARD, dy, x, coef, grad_input, pool);
     return SBN_OK;
 }

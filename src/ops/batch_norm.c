@@ -202,7 +202,7 @@ static void train(bn_job *job, sbn_pool_t *pool)
 {
     int64_t channels = job->x->shape[1];
     const sbn_tensor *tensors[2];
-    sbn_pool_t team, one_pass_team;
+    sbn_pool_t one_pass_team;
     tensors[0] = job->x;
     tensors[1] = job->y;
     pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, 2), &one_pass_team);
@@ -214,9 +214,8 @@ static void train(bn_job *job, sbn_pool_t *pool)
         return;
     }
     sbn__channel_reduce(SBN_REDUCE_MOMENTS, job->x, NULL, NULL, job->stats, job->scratch, pool);
-    sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(channels, 0), &team), channels,
-                      train_channels, job);
-    sbn__channel_map(SBN_MAP_NORMALIZE, job->x, NULL, job->coef, job->y, pool);
+    sbn__channel_map_with(SBN_MAP_NORMALIZE, job->x, NULL, job->coef, train_channels, job,
+                          sbn__plan_channels_ns(channels, 0), job->y, pool);
 }
 
 SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
@@ -246,10 +245,8 @@ SBN_API sbn_status sbn_batch_norm(const sbn_tensor *x, const sbn_tensor *weight,
             train(&job, pool);
             return r == 0 ? SBN_NO_SAMPLES : r == 1 ? SBN_SINGLE_SAMPLE : SBN_OK;
         }
-        sbn_pool_t team;
-        sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(channels, 0), &team),
-                          channels, eval_channels, &job);
+        sbn__channel_map_with(SBN_MAP_NORMALIZE, x, NULL, coef, eval_channels, &job,
+                              sbn__plan_channels_ns(channels, 0), y, pool);
     }
-    sbn__channel_map(SBN_MAP_NORMALIZE, x, NULL, coef, y, pool);
     return SBN_OK;
 }

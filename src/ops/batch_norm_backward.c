@@ -231,12 +231,16 @@ SBN_API sbn_status sbn_batch_norm_backward(const sbn_tensor *dy, const sbn_tenso
     cj.job = &job;
     cj.training = training;
     cj.grad_input = grad_input != NULL && job.r > 0;
-    sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(channels, 0), &team), channels,
-                      finish_channels, &cj);
-    if (!cj.grad_input) return SBN_OK;
+    if (!cj.grad_input) {
+        sbn__parallel_for(sbn__plan_team(pool, sbn__plan_channels_ns(channels, 0), &team),
+                          channels, finish_channels, &cj);
+        return SBN_OK;
+    }
     if (training)
-        sbn__channel_map(SBN_MAP_BACKWARD, dy, x, coef, grad_input, pool);
+        sbn__channel_map_with(SBN_MAP_BACKWARD, dy, x, coef, finish_channels, &cj,
+                              sbn__plan_channels_ns(channels, 0), grad_input, pool);
     else
-        sbn__channel_map(SBN_MAP_NORMALIZE, dy, NULL, coef, grad_input, pool);
+        sbn__channel_map_with(SBN_MAP_NORMALIZE, dy, NULL, coef, finish_channels, &cj,
+                              sbn__plan_channels_ns(channels, 0), grad_input, pool);
     return SBN_OK;
 }

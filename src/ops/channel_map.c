@@ -23,11 +23,17 @@
  * the contiguous one. Each element is read before it is written, so output ==
  * input is safe. When the map's tensors together are far larger than the
  * last-level cache, the kernels write the output with non-temporal stores
- * (sbn__plan_map_stores): same bits, a third less memory traffic.
+ * (sbn__plan_map_stores): same bits, a third less memory traffic. An op may hand the
+ * map the step that computes its coefficients (sbn__channel_map_with): the map runs it
+ * with their float form in one loop over the channels before mapping, or, where plan.c
+ * says so, inside each task for the task's own block of channels right before mapping
+ * it (a coefficient out of float's range found by one block sends the whole map again
+ * through the double form, so no channel's form depends on the blocks).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/extent.h"
 #include "core/pool.h"
 #include "kernels/convert.h"
 #include "kernels/kernels.h"
@@ -36,6 +42,19 @@
 #include "ops/plan.h"
 #include "ops/walk.h"
 #include "syncbn/syncbn.h"
+
+/* The coefficients of channels [begin, end): the caller's step `coefs` when given, then
+ * their float form into f ([4][C], when the map computes in float); out_of_range is set
+ * when one is out of float's range. */
+typedef struct coefs_job {
+    sbn__map_kind kind;
+    const double *coef;
+    int64_t channels;
+    float *f;
+    sbn__coefs_fn coefs;
+    void *ctx;
+    int out_of_range;
+} coefs_job;
 
 typedef struct map_job {
     const sbn_kernels *kern; /* the maps of whole runs and rows (maybe streaming) */
@@ -51,6 +70,7 @@ typedef struct map_job {
     int unit;       /* unit inner strides (plane path) */
     int64_t tile;   /* row path: channels a kernel call takes (tiles of rows too wide), or 0 */
     int64_t tile_rows; /* rows of a tile */
+    coefs_job *produce; /* each task computes its channels' coefficients first, or NULL */
 } map_job;
 
 typedef struct map_task {
@@ -226,6 +246,8 @@ static void order_streaming_stores(void)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+static void produce_coefs(void *ctx, int64_t begin, int64_t end);
+
 static void map_tasks(void *ctx, int64_t begin, int64_t end)
 {
     const map_job *job = ctx;
@@ -234,6 +256,7 @@ static void map_tasks(void *ctx, int64_t begin, int64_t end)
         map_task mt;
         mt.job = job;
         sbn__plan_task(&job->plan, &job->walk, t, &mt.r0, &r1, &mt.c0, &mt.cn);
+        if (job->produce) produce_coefs(job->produce, mt.c0, mt.c0 + mt.cn);
         sbn__walk_runs(&job->walk, mt.c0, mt.r0, r1 - mt.r0, job->rows ? row_run : plane_run,
                        &mt);
     }
@@ -249,15 +272,6 @@ static int float_types(const sbn__walk *w)
     return 1;
 }
 
-/* The float coefficients of channels [begin, end) into f ([4][C]); out_of_range is set
- * when one is out of float's range (on the pool, as plan.c's per-channel cost says). */
-typedef struct float_coefs_job {
-    sbn__map_kind kind;
-    const double *coef;
-    int64_t channels;
-    float *f;
-    int out_of_range;
-} float_coefs_job;
 
 /* The float coefficients of channels [begin, end): `backward` a constant in each
  * instance, so the per-channel body has no branch on the kind. */
@@ -276,52 +290,103 @@ static inline int float_coefs_of(int backward, const double *coef, float *f, int
     return ok;
 }
 
-SBN_CHANNEL_LOOP static void float_coefs(void *ctx, int64_t begin, int64_t end)
+SBN_CHANNEL_LOOP static int float_coefs(sbn__map_kind kind, const double *coef, float *f,
+                                        int64_t C, int64_t begin, int64_t end)
 {
-    float_coefs_job *fj = ctx;
-    int ok = fj->kind == SBN_MAP_BACKWARD
-                 ? float_coefs_of(1, fj->coef, fj->f, fj->channels, begin, end)
-                 : float_coefs_of(0, fj->coef, fj->f, fj->channels, begin, end);
-    if (!ok) __atomic_store_n(&fj->out_of_range, 1, __ATOMIC_RELAXED);
+    return kind == SBN_MAP_BACKWARD ? float_coefs_of(1, coef, f, C, begin, end)
+                                    : float_coefs_of(0, coef, f, C, begin, end);
+}
+
+static void produce_coefs(void *ctx, int64_t begin, int64_t end)
+{
+    coefs_job *cj = ctx;
+    if (cj->coefs) cj->coefs(cj->ctx, begin, end);
+    if (cj->f && !float_coefs(cj->kind, cj->coef, cj->f, cj->channels, begin, end))
+        __atomic_store_n(&cj->out_of_range, 1, __ATOMIC_RELAXED);
+}
+
+/* The row or plane plan, the tiles and the map, with coefficients in place. */
+static void run_map(map_job *job, sbn_pool_t *pool)
+{
+    job->tile = sbn__plan_row_tile(&job->walk, job->rows, job->kd, job->fcoef != NULL,
+                                   job->kind == SBN_MAP_BACKWARD, job->beyond_l3,
+                                   &job->tile_rows);
+    /* No state to carry: one block of every channel keeps the sweep in memory order. */
+    if (!job->produce) {
+        if (job->rows)
+            sbn__plan_row_map(&job->plan, &job->walk, pool);
+        else
+            sbn__plan_tasks(&job->plan, &job->walk, sbn__plan_block_map(&job->walk, pool), pool);
+    }
+    sbn__parallel_for(pool, job->plan.segments * job->plan.blocks, map_tasks, job);
+}
+
+/* Whether out shares memory with an input (in place): a map that writes out cannot then
+ * be done again from its inputs. */
+static int writes_an_input(const sbn_tensor *in0, const sbn_tensor *in1, const sbn_tensor *out)
+{
+    return sbn__views_overlap(out, in0) || (in1 != NULL && sbn__views_overlap(out, in1));
 }
 
 void sbn__channel_map(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
                       double *coef, sbn_tensor *out, sbn_pool_t *pool)
 {
+    sbn__channel_map_with(kind, in0, in1, coef, NULL, NULL, 0.0, out, pool);
+}
+
+void sbn__channel_map_with(sbn__map_kind kind, const sbn_tensor *in0, const sbn_tensor *in1,
+                           double *coef, sbn__coefs_fn coefs, void *ctx, double coefs_ns,
+                           sbn_tensor *out, sbn_pool_t *pool)
+{
     map_job job;
+    coefs_job cj;
     const sbn_tensor *tensors[3];
-    sbn_pool_t team, coef_team;
-    int n = 0;
+    sbn_pool_t team, both_team, coef_team, *whole = pool;
+    int n = 0, blocked = 0;
     tensors[n++] = in0;
     if (kind == SBN_MAP_BACKWARD) tensors[n++] = in1;
     tensors[n++] = out;
     job.kind = kind;
     job.coef = coef;
-    pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, n), &team);
+    job.produce = NULL;
     sbn__walk_init(&job.walk, tensors, n);
     job.kd = sbn__walk_kdtype(&job.walk);
     job.rows = sbn__walk_is_rows(&job.walk);
     job.unit = sbn__walk_unit_inner(&job.walk);
+    cj.kind = kind;
+    cj.coef = coef;
+    cj.channels = job.walk.channels;
+    cj.f = float_types(&job.walk) ? (float *)(coef + 4 * job.walk.channels) : NULL;
+    cj.coefs = coefs;
+    cj.ctx = ctx;
+    cj.out_of_range = 0;
+    coefs_ns = (coefs ? coefs_ns : 0.0) + (cj.f ? sbn__plan_coefs_ns(cj.channels) : 0.0);
+    if (coefs && job.rows && !writes_an_input(in0, in1, out)) {
+        pool = sbn__plan_team(whole, sbn__plan_stream_ns(tensors, n) + coefs_ns, &both_team);
+        blocked = sbn__plan_coef_blocks(&job.plan, &job.walk, pool);
+    }
+    if (!blocked) pool = sbn__plan_team(whole, sbn__plan_stream_ns(tensors, n), &team);
     job.streaming = sbn__plan_map_stores(tensors, n, &job.walk, job.rows, pool, &job.beyond_l3);
     job.kern = job.streaming ? sbn__kernels_streaming() : sbn__kernels();
-    job.fcoef = NULL;
-    if (float_types(&job.walk)) {
-        float_coefs_job fj = {kind, coef, job.walk.channels, (float *)(coef + 4 * job.walk.channels),
-                              0};
-        sbn__parallel_for(sbn__plan_team(pool, sbn__plan_coefs_ns(job.walk.channels),
-                                         &coef_team),
-                          job.walk.channels, float_coefs, &fj);
-        if (!fj.out_of_range)
-            job.fcoef = fj.f;
-        else
-            job.kd = -1; /* out of float's range: the double form, through pieces */
+    job.fcoef = cj.f;
+    if (blocked) {
+        job.produce = &cj;
+        run_map(&job, pool);
+        if (!cj.out_of_range) return;
+        /* A coefficient out of float's range: the whole map again in double, as below
+         * (every channel's coefficients are in place now; the inputs are intact). */
+        job.produce = NULL;
+        job.fcoef = NULL;
+        job.kd = -1;
+        run_map(&job, pool);
+        return;
     }
-    job.tile = sbn__plan_row_tile(&job.walk, job.rows, job.kd, job.fcoef != NULL,
-                                  kind == SBN_MAP_BACKWARD, job.beyond_l3, &job.tile_rows);
-    /* No state to carry: one block of every channel keeps the sweep in memory order. */
-    if (job.rows)
-        sbn__plan_row_map(&job.plan, &job.walk, pool);
-    else
-        sbn__plan_tasks(&job.plan, &job.walk, sbn__plan_block_map(&job.walk, pool), pool);
-    sbn__parallel_for(pool, job.plan.segments * job.plan.blocks, map_tasks, &job);
+    if (coefs || cj.f)
+        sbn__parallel_for(sbn__plan_team(whole, coefs_ns, &coef_team), job.walk.channels,
+                          produce_coefs, &cj);
+    if (cj.out_of_range) {
+        job.fcoef = NULL;
+        job.kd = -1; /* out of float's range: the double form, through pieces */
+    }
+    run_map(&job, pool);
 }

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "kernels/convert.h"
 #include "ops/map.h"
+#include "ops/plan.h"
 #include "syncbn/ops.h"
 
 static size_t elemt_need(const sbn_tensor *x)
@@ -22,6 +23,27 @@ SBN_API sbn_status sbn_elemt_workspace_size(const sbn_tensor *x, size_t *bytes)
     return sbn__activation_workspace(x, bytes, elemt_need);
 }
 
+/* The map's coefficients (mean, invstd*w, b, 0) of channels [begin, end). */
+typedef struct elemt_job {
+    const sbn_tensor *mean, *invstd, *weight, *bias;
+    double *coef;
+    int64_t channels;
+} elemt_job;
+
+static void elemt_coefs(void *ctx, int64_t begin, int64_t end)
+{
+    const elemt_job *job = ctx;
+    double *coef = job->coef;
+    int64_t c, channels = job->channels;
+    for (c = begin; c < end; c++) {
+        coef[c] = sbn__load1(job->mean, c);
+        coef[1 * channels + c] =
+            sbn__load1(job->invstd, c) * (job->weight ? sbn__load1(job->weight, c) : 1.0);
+        coef[2 * channels + c] = job->bias ? sbn__load1(job->bias, c) : 0.0;
+        coef[3 * channels + c] = 0.0;
+    }
+}
+
 SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const sbn_tensor *invstd,
                              const sbn_tensor *weight, const sbn_tensor *bias, sbn_tensor *y,
                              void *workspace, size_t workspace_bytes, sbn_pool_t *pool)
@@ -30,8 +52,7 @@ SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const 
     const sbn__arg inputs[] = {{x, "x"}, {mean, "mean"}, {invstd, "invstd"}, {weight, "weight"},
                                {bias, "bias"}};
     sbn_status s;
-    double *coef;
-    int64_t c, channels;
+    int64_t channels;
 
     sbn__clear_error();
     if ((s = sbn__check_activation(x, "x")) != SBN_OK) return s;
@@ -45,13 +66,10 @@ SBN_API sbn_status sbn_elemt(const sbn_tensor *x, const sbn_tensor *mean, const 
     s = sbn__check_workspace(workspace, workspace_bytes, elemt_need(x), outputs, 1, inputs, 5);
     if (s != SBN_OK) return s;
 
-    coef = sbn__ws_align(workspace);
-    for (c = 0; c < channels; c++) {
-        coef[c] = sbn__load1(mean, c);
-        coef[1 * channels + c] = sbn__load1(invstd, c) * (weight ? sbn__load1(weight, c) : 1.0);
-        coef[2 * channels + c] = bias ? sbn__load1(bias, c) : 0.0;
-        coef[3 * channels + c] = 0.0;
+    {
+        elemt_job job = {mean, invstd, weight, bias, sbn__ws_align(workspace), channels};
+        sbn__channel_map_with(SBN_MAP_NORMALIZE, x, NULL, job.coef, elemt_coefs, &job,
+                              sbn__plan_channels_ns(channels, 0), y, pool);
     }
-    sbn__channel_map(SBN_MAP_NORMALIZE, x, NULL, coef, y, pool);
     return SBN_OK;
 }

@@ -179,6 +179,54 @@ void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_
     *cn = w->channels - *c0 < plan->block ? w->channels - *c0 : plan->block;
 }
 
+/*
+ * A row map whose coefficients come from a per-channel step (the ops' finishing:
+ * statistics to invstd, running statistics, weight and bias, and the float form) runs
+ * that step inside its own tasks, a block of channels at a time, right before mapping
+ * the block: one loop instead of two, and the block's per-channel vectors (about
+ * SBN_COEF_CHANNEL_BYTES a channel, in and out) are written and read again while they
+ * sit in the L2, where a pass over each vector of 10^5 channels goes to the L3 (bench_ops
+ * 2x100000 and 8x65536 at one thread; 32x4096 at two, where the finishing ran on one
+ * thread between two loops). Only where a task covers every row of its channels anyway:
+ * with one thread, up to SBN_ROW_MAP_MIN_ROWS rows (beyond, the rows' own traffic hides
+ * the per-channel passes), and with more the row map's channel split above. The block is
+ * half the L2 worth of per-channel vectors, at most an even share of the channels, in
+ * whole cache lines of the output.
+ */
+#define SBN_COEF_CHANNEL_BYTES 128
+
+static int g_coef_blocks = -1; /* sbn__coef_blocks_set (tests) */
+
+void sbn__coef_blocks_set(int mode)
+{
+    g_coef_blocks = mode < 0 ? -1 : mode != 0;
+}
+
+int sbn__plan_coef_blocks(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool)
+{
+    int64_t threads = sbn_pool_threads(pool);
+    int64_t out_bytes = (int64_t)sbn_dtype_size(w->dtype[w->ntensors - 1]);
+    int64_t line = SBN_LINE_BYTES / out_bytes, block, share;
+    if (w->reduction == 0 || w->channels == 0 || g_coef_blocks == 0) return 0;
+    if (g_coef_blocks == 1) { /* tests: blocks of two lines, many tasks */
+        block = 2 * line;
+    } else {
+        if (threads <= 1 ? w->reduction > SBN_ROW_MAP_MIN_ROWS
+                         : w->reduction >= SBN_ROW_MAP_MIN_ROWS * threads ||
+                               w->channels * out_bytes < SBN_ROW_MAP_MIN_SLICE * threads)
+            return 0;
+        block = sbn__cache_bytes(2) / 2 / SBN_COEF_CHANNEL_BYTES;
+        share = (w->channels + threads - 1) / threads;
+        if (block > share) block = share;
+        block = (block + line - 1) / line * line;
+    }
+    plan->block = block;
+    plan->blocks = (w->channels + block - 1) / block;
+    plan->segments = 1;
+    plan->seg_rows = w->reduction;
+    return 1;
+}
+
 int64_t sbn__plan_block_all(const sbn__walk *w, sbn_pool_t *pool)
 {
     int64_t threads = sbn_pool_threads(pool);

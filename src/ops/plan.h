@@ -29,6 +29,13 @@ typedef struct sbn__plan {
 /* A map over whole rows (channels-last, (N, C)): every channel, the rows cut into one
  * contiguous range per thread, at any row (no chunk to keep whole). */
 void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool);
+/* A row map that computes its coefficients itself (sbn__channel_map_with): 1 when each
+ * task should produce and map one block of channels over every row (plan filled in),
+ * 0 when the coefficients are better produced in a loop of their own first. */
+int sbn__plan_coef_blocks(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool);
+/* -1 by size (the default), 0 never, 1 wherever the map allows it, in blocks of two cache
+ * lines of the output (tests). Speed only, never bits. */
+void sbn__coef_blocks_set(int mode);
 void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_pool_t *pool);
 /* The block for passes with no per-channel state to carry (row reductions; the plane
  * maps start from it): every channel, or C / T when there are fewer chunks than threads. */
