@@ -343,6 +343,7 @@ void sbn__channel_map_with(sbn__map_kind kind, const sbn_tensor *in0, const sbn_
     const sbn_tensor *tensors[3];
     sbn_pool_t team, both_team, coef_team, *whole = pool;
     int n = 0, blocked = 0;
+    double step_ns;
     tensors[n++] = in0;
     if (kind == SBN_MAP_BACKWARD) tensors[n++] = in1;
     tensors[n++] = out;
@@ -360,6 +361,10 @@ void sbn__channel_map_with(sbn__map_kind kind, const sbn_tensor *in0, const sbn_
     cj.coefs = coefs;
     cj.ctx = ctx;
     cj.out_of_range = 0;
+    /* The loop before the map is as wide as the op's step alone would take (the float
+     * form rides along: summed, the two estimates put small loops on two threads, whose
+     * start and join cost more than they split; bench_ops 2x2048x7x7 at two threads). */
+    step_ns = coefs ? coefs_ns : sbn__plan_coefs_ns(cj.channels);
     coefs_ns = (coefs ? coefs_ns : 0.0) + (cj.f ? sbn__plan_coefs_ns(cj.channels) : 0.0);
     if (coefs && job.rows && !writes_an_input(in0, in1, out)) {
         pool = sbn__plan_team(whole, sbn__plan_stream_ns(tensors, n) + coefs_ns, &both_team);
@@ -382,7 +387,7 @@ void sbn__channel_map_with(sbn__map_kind kind, const sbn_tensor *in0, const sbn_
         return;
     }
     if (coefs || cj.f)
-        sbn__parallel_for(sbn__plan_team(whole, coefs_ns, &coef_team), job.walk.channels,
+        sbn__parallel_for(sbn__plan_team(whole, step_ns, &coef_team), job.walk.channels,
                           produce_coefs, &cj);
     if (cj.out_of_range) {
         job.fcoef = NULL;
