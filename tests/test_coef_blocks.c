@@ -21,29 +21,6 @@
 #include "support/train_pair.h"
 #include "syncbn/ops.h"
 
-static void run_step_case(const tsup_step_case *k)
-{
-    tsup_step_inputs in;
-    tsup_step_outputs base;
-    int p, mode;
-    tsup_step_inputs_make(k, 31, &in);
-    sbn__coef_blocks_set(0);
-    tsup_step_run(k, &in, &base, NULL);
-    for (mode = 1; mode >= -1; mode -= 2) { /* forced, then by size */
-        sbn__coef_blocks_set(mode);
-        for (p = 0; p < 3; p++)
-            if (!tsup_step_matches(k, &in, &base, in.pools[p]))
-                sbn_test_fail(__FILE__, __LINE__,
-                              "%s rank %d (%lld, %lld, %lld, %lld), blocks %d, pool %d: differs",
-                              sbn_dtype_name(k->dtype), k->rank, (long long)k->shape[0],
-                              (long long)k->shape[1], (long long)k->shape[2],
-                              (long long)k->shape[3], mode, p);
-    }
-    sbn__coef_blocks_set(-1);
-    tsup_step_free(&base);
-    tsup_step_inputs_free(&in);
-}
-
 static void coef_blocks_bits_equal_one_loop(void)
 {
     static const tsup_step_case cases[] = {
@@ -56,7 +33,8 @@ static void coef_blocks_bits_equal_one_loop(void)
         {SBN_F32, 2, {40, 5000, 0, 0}, TSUP_CHANNELS_FIRST}, /* by size: no blocks */
     };
     size_t i;
-    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) run_step_case(&cases[i]);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        tsup_step_check_setting(&cases[i], 31, sbn__coef_blocks_set, "blocks");
 }
 
 enum { N_ROWS = 4, N_CHANNELS = 300 };

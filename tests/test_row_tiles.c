@@ -16,29 +16,6 @@
 #include "support/support.h"
 #include "support/train_pair.h"
 
-static void run_case(const tsup_step_case *k)
-{
-    tsup_step_inputs in;
-    tsup_step_outputs base;
-    int p, mode;
-    tsup_step_inputs_make(k, 23, &in);
-    sbn__row_tiles_set(0);
-    tsup_step_run(k, &in, &base, NULL);
-    for (mode = 1; mode >= -1; mode -= 2) { /* forced, then by size */
-        sbn__row_tiles_set(mode);
-        for (p = 0; p < 3; p++)
-            if (!tsup_step_matches(k, &in, &base, in.pools[p]))
-                sbn_test_fail(__FILE__, __LINE__,
-                              "%s rank %d (%lld, %lld, %lld, %lld), tiles %d, pool %d: differs",
-                              sbn_dtype_name(k->dtype), k->rank, (long long)k->shape[0],
-                              (long long)k->shape[1], (long long)k->shape[2],
-                              (long long)k->shape[3], mode, p);
-    }
-    sbn__row_tiles_set(-1);
-    tsup_step_free(&base);
-    tsup_step_inputs_free(&in);
-}
-
 static void row_tiles_bits_equal_whole_rows(void)
 {
     static const tsup_step_case cases[] = {
@@ -52,7 +29,8 @@ static void row_tiles_bits_equal_whole_rows(void)
         {SBN_BF16, 2, {2, 16700, 0, 0}, TSUP_CHANNELS_FIRST}, /* the channels (plan.c) */
     };
     size_t i;
-    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        tsup_step_check_setting(&cases[i], 23, sbn__row_tiles_set, "tiles");
 }
 
 int main(int argc, char **argv)

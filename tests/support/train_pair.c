@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 
+#include "harness/harness.h"
 #include "support/train_pair.h"
 #include "syncbn/ops.h"
 
@@ -115,4 +116,28 @@ int tsup_step_matches(const tsup_step_case *k, const tsup_step_inputs *in,
     same = tsup_step_same(base, &got);
     tsup_step_free(&got);
     return same;
+}
+
+void tsup_step_check_setting(const tsup_step_case *k, uint64_t seed, tsup_setting_fn setting,
+                             const char *what)
+{
+    tsup_step_inputs in;
+    tsup_step_outputs base;
+    int p, mode;
+    tsup_step_inputs_make(k, seed, &in);
+    setting(0);
+    tsup_step_run(k, &in, &base, NULL);
+    for (mode = 1; mode >= -1; mode -= 2) { /* forced, then by size */
+        setting(mode);
+        for (p = 0; p < 3; p++)
+            if (!tsup_step_matches(k, &in, &base, in.pools[p]))
+                sbn_test_fail(__FILE__, __LINE__,
+                              "%s rank %d (%lld, %lld, %lld, %lld), %s %d, pool %d: differs",
+                              sbn_dtype_name(k->dtype), k->rank, (long long)k->shape[0],
+                              (long long)k->shape[1], (long long)k->shape[2],
+                              (long long)k->shape[3], what, mode, p);
+    }
+    setting(-1);
+    tsup_step_free(&base);
+    tsup_step_inputs_free(&in);
 }

@@ -43,4 +43,13 @@ void tsup_step_free(tsup_step_outputs *o);
 int tsup_step_matches(const tsup_step_case *k, const tsup_step_inputs *in,
                       const tsup_step_outputs *base, sbn_pool_t *pool);
 
+/* A schedule setting of the library: -1 its default (by size), 0 off, 1 forced. */
+typedef void (*tsup_setting_fn)(int mode);
+/* Runs case k (inputs from seed) with setting(0) and no pool as the base, then with
+ * setting(1) and setting(-1) on no pool and pools of 2 and 3 threads, each compared
+ * byte for byte with the base; a difference fails the test, naming `what`, the case,
+ * the mode and the pool. Leaves setting(-1). */
+void tsup_step_check_setting(const tsup_step_case *k, uint64_t seed, tsup_setting_fn setting,
+                             const char *what);
+
 #endif /* SBN_TEST_TRAIN_PAIR_H */
