@@ -412,6 +412,68 @@ SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, 
     }
 }
 
+/*
+ * The channels past the last whole 32 of a row (fewer than 32: every channel of a
+ * narrow row) four lanes at a time: rows q..q+3 of each 16 side by side (adjacent in
+ * memory), each lane with its own accumulators. One lane at a time, a group of eight
+ * channels has two addition chains in flight, each adding a row only once the last has
+ * left the FMA pipeline; four lanes give eight (bench_ops 16384x16 and 32x3x224x224
+ * NHWC). Each lane still adds its rows in increasing order, so the bits do not change.
+ */
+SBN512_INLINE void lanes4_accum(sbn_kdtype dt, const char *x, int64_t row, int64_t step,
+                                size_t m, size_t cn, const double *shift, double *const *ar,
+                                double *const *br, int fresh)
+{
+    size_t j, t;
+    int i;
+    for (j = 0; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d s0 = _mm512_maskz_loadu_pd(k, shift + j);
+        __m512d a[4], b[4];
+        for (i = 0; i < 4; i++) {
+            a[i] = SBN512_LANE_LOADZ(fresh, k, ar[i] + j);
+            b[i] = SBN512_LANE_LOADZ(fresh, k, br[i] + j);
+        }
+        for (t = 0; t < m; t++)
+            for (i = 0; i < 4; i++)
+                accum8(&a[i], &b[i],
+                       sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * step + i * row, j), k),
+                       s0);
+        for (i = 0; i < 4; i++) {
+            _mm512_mask_storeu_pd(ar[i] + j, k, a[i]);
+            _mm512_mask_storeu_pd(br[i] + j, k, b[i]);
+        }
+    }
+}
+
+SBN512_INLINE void lanes4_bwd_accum(sbn_kdtype dt, const char *dy, int64_t drow, int64_t dstep,
+                                    const char *x, int64_t xrow, int64_t xstep, size_t m,
+                                    size_t cn, const double *center, double *const *ar,
+                                    double *const *br, int fresh)
+{
+    size_t j, t;
+    int i;
+    for (j = 0; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d c0 = _mm512_maskz_loadu_pd(k, center + j);
+        __m512d a[4], b[4];
+        for (i = 0; i < 4; i++) {
+            a[i] = SBN512_LANE_LOADZ(fresh, k, ar[i] + j);
+            b[i] = SBN512_LANE_LOADZ(fresh, k, br[i] + j);
+        }
+        for (t = 0; t < m; t++)
+            for (i = 0; i < 4; i++)
+                bwd8(&a[i], &b[i],
+                     sbn512_load8z(dt, sbn512_at(dt, dy + (int64_t)t * dstep + i * drow, j), k),
+                     sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * xstep + i * xrow, j), k),
+                     c0);
+        for (i = 0; i < 4; i++) {
+            _mm512_mask_storeu_pd(ar[i] + j, k, a[i]);
+            _mm512_mask_storeu_pd(br[i] + j, k, b[i]);
+        }
+    }
+}
+
 /* Rows go in blocks (a multiple of 16 rows); within a block, lane (lane + q) % 16 takes
  * rows q, q + 16, ... of the block in order, so every lane still adds its rows in
  * increasing order. No row is read twice; the block sets how many rows a lane adds per
@@ -422,6 +484,7 @@ SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, 
  * (bench_kernels row reductions from DRAM). */
 #define ROW_BLOCK 128
 #define ROW_BLOCK_BWD 64
+#define ROW_BLOCK_NARROW 512
 
 /*
  * Prefetch (to L2) for rows read from memory: a block's rows are read a lane at a
@@ -466,21 +529,38 @@ SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t ro
                              unsigned lane, const double *shift, double *a, double *b,
                              size_t ld, int prefetch, int fresh)
 {
-    const int64_t step = SBN_LANES * xs * (int64_t)sbn512_esize(dt);
+    const int64_t row = xs * (int64_t)sbn512_esize(dt), step = SBN_LANES * row;
+    const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
+    const size_t block = whole ? ROW_BLOCK : ROW_BLOCK_NARROW;
     size_t r, q;
     if (cn == 0) return;
     prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
-    for (r = 0; r < rows; r += ROW_BLOCK) {
-        size_t nb = rows - r < ROW_BLOCK ? rows - r : ROW_BLOCK;
+    for (r = 0; r < rows; r += block) {
+        size_t nb = rows - r < block ? rows - r : block;
+        int first = fresh && r == 0; /* the block that reaches each lane first */
         for (q = 0; q < SBN_LANES && q < nb; q++) {
             size_t l = (lane + r + q) % SBN_LANES;
-            if (prefetch) prefetch_next(dt, x, xs, rows, cn, ROW_BLOCK, r, q);
-            if (fresh && r == 0) /* the block that reaches each lane first */
-                lane_accum(dt, row_at(dt, x, xs, q), step, lane_rows(nb, q), cn, shift, a + l * ld,
-                           b + l * ld, 1);
+            if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
+            if (whole)
+                lane_accum(dt, row_at(dt, x, xs, r + q), step, lane_rows(nb, q), whole, shift,
+                           a + l * ld, b + l * ld, first);
+        }
+        for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
+            double *ar[4], *br[4];
+            size_t i, n4 = q + 4 <= nb && lane_rows(nb, q + 3) == lane_rows(nb, q) ? 4 : 1;
+            for (i = 0; i < 4; i++) {
+                size_t l = (lane + r + q + i) % SBN_LANES;
+                ar[i] = a + l * ld + whole;
+                br[i] = b + l * ld + whole;
+            }
+            if (n4 == 4)
+                lanes4_accum(dt, sbn512_at(dt, row_at(dt, x, xs, r + q), whole), row, step,
+                             lane_rows(nb, q), cn - whole, shift + whole, ar, br, first);
             else
-                lane_accum(dt, row_at(dt, x, xs, r + q), step, lane_rows(nb, q), cn, shift,
-                           a + l * ld, b + l * ld, 0);
+                for (i = 0; i < 4 && q + i < nb; i++)
+                    lane_accum(dt, sbn512_at(dt, row_at(dt, x, xs, r + q + i), whole), step,
+                               lane_rows(nb, q + i), cn - whole, shift + whole, ar[i], br[i],
+                               first);
         }
     }
 }
@@ -490,25 +570,45 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
                                  const double *center, double *a, double *b, size_t ld,
                                  int prefetch, int fresh)
 {
-    const int64_t dstep = SBN_LANES * dys * (int64_t)sbn512_esize(dt);
-    const int64_t xstep = SBN_LANES * xs * (int64_t)sbn512_esize(dt);
+    const int64_t drow = dys * (int64_t)sbn512_esize(dt), dstep = SBN_LANES * drow;
+    const int64_t xrow = xs * (int64_t)sbn512_esize(dt), xstep = SBN_LANES * xrow;
+    const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
+    const size_t block = whole ? ROW_BLOCK_BWD : ROW_BLOCK_NARROW;
     size_t r, q;
     if (cn == 0) return;
     prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
-    for (r = 0; r < rows; r += ROW_BLOCK_BWD) {
-        size_t nb = rows - r < ROW_BLOCK_BWD ? rows - r : ROW_BLOCK_BWD;
+    for (r = 0; r < rows; r += block) {
+        size_t nb = rows - r < block ? rows - r : block;
+        int first = fresh && r == 0; /* the block that reaches each lane first */
         for (q = 0; q < SBN_LANES && q < nb; q++) {
             size_t l = (lane + r + q) % SBN_LANES;
             if (prefetch) {
-                prefetch_next(dt, dy, dys, rows, cn, ROW_BLOCK_BWD, r, q);
-                prefetch_next(dt, x, xs, rows, cn, ROW_BLOCK_BWD, r, q);
+                prefetch_next(dt, dy, dys, rows, cn, block, r, q);
+                prefetch_next(dt, x, xs, rows, cn, block, r, q);
             }
-            if (fresh && r == 0) /* the block that reaches each lane first */
-                lane_bwd_accum(dt, row_at(dt, dy, dys, q), dstep, row_at(dt, x, xs, q), xstep,
-                               lane_rows(nb, q), cn, center, a + l * ld, b + l * ld, 1);
-            else
+            if (whole)
                 lane_bwd_accum(dt, row_at(dt, dy, dys, r + q), dstep, row_at(dt, x, xs, r + q),
-                               xstep, lane_rows(nb, q), cn, center, a + l * ld, b + l * ld, 0);
+                               xstep, lane_rows(nb, q), whole, center, a + l * ld, b + l * ld,
+                               first);
+        }
+        for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
+            double *ar[4], *br[4];
+            size_t i, n4 = q + 4 <= nb && lane_rows(nb, q + 3) == lane_rows(nb, q) ? 4 : 1;
+            for (i = 0; i < 4; i++) {
+                size_t l = (lane + r + q + i) % SBN_LANES;
+                ar[i] = a + l * ld + whole;
+                br[i] = b + l * ld + whole;
+            }
+            if (n4 == 4)
+                lanes4_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r + q), whole), drow, dstep,
+                                 sbn512_at(dt, row_at(dt, x, xs, r + q), whole), xrow, xstep,
+                                 lane_rows(nb, q), cn - whole, center + whole, ar, br, first);
+            else
+                for (i = 0; i < 4 && q + i < nb; i++)
+                    lane_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r + q + i), whole),
+                                   dstep, sbn512_at(dt, row_at(dt, x, xs, r + q + i), whole),
+                                   xstep, lane_rows(nb, q + i), cn - whole, center + whole,
+                                   ar[i], br[i], first);
         }
     }
 }
