@@ -1,0 +1,347 @@
+/*
+ * rows_avx512.c - the row reductions of kernels.h (row_accum, row_bwd_accum) for
+ * AVX-512 (F, BW, VL, DQ) + F16C, in the canonical order of stream_scalar.c: row r
+ * of a channels-last (or (N, C)) tensor adds to row l = (lane + r) % 16 of the
+ * lane-major accumulators (a[l * ld + j], b[l * ld + j]), vectorised across channels
+ * (eight doubles per zmm, 32 channels a step, a masked step for the last cn % 8).
+ * Rows go in blocks of 128 (64 in the backward): one lane's rows of a block (every
+ * 16th) are added while its accumulators sit in registers, loaded and stored once per
+ * block, so each lane still takes its rows in order; the channels past the last whole
+ * 32 go four lanes at a time, and rows of fewer than 32 channels in blocks of 512
+ * (lanes4_accum). The _pf entry points (for tensors beyond the last-level cache,
+ * kernels.h) also prefetch the next block's rows into L2 when a row's slice is short
+ * (row_prefetch). Only a[l * ld + j], b[l * ld + j] with j < cn are read or written.
+ * Per element, in double, each operation rounded once (-ffp-contract=off; b's product
+ * and add are one fused multiply-add, as C's fma in the scalar kernels):
+ *   row_accum:      d = x - shift;  a += d;   b = fma(d, d, b)
+ *   row_bwd_accum:  a += dy;        b = fma(dy, x - center, b)
+ */
+#include <stdint.h>
+
+#include "kernels/x86/io_avx512.h"
+
+/* ---- rows: one lane's rows at a time, its accumulators in registers ---- */
+
+/* Row r of a tensor of dt with row stride rs elements. */
+SBN512_INLINE const char *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_t r)
+{
+    return (const char *)p + (int64_t)r * rs * (int64_t)sbn512_esize(dt);
+}
+
+/* Adds m rows of one lane, at x, x + step, ... (step in bytes: 16 rows), to the lane's
+ * accumulators ar[0..cn), br[0..cn), in row order: each block of channels is loaded
+ * once (or, `fresh` - a constant in each inlined copy - starts at +0.0 unread), takes
+ * the m rows, and is stored once. */
+#define SBN512_LANE_LOAD(fresh, p) ((fresh) ? _mm512_setzero_pd() : _mm512_loadu_pd(p))
+/* Declares a0..a3 and b0..b3: 32 channels' accumulators of one lane at pa and pb. */
+#define SBN512_LANES32(fresh, pa, pb)                                                          \
+    __m512d a0 = SBN512_LANE_LOAD(fresh, (pa)), a1 = SBN512_LANE_LOAD(fresh, (pa) + 8);      \
+    __m512d a2 = SBN512_LANE_LOAD(fresh, (pa) + 16), a3 = SBN512_LANE_LOAD(fresh, (pa) + 24); \
+    __m512d b0 = SBN512_LANE_LOAD(fresh, (pb)), b1 = SBN512_LANE_LOAD(fresh, (pb) + 8);      \
+    __m512d b2 = SBN512_LANE_LOAD(fresh, (pb) + 16), b3 = SBN512_LANE_LOAD(fresh, (pb) + 24)
+#define SBN512_LANE_LOADZ(fresh, k, p) \
+    ((fresh) ? _mm512_setzero_pd() : _mm512_maskz_loadu_pd((k), (p)))
+
+SBN512_INLINE void lane_accum(sbn_kdtype dt, const char *x, int64_t step, size_t m, size_t cn,
+                              const double *shift, double *ar, double *br, int fresh)
+{
+    size_t j, t;
+    for (j = 0; j + 32 <= cn; j += 32) {
+        const __m512d s0 = _mm512_loadu_pd(shift + j), s1 = _mm512_loadu_pd(shift + j + 8);
+        const __m512d s2 = _mm512_loadu_pd(shift + j + 16), s3 = _mm512_loadu_pd(shift + j + 24);
+        SBN512_LANES32(fresh, ar + j, br + j);
+        for (t = 0; t < m; t++) {
+            const char *p = x + (int64_t)t * step;
+            accum8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, p, j)), s0);
+            accum8(&a1, &b1, sbn512_load8(dt, sbn512_at(dt, p, j + 8)), s1);
+            accum8(&a2, &b2, sbn512_load8(dt, sbn512_at(dt, p, j + 16)), s2);
+            accum8(&a3, &b3, sbn512_load8(dt, sbn512_at(dt, p, j + 24)), s3);
+        }
+        _mm512_storeu_pd(ar + j, a0);
+        _mm512_storeu_pd(ar + j + 8, a1);
+        _mm512_storeu_pd(ar + j + 16, a2);
+        _mm512_storeu_pd(ar + j + 24, a3);
+        _mm512_storeu_pd(br + j, b0);
+        _mm512_storeu_pd(br + j + 8, b1);
+        _mm512_storeu_pd(br + j + 16, b2);
+        _mm512_storeu_pd(br + j + 24, b3);
+    }
+    for (; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d s0 = _mm512_maskz_loadu_pd(k, shift + j);
+        __m512d a0 = SBN512_LANE_LOADZ(fresh, k, ar + j), b0 = SBN512_LANE_LOADZ(fresh, k, br + j);
+        for (t = 0; t < m; t++)
+            accum8(&a0, &b0, sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * step, j), k), s0);
+        _mm512_mask_storeu_pd(ar + j, k, a0);
+        _mm512_mask_storeu_pd(br + j, k, b0);
+    }
+}
+
+SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, const char *x,
+                                  int64_t xstep, size_t m, size_t cn, const double *center,
+                                  double *ar, double *br, int fresh)
+{
+    size_t j, t;
+    for (j = 0; j + 32 <= cn; j += 32) {
+        const __m512d c0 = _mm512_loadu_pd(center + j), c1 = _mm512_loadu_pd(center + j + 8);
+        const __m512d c2 = _mm512_loadu_pd(center + j + 16), c3 = _mm512_loadu_pd(center + j + 24);
+        SBN512_LANES32(fresh, ar + j, br + j);
+        for (t = 0; t < m; t++) {
+            const char *g = dy + (int64_t)t * dstep, *p = x + (int64_t)t * xstep;
+            bwd8(&a0, &b0, sbn512_load8(dt, sbn512_at(dt, g, j)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j)), c0);
+            bwd8(&a1, &b1, sbn512_load8(dt, sbn512_at(dt, g, j + 8)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j + 8)), c1);
+            bwd8(&a2, &b2, sbn512_load8(dt, sbn512_at(dt, g, j + 16)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j + 16)), c2);
+            bwd8(&a3, &b3, sbn512_load8(dt, sbn512_at(dt, g, j + 24)),
+                 sbn512_load8(dt, sbn512_at(dt, p, j + 24)), c3);
+        }
+        _mm512_storeu_pd(ar + j, a0);
+        _mm512_storeu_pd(ar + j + 8, a1);
+        _mm512_storeu_pd(ar + j + 16, a2);
+        _mm512_storeu_pd(ar + j + 24, a3);
+        _mm512_storeu_pd(br + j, b0);
+        _mm512_storeu_pd(br + j + 8, b1);
+        _mm512_storeu_pd(br + j + 16, b2);
+        _mm512_storeu_pd(br + j + 24, b3);
+    }
+    for (; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d c0 = _mm512_maskz_loadu_pd(k, center + j);
+        __m512d a0 = SBN512_LANE_LOADZ(fresh, k, ar + j), b0 = SBN512_LANE_LOADZ(fresh, k, br + j);
+        for (t = 0; t < m; t++)
+            bwd8(&a0, &b0, sbn512_load8z(dt, sbn512_at(dt, dy + (int64_t)t * dstep, j), k),
+                 sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * xstep, j), k), c0);
+        _mm512_mask_storeu_pd(ar + j, k, a0);
+        _mm512_mask_storeu_pd(br + j, k, b0);
+    }
+}
+
+/*
+ * The channels past the last whole 32 of a row (fewer than 32: every channel of a
+ * narrow row) four lanes at a time: rows q..q+3 of each 16 side by side (adjacent in
+ * memory), each lane with its own accumulators. One lane at a time, a group of eight
+ * channels has two addition chains in flight, each adding a row only once the last has
+ * left the FMA pipeline; four lanes give eight (bench_ops 16384x16 and 32x3x224x224
+ * NHWC). Each lane still adds its rows in increasing order, so the bits do not change.
+ */
+SBN512_INLINE void lanes4_accum(sbn_kdtype dt, const char *x, int64_t row, int64_t step,
+                                size_t m, size_t cn, const double *shift, double *const *ar,
+                                double *const *br, int fresh)
+{
+    size_t j, t;
+    int i;
+    for (j = 0; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d s0 = _mm512_maskz_loadu_pd(k, shift + j);
+        __m512d a[4], b[4];
+        for (i = 0; i < 4; i++) {
+            a[i] = SBN512_LANE_LOADZ(fresh, k, ar[i] + j);
+            b[i] = SBN512_LANE_LOADZ(fresh, k, br[i] + j);
+        }
+        for (t = 0; t < m; t++)
+            for (i = 0; i < 4; i++)
+                accum8(&a[i], &b[i],
+                       sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * step + i * row, j), k),
+                       s0);
+        for (i = 0; i < 4; i++) {
+            _mm512_mask_storeu_pd(ar[i] + j, k, a[i]);
+            _mm512_mask_storeu_pd(br[i] + j, k, b[i]);
+        }
+    }
+}
+
+SBN512_INLINE void lanes4_bwd_accum(sbn_kdtype dt, const char *dy, int64_t drow, int64_t dstep,
+                                    const char *x, int64_t xrow, int64_t xstep, size_t m,
+                                    size_t cn, const double *center, double *const *ar,
+                                    double *const *br, int fresh)
+{
+    size_t j, t;
+    int i;
+    for (j = 0; j < cn; j += 8) {
+        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
+        const __m512d c0 = _mm512_maskz_loadu_pd(k, center + j);
+        __m512d a[4], b[4];
+        for (i = 0; i < 4; i++) {
+            a[i] = SBN512_LANE_LOADZ(fresh, k, ar[i] + j);
+            b[i] = SBN512_LANE_LOADZ(fresh, k, br[i] + j);
+        }
+        for (t = 0; t < m; t++)
+            for (i = 0; i < 4; i++)
+                bwd8(&a[i], &b[i],
+                     sbn512_load8z(dt, sbn512_at(dt, dy + (int64_t)t * dstep + i * drow, j), k),
+                     sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * xstep + i * xrow, j), k),
+                     c0);
+        for (i = 0; i < 4; i++) {
+            _mm512_mask_storeu_pd(ar[i] + j, k, a[i]);
+            _mm512_mask_storeu_pd(br[i] + j, k, b[i]);
+        }
+    }
+}
+
+/* Rows go in blocks (a multiple of 16 rows); within a block, lane (lane + q) % 16 takes
+ * rows q, q + 16, ... of the block in order, so every lane still adds its rows in
+ * increasing order. No row is read twice; the block sets how many rows a lane adds per
+ * load and store of its accumulators (block / 16) and how many rows (of each tensor)
+ * are read side by side: 8 streams suit the hardware prefetchers. The forward reads
+ * x alone and takes 128 rows, 8 streams (256 gains nothing at 64 channels and loses
+ * on wider rows); the backward reads dy and x, so 64 rows make its 8 streams
+ * (bench_kernels row reductions from DRAM). */
+#define ROW_BLOCK 128
+#define ROW_BLOCK_BWD 64
+#define ROW_BLOCK_NARROW 512
+
+/*
+ * Prefetch (to L2) for rows read from memory: a block's rows are read a lane at a
+ * time, 16 rows apart, an order the hardware prefetchers follow poorly when rows are
+ * short. While lane q of a block is added, the slices of lane q's share of rows of
+ * the next block (rows q * block / 16 onwards) are prefetched, so the next block
+ * arrives in memory order. Only for slices of at most ROW_PREFETCH_BYTES: on longer
+ * rows the hardware prefetchers already keep up and the extra instructions only
+ * cost; on data in cache they only cost too (the reason only the _pf entry points,
+ * for tensors beyond the last-level cache, prefetch).
+ */
+#define ROW_PREFETCH_BYTES 256
+
+SBN512_INLINE void row_prefetch(sbn_kdtype dt, const void *x, int64_t xs, size_t first,
+                                size_t end, size_t cn)
+{
+    size_t u;
+    for (u = first; u < end; u++) {
+        const char *p = row_at(dt, x, xs, u);
+        uintptr_t o = (uintptr_t)p & ~(uintptr_t)63, stop = (uintptr_t)p + cn * sbn512_esize(dt);
+        for (; o < stop; o += 64) _mm_prefetch((const char *)o, _MM_HINT_T1);
+    }
+}
+
+/* Prefetches lane q's share of the block after the one at r (rows below `rows` only). */
+SBN512_INLINE void prefetch_next(sbn_kdtype dt, const void *x, int64_t xs, size_t rows,
+                                 size_t cn, size_t block, size_t r, size_t q)
+{
+    size_t first = r + block + q * (block / SBN_LANES);
+    size_t end = first + block / SBN_LANES;
+    if (end > rows) end = rows;
+    if (first < end) row_prefetch(dt, x, xs, first, end, cn);
+}
+
+/* The number of rows of a block of nb rows that fall to offset q < 16. */
+static inline size_t lane_rows(size_t nb, size_t q)
+{
+    return (nb - q + SBN_LANES - 1) / SBN_LANES;
+}
+
+SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
+                             unsigned lane, const double *shift, double *a, double *b,
+                             size_t ld, int prefetch, int fresh)
+{
+    const int64_t row = xs * (int64_t)sbn512_esize(dt), step = SBN_LANES * row;
+    const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
+    const size_t block = whole ? ROW_BLOCK : ROW_BLOCK_NARROW;
+    size_t r, q;
+    if (cn == 0) return;
+    prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
+    for (r = 0; r < rows; r += block) {
+        size_t nb = rows - r < block ? rows - r : block;
+        int first = fresh && r == 0; /* the block that reaches each lane first */
+        for (q = 0; q < SBN_LANES && q < nb; q++) {
+            size_t l = (lane + r + q) % SBN_LANES;
+            if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
+            if (whole)
+                lane_accum(dt, row_at(dt, x, xs, r + q), step, lane_rows(nb, q), whole, shift,
+                           a + l * ld, b + l * ld, first);
+        }
+        for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
+            double *ar[4], *br[4];
+            size_t i, n4 = q + 4 <= nb && lane_rows(nb, q + 3) == lane_rows(nb, q) ? 4 : 1;
+            for (i = 0; i < 4; i++) {
+                size_t l = (lane + r + q + i) % SBN_LANES;
+                ar[i] = a + l * ld + whole;
+                br[i] = b + l * ld + whole;
+            }
+            if (n4 == 4)
+                lanes4_accum(dt, sbn512_at(dt, row_at(dt, x, xs, r + q), whole), row, step,
+                             lane_rows(nb, q), cn - whole, shift + whole, ar, br, first);
+            else
+                for (i = 0; i < 4 && q + i < nb; i++)
+                    lane_accum(dt, sbn512_at(dt, row_at(dt, x, xs, r + q + i), whole), step,
+                               lane_rows(nb, q + i), cn - whole, shift + whole, ar[i], br[i],
+                               first);
+        }
+    }
+}
+
+SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
+                                 int64_t xs, size_t rows, size_t cn, unsigned lane,
+                                 const double *center, double *a, double *b, size_t ld,
+                                 int prefetch, int fresh)
+{
+    const int64_t drow = dys * (int64_t)sbn512_esize(dt), dstep = SBN_LANES * drow;
+    const int64_t xrow = xs * (int64_t)sbn512_esize(dt), xstep = SBN_LANES * xrow;
+    const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
+    const size_t block = whole ? ROW_BLOCK_BWD : ROW_BLOCK_NARROW;
+    size_t r, q;
+    if (cn == 0) return;
+    prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
+    for (r = 0; r < rows; r += block) {
+        size_t nb = rows - r < block ? rows - r : block;
+        int first = fresh && r == 0; /* the block that reaches each lane first */
+        for (q = 0; q < SBN_LANES && q < nb; q++) {
+            size_t l = (lane + r + q) % SBN_LANES;
+            if (prefetch) {
+                prefetch_next(dt, dy, dys, rows, cn, block, r, q);
+                prefetch_next(dt, x, xs, rows, cn, block, r, q);
+            }
+            if (whole)
+                lane_bwd_accum(dt, row_at(dt, dy, dys, r + q), dstep, row_at(dt, x, xs, r + q),
+                               xstep, lane_rows(nb, q), whole, center, a + l * ld, b + l * ld,
+                               first);
+        }
+        for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
+            double *ar[4], *br[4];
+            size_t i, n4 = q + 4 <= nb && lane_rows(nb, q + 3) == lane_rows(nb, q) ? 4 : 1;
+            for (i = 0; i < 4; i++) {
+                size_t l = (lane + r + q + i) % SBN_LANES;
+                ar[i] = a + l * ld + whole;
+                br[i] = b + l * ld + whole;
+            }
+            if (n4 == 4)
+                lanes4_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r + q), whole), drow, dstep,
+                                 sbn512_at(dt, row_at(dt, x, xs, r + q), whole), xrow, xstep,
+                                 lane_rows(nb, q), cn - whole, center + whole, ar, br, first);
+            else
+                for (i = 0; i < 4 && q + i < nb; i++)
+                    lane_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r + q + i), whole),
+                                   dstep, sbn512_at(dt, row_at(dt, x, xs, r + q + i), whole),
+                                   xstep, lane_rows(nb, q + i), cn - whole, center + whole,
+                                   ar[i], br[i], first);
+        }
+    }
+}
+
+/* ---- the entry points: one per family and element type, twice (_pf: for data beyond
+ * the cache) ---- */
+
+#define SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, isa, prefetch)                                  \
+    void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
+                                             unsigned lane, const double *shift, double *a,    \
+                                             double *b, size_t ld, int fresh)                  \
+    {                                                                                          \
+        row_accum(kd, x, xs, rows, cn, lane, shift, a, b, ld, prefetch, fresh);                \
+    }                                                                                          \
+    void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
+                                                 int64_t xs, size_t rows, size_t cn,           \
+                                                 unsigned lane, const double *center,          \
+                                                 double *a, double *b, size_t ld, int fresh)   \
+    {                                                                                          \
+        row_bwd_accum(kd, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, prefetch, fresh);  \
+    }
+
+#define SBN_DEFINE_ROWS_AVX512(dt, kd)                                                          \
+    SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512, 0)                                            \
+    SBN_DEFINE_ROW_REDUCE_AVX512(dt, kd, avx512_pf, 1)
+
+SBN_DEFINE_ROWS_AVX512(f64, SBN_KD_F64)
+SBN_DEFINE_ROWS_AVX512(f32, SBN_KD_F32)
+SBN_DEFINE_ROWS_AVX512(f16, SBN_KD_F16)
+SBN_DEFINE_ROWS_AVX512(bf16, SBN_KD_BF16)
