@@ -426,8 +426,9 @@ SBN_DECLARE_NT_MAP_KERNELS(avx512_nt)
 /* The AVX-512 maps whose bf16 runs narrow by the CPU's conversion (AVX512_BF16;
  * stream_map_bf16_avx512.c), everything else as in avx512. */
 SBN_DECLARE_NT_MAP_KERNELS(avx512bf16)
-/* The AVX-512 row reductions that prefetch the next block of short rows (stream_avx512.c)
- * and the row_chunk kernels that prefetch their rows (row_chunk_avx512.c). */
+/* The AVX-512 row reductions that prefetch the next block of short rows (rows_avx512.c),
+ * the planes reductions one channel at a time (stream_avx512.c) and the row_chunk kernels
+ * that prefetch their rows (row_chunk_avx512.c). */
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f64, avx512_pf)
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f32, avx512_pf)
 SBN_DECLARE_ROW_REDUCE_KERNELS_DT(f16, avx512_pf)

@@ -1,7 +1,7 @@
 /*
  * io_avx512.h - element access shared by the AVX-512 (F, BW, VL, DQ) + F16C
- * kernels (convert_avx512.c, stream_avx512.c, stream_map_avx512.c, row_chunk_avx512.c),
- * and the reductions' step on eight lanes (accum8, bwd8): eight
+ * kernels (convert_avx512.c, stream_avx512.c, rows_avx512.c, stream_map_avx512.c,
+ * row_chunk_avx512.c), and the reductions' step on eight lanes (accum8, bwd8): eight
  * elements of an fp64/fp32/fp16/bf16 array at a time widened exactly to a zmm of
  * doubles, and eight or sixteen doubles narrowed once to the element type, each
  * with a masked form whose masked-out elements are neither read (no fault) nor
