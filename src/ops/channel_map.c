@@ -175,7 +175,6 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
     }
 }
 
-
 /* Rows [r0, r0 + rows) of the task's channels [c, c + cn) through the row kernels. */
 static void map_rows(const map_job *job, const map_task *mt, char *const *ptr,
                      const int64_t *stride, int64_t r0, int64_t rows, int64_t c, int64_t cn)
@@ -271,7 +270,6 @@ static int float_types(const sbn__walk *w)
         if (w->dtype[i] != SBN_F32 && w->dtype[i] != SBN_F16 && w->dtype[i] != SBN_BF16) return 0;
     return 1;
 }
-
 
 /* The float coefficients of channels [begin, end): `backward` a constant in each
  * instance, so the per-channel body has no branch on the kind. */
