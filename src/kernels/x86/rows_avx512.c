@@ -187,7 +187,11 @@ SBN512_INLINE void lanes4_bwd_accum(sbn_kdtype dt, const char *dy, int64_t drow,
  * are read side by side: 8 streams suit the hardware prefetchers. The forward reads
  * x alone and takes 128 rows, 8 streams (256 gains nothing at 64 channels and loses
  * on wider rows); the backward reads dy and x, so 64 rows make its 8 streams
- * (bench_kernels row reductions from DRAM). */
+ * (bench_kernels row reductions from DRAM). Rows of fewer than 32 channels (at most
+ * 124 bytes of fp32) go four lanes at a time, four adjacent rows a step, and take 512
+ * rows (62 KiB of fp32 at most): 32 rows a lane per load and store of its accumulators,
+ * where 128 rows gave 8 and the loads and stores cost as much as the rows (bench_ops
+ * 16384x16 and 32x3x224x224 NHWC; 1024 rows gained nothing more). */
 #define ROW_BLOCK 128
 #define ROW_BLOCK_BWD 64
 #define ROW_BLOCK_NARROW 512
