@@ -17,6 +17,11 @@
  * the isa "ref" rows time the benchmark reference's read-reduce kernels
  * (bench_ref.c: sum x and sum x*x in float lanes, as the peers reduce) on the same
  * sweep, as accum and row_accum64: the price of syncbn's double lanes, measured.
+ * Then the slices table: one core's row_bwd_accum (the default table, fp32) over one
+ * chunk of 2048 rows of 512 channels (the 2x512x32x32 channels-last backward, 8 MiB of
+ * dy and x), read as T channel blocks one after another - the slice of every row that a
+ * T-thread channel split gives each thread - against whole rows (T = 1): what the split
+ * costs a core before any contention between cores.
  *   usage: bench_kernels
  */
 #define _GNU_SOURCE
@@ -151,6 +156,54 @@ static double read_floor(const uint64_t *p, size_t words)
     return best * 1e9;
 }
 
+#define SLICE_ROWS 2048
+#define SLICE_CHANNELS 512
+
+static void time_slices(void)
+{
+    const sbn_kernels *k = sbn__kernels();
+    size_t n = (size_t)SLICE_ROWS * SLICE_CHANNELS, i;
+    float *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy);
+    double *c = calloc(SLICE_CHANNELS, sizeof *c);
+    double *a = calloc(16 * (size_t)SLICE_CHANNELS, sizeof *a);
+    double *b = calloc(16 * (size_t)SLICE_CHANNELS, sizeof *b);
+    int t, r, j;
+    if (!x || !dy || !c || !a || !b) goto out;
+    for (i = 0; i < n; i++) {
+        x[i] = (float)(i % 97) * 0.01f;
+        dy[i] = (float)(i % 89) * 0.02f - 0.5f;
+    }
+    printf("# slices: %s row_bwd_accum, fp32, %d rows x %d channels, read as T channel blocks\n"
+           "threads,slice_bytes,ns_per_elem,x_whole_rows\n",
+           k->isa, SLICE_ROWS, SLICE_CHANNELS);
+    {
+        double whole = 0.0;
+        for (t = 1; t <= 16; t *= 2) {
+            int cn = SLICE_CHANNELS / t;
+            double best = 1e30;
+            for (r = 0; r < REPS; r++) {
+                double t0 = now();
+                for (j = 0; j < t; j++)
+                    k->row_bwd_accum[SBN_KD_F32](dy + j * cn, SLICE_CHANNELS, x + j * cn,
+                                                 SLICE_CHANNELS, SLICE_ROWS, (size_t)cn, 0,
+                                                 c + j * cn, a + j * cn, b + j * cn,
+                                                 SLICE_CHANNELS, 1);
+                t0 = now() - t0;
+                if (t0 < best) best = t0;
+            }
+            best = best * 1e9 / (double)n;
+            if (t == 1) whole = best;
+            printf("%d,%d,%.4f,%.2f\n", t, cn * 4, best, best / whole);
+        }
+    }
+out:
+    free(x);
+    free(dy);
+    free(c);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     static const char *const fams[] = {"accum", "normalize", "row_accum64", "row_normalize64"};
@@ -211,5 +264,6 @@ int main(void)
     }
     free(x);
     free(y);
+    time_slices();
     return 0;
 }

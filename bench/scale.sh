@@ -3,7 +3,8 @@
 # builds Release with every core in build/scale, then
 #   1. bench_pool: a parallel loop's start and join at 1, 2, 4, ... CPUs threads (hot, cold,
 #      and the tail of loops of 50 us pieces: p90/p99/max), and small ops on pools of those
-#      sizes (pool.csv);
+#      sizes (pool.csv); bench_kernels: the kernels alone on one core, and what the slices of
+#      a channel split of one chunk cost a core (kernels.csv, about 20 s);
 #   2. bench/run_bench.py over bench/shapes/quick.txt, bench/shapes/small_batch.txt and
 #      32x2048x7x7, SCALE_DTYPES (default f32,bf16; f32,bf16,f16 adds fp16 at about half
 #      the time again), both layouts, three modes, at SCALE_THREADS (default 1,4,CPUs)
@@ -31,8 +32,8 @@ py=${PYTHON:-$(command -v python3)}
   lscpu 2>/dev/null | grep -E 'cache|NUMA node|Socket|Core|Thread' || true
 } | tee "$out/run.log"
 cmake -S . -B build/scale -DCMAKE_BUILD_TYPE=Release -DSBN_BUILD_TESTS=OFF -DSBN_WITH_MPI=OFF \
-  >/dev/null && cmake --build build/scale -j "$cpus" --target syncbn_cli bench_ops bench_pool syncbn \
-  >/dev/null || { echo "scale.sh: build failed" | tee -a "$out/run.log"; exit 1; }
+  >/dev/null && cmake --build build/scale -j "$cpus" --target syncbn_cli bench_ops bench_pool \
+  bench_kernels syncbn >/dev/null || { echo "scale.sh: build failed" | tee -a "$out/run.log"; exit 1; }
 build/scale/syncbn info 2>&1 | tee -a "$out/run.log"
 echo "# bench_pool" | tee -a "$out/run.log"
 pool_counts=1
@@ -40,6 +41,8 @@ t=2
 while [ "$t" -lt "$cpus" ]; do pool_counts="$pool_counts,$t"; t=$((t * 2)); done
 [ "$cpus" -gt 1 ] && pool_counts="$pool_counts,$cpus"
 timeout 120 build/scale/bench_pool --threads "$pool_counts" --reps 2000 | tee "$out/pool.csv"
+echo "# bench_kernels" | tee -a "$out/run.log"
+timeout 90 build/scale/bench_kernels | tee "$out/kernels.csv"
 echo "# run_bench.py" | tee -a "$out/run.log"
 printf '32x2048x7x7\n' > build/scale/wide.txt
 shapes=${SCALE_SHAPES:-bench/shapes/quick.txt bench/shapes/small_batch.txt build/scale/wide.txt}
