@@ -8,7 +8,7 @@
  * 16th) are added while its accumulators sit in registers, loaded and stored once per
  * block, so each lane still takes its rows in order; the channels past the last whole
  * 32 go four lanes at a time, and rows of fewer than 32 channels in blocks of 512
- * (lanes4_accum). The _pf entry points (for tensors beyond the last-level cache,
+ * (lanes4_rows). The _pf entry points (for tensors beyond the last-level cache,
  * kernels.h) also prefetch the next block's rows into L2 when a row's slice is short
  * (row_prefetch). Only a[l * ld + j], b[l * ld + j] with j < cn are read or written.
  * Per element, in double, each operation rounded once (-ffp-contract=off; b's product
@@ -126,36 +126,10 @@ SBN512_INLINE void lane_bwd_accum(sbn_kdtype dt, const char *dy, int64_t dstep, 
  * left the FMA pipeline; four lanes give eight (bench_ops 16384x16 and 32x3x224x224
  * NHWC). Each lane still adds its rows in increasing order, so the bits do not change.
  */
-SBN512_INLINE void lanes4_accum(sbn_kdtype dt, const char *x, int64_t row, int64_t step,
-                                size_t m, size_t cn, const double *shift, double *const *ar,
-                                double *const *br, int fresh)
-{
-    size_t j, t;
-    int i;
-    for (j = 0; j < cn; j += 8) {
-        const __mmask8 k = cn - j >= 8 ? (__mmask8)0xFF : tail_mask(cn - j);
-        const __m512d s0 = _mm512_maskz_loadu_pd(k, shift + j);
-        __m512d a[4], b[4];
-        for (i = 0; i < 4; i++) {
-            a[i] = SBN512_LANE_LOADZ(fresh, k, ar[i] + j);
-            b[i] = SBN512_LANE_LOADZ(fresh, k, br[i] + j);
-        }
-        for (t = 0; t < m; t++)
-            for (i = 0; i < 4; i++)
-                accum8(&a[i], &b[i],
-                       sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * step + i * row, j), k),
-                       s0);
-        for (i = 0; i < 4; i++) {
-            _mm512_mask_storeu_pd(ar[i] + j, k, a[i]);
-            _mm512_mask_storeu_pd(br[i] + j, k, b[i]);
-        }
-    }
-}
-
-SBN512_INLINE void lanes4_bwd_accum(sbn_kdtype dt, const char *dy, int64_t drow, int64_t dstep,
-                                    const char *x, int64_t xrow, int64_t xstep, size_t m,
-                                    size_t cn, const double *center, double *const *ar,
-                                    double *const *br, int fresh)
+SBN512_INLINE void lanes4_rows(sbn_kdtype dt, int bwd, const char *dy, int64_t drow,
+                               int64_t dstep, const char *x, int64_t xrow, int64_t xstep,
+                               size_t m, size_t cn, const double *center, double *const *ar,
+                               double *const *br, int fresh)
 {
     size_t j, t;
     int i;
@@ -168,11 +142,16 @@ SBN512_INLINE void lanes4_bwd_accum(sbn_kdtype dt, const char *dy, int64_t drow,
             b[i] = SBN512_LANE_LOADZ(fresh, k, br[i] + j);
         }
         for (t = 0; t < m; t++)
-            for (i = 0; i < 4; i++)
-                bwd8(&a[i], &b[i],
-                     sbn512_load8z(dt, sbn512_at(dt, dy + (int64_t)t * dstep + i * drow, j), k),
-                     sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * xstep + i * xrow, j), k),
-                     c0);
+            for (i = 0; i < 4; i++) {
+                __m512d v = sbn512_load8z(dt, sbn512_at(dt, x + (int64_t)t * xstep + i * xrow, j),
+                                          k);
+                if (bwd) /* a constant in each inlined copy */
+                    bwd8(&a[i], &b[i],
+                         sbn512_load8z(dt, sbn512_at(dt, dy + (int64_t)t * dstep + i * drow, j), k),
+                         v, c0);
+                else
+                    accum8(&a[i], &b[i], v, c0);
+            }
         for (i = 0; i < 4; i++) {
             _mm512_mask_storeu_pd(ar[i] + j, k, a[i]);
             _mm512_mask_storeu_pd(br[i] + j, k, b[i]);
@@ -264,8 +243,8 @@ SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t ro
                 br[i] = b + l * ld + whole;
             }
             if (n4 == 4)
-                lanes4_accum(dt, sbn512_at(dt, row_at(dt, x, xs, r + q), whole), row, step,
-                             lane_rows(nb, q), cn - whole, shift + whole, ar, br, first);
+                lanes4_rows(dt, 0, NULL, 0, 0, sbn512_at(dt, row_at(dt, x, xs, r + q), whole), row,
+                            step, lane_rows(nb, q), cn - whole, shift + whole, ar, br, first);
             else
                 for (i = 0; i < 4 && q + i < nb; i++)
                     lane_accum(dt, sbn512_at(dt, row_at(dt, x, xs, r + q + i), whole), step,
@@ -310,9 +289,9 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
                 br[i] = b + l * ld + whole;
             }
             if (n4 == 4)
-                lanes4_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r + q), whole), drow, dstep,
-                                 sbn512_at(dt, row_at(dt, x, xs, r + q), whole), xrow, xstep,
-                                 lane_rows(nb, q), cn - whole, center + whole, ar, br, first);
+                lanes4_rows(dt, 1, sbn512_at(dt, row_at(dt, dy, dys, r + q), whole), drow, dstep,
+                            sbn512_at(dt, row_at(dt, x, xs, r + q), whole), xrow, xstep,
+                            lane_rows(nb, q), cn - whole, center + whole, ar, br, first);
             else
                 for (i = 0; i < 4 && q + i < nb; i++)
                     lane_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r + q + i), whole),
