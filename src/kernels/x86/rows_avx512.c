@@ -214,55 +214,31 @@ static inline size_t lane_rows(size_t nb, size_t q)
     return (nb - q + SBN_LANES - 1) / SBN_LANES;
 }
 
-SBN512_INLINE void row_accum(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
-                             unsigned lane, const double *shift, double *a, double *b,
-                             size_t ld, int prefetch, int fresh)
+/* Lane work on m rows, r0, r0 + 16, ..., from channel j0 on (cn channels), accumulators at
+ * ar, br: the forward's (x) or, with bwd, the backward's (dy and x). bwd is a constant in
+ * each inlined copy, and dy is touched only when it is set. */
+SBN512_INLINE void lane_step(sbn_kdtype dt, int bwd, const void *dy, int64_t dys, const void *x,
+                             int64_t xs, size_t r0, size_t j0, size_t m, size_t cn,
+                             const double *c, double *ar, double *br, int fresh)
 {
-    const int64_t row = xs * (int64_t)sbn512_esize(dt), step = SBN_LANES * row;
-    const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
-    const size_t block = whole ? ROW_BLOCK : ROW_BLOCK_NARROW;
-    size_t r, q;
-    if (cn == 0) return;
-    prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
-    for (r = 0; r < rows; r += block) {
-        size_t nb = rows - r < block ? rows - r : block;
-        int first = fresh && r == 0; /* the block that reaches each lane first */
-        for (q = 0; q < SBN_LANES && q < nb; q++) {
-            size_t l = (lane + r + q) % SBN_LANES;
-            if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
-            if (whole)
-                lane_accum(dt, row_at(dt, x, xs, r + q), step, lane_rows(nb, q), whole, shift,
-                           a + l * ld, b + l * ld, first);
-        }
-        for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
-            double *ar[4], *br[4];
-            size_t i, n4 = q + 4 <= nb && lane_rows(nb, q + 3) == lane_rows(nb, q) ? 4 : 1;
-            for (i = 0; i < 4; i++) {
-                size_t l = (lane + r + q + i) % SBN_LANES;
-                ar[i] = a + l * ld + whole;
-                br[i] = b + l * ld + whole;
-            }
-            if (n4 == 4)
-                lanes4_rows(dt, 0, NULL, 0, 0, sbn512_at(dt, row_at(dt, x, xs, r + q), whole), row,
-                            step, lane_rows(nb, q), cn - whole, shift + whole, ar, br, first);
-            else
-                for (i = 0; i < 4 && q + i < nb; i++)
-                    lane_accum(dt, sbn512_at(dt, row_at(dt, x, xs, r + q + i), whole), step,
-                               lane_rows(nb, q + i), cn - whole, shift + whole, ar[i], br[i],
-                               first);
-        }
-    }
+    const int64_t es = (int64_t)sbn512_esize(dt);
+    const char *p = sbn512_at(dt, row_at(dt, x, xs, r0), j0);
+    if (bwd)
+        lane_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r0), j0), SBN_LANES * dys * es, p,
+                       SBN_LANES * xs * es, m, cn, c + j0, ar, br, fresh);
+    else
+        lane_accum(dt, p, SBN_LANES * xs * es, m, cn, c + j0, ar, br, fresh);
 }
 
-SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, const void *x,
-                                 int64_t xs, size_t rows, size_t cn, unsigned lane,
-                                 const double *center, double *a, double *b, size_t ld,
-                                 int prefetch, int fresh)
+/* row_accum (bwd 0: dy unused, c the shifts) and row_bwd_accum (bwd 1: c the centers). */
+SBN512_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys, const void *x,
+                              int64_t xs, size_t rows, size_t cn, unsigned lane, const double *c,
+                              double *a, double *b, size_t ld, int prefetch, int fresh)
 {
     const int64_t drow = dys * (int64_t)sbn512_esize(dt), dstep = SBN_LANES * drow;
     const int64_t xrow = xs * (int64_t)sbn512_esize(dt), xstep = SBN_LANES * xrow;
     const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
-    const size_t block = whole ? ROW_BLOCK_BWD : ROW_BLOCK_NARROW;
+    const size_t block = !whole ? ROW_BLOCK_NARROW : bwd ? ROW_BLOCK_BWD : ROW_BLOCK;
     size_t r, q;
     if (cn == 0) return;
     prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
@@ -271,14 +247,11 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
         int first = fresh && r == 0; /* the block that reaches each lane first */
         for (q = 0; q < SBN_LANES && q < nb; q++) {
             size_t l = (lane + r + q) % SBN_LANES;
-            if (prefetch) {
-                prefetch_next(dt, dy, dys, rows, cn, block, r, q);
-                prefetch_next(dt, x, xs, rows, cn, block, r, q);
-            }
+            if (prefetch && bwd) prefetch_next(dt, dy, dys, rows, cn, block, r, q);
+            if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
             if (whole)
-                lane_bwd_accum(dt, row_at(dt, dy, dys, r + q), dstep, row_at(dt, x, xs, r + q),
-                               xstep, lane_rows(nb, q), whole, center, a + l * ld, b + l * ld,
-                               first);
+                lane_step(dt, bwd, dy, dys, x, xs, r + q, 0, lane_rows(nb, q), whole, c,
+                          a + l * ld, b + l * ld, first);
         }
         for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
             double *ar[4], *br[4];
@@ -289,15 +262,14 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
                 br[i] = b + l * ld + whole;
             }
             if (n4 == 4)
-                lanes4_rows(dt, 1, sbn512_at(dt, row_at(dt, dy, dys, r + q), whole), drow, dstep,
-                            sbn512_at(dt, row_at(dt, x, xs, r + q), whole), xrow, xstep,
-                            lane_rows(nb, q), cn - whole, center + whole, ar, br, first);
+                lanes4_rows(dt, bwd,
+                            bwd ? sbn512_at(dt, row_at(dt, dy, dys, r + q), whole) : NULL, drow,
+                            dstep, sbn512_at(dt, row_at(dt, x, xs, r + q), whole), xrow, xstep,
+                            lane_rows(nb, q), cn - whole, c + whole, ar, br, first);
             else
                 for (i = 0; i < 4 && q + i < nb; i++)
-                    lane_bwd_accum(dt, sbn512_at(dt, row_at(dt, dy, dys, r + q + i), whole),
-                                   dstep, sbn512_at(dt, row_at(dt, x, xs, r + q + i), whole),
-                                   xstep, lane_rows(nb, q + i), cn - whole, center + whole,
-                                   ar[i], br[i], first);
+                    lane_step(dt, bwd, dy, dys, x, xs, r + q + i, whole, lane_rows(nb, q + i),
+                              cn - whole, c, ar[i], br[i], first);
         }
     }
 }
@@ -310,14 +282,14 @@ SBN512_INLINE void row_bwd_accum(sbn_kdtype dt, const void *dy, int64_t dys, con
                                              unsigned lane, const double *shift, double *a,    \
                                              double *b, size_t ld, int fresh)                  \
     {                                                                                          \
-        row_accum(kd, x, xs, rows, cn, lane, shift, a, b, ld, prefetch, fresh);                \
+        rows_accum(kd, 0, NULL, 0, x, xs, rows, cn, lane, shift, a, b, ld, prefetch, fresh);   \
     }                                                                                          \
     void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
                                                  double *a, double *b, size_t ld, int fresh)   \
     {                                                                                          \
-        row_bwd_accum(kd, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, prefetch, fresh);  \
+        rows_accum(kd, 1, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, prefetch, fresh);  \
     }
 
 #define SBN_DEFINE_ROWS_AVX512(dt, kd)                                                          \
