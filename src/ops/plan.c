@@ -144,20 +144,38 @@ void sbn__plan_tasks(sbn__plan *plan, const sbn__walk *w, int64_t block, sbn_poo
 #define SBN_ROW_MAP_MIN_ROWS 32
 #define SBN_ROW_MAP_MIN_SLICE 16384
 
+/* Channels a cache line of the row map's output holds. */
+static int64_t line_channels(const sbn__walk *w)
+{
+    return SBN_LINE_BYTES / (int64_t)sbn_dtype_size(w->dtype[w->ntensors - 1]);
+}
+
+/* Whether a row map on `threads` threads splits the channels (the rule above). */
+static int row_map_splits_channels(const sbn__walk *w, int64_t threads)
+{
+    int64_t out_bytes = (int64_t)sbn_dtype_size(w->dtype[w->ntensors - 1]);
+    return threads > 1 && w->reduction < SBN_ROW_MAP_MIN_ROWS * threads &&
+           w->channels * out_bytes >= SBN_ROW_MAP_MIN_SLICE * threads;
+}
+
+/* At most `block` channels rounded up to whole lines of the output. */
+static int64_t whole_lines(const sbn__walk *w, int64_t block)
+{
+    int64_t line = line_channels(w);
+    return (block + line - 1) / line * line;
+}
+
 void sbn__plan_row_map(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool)
 {
     int64_t threads = sbn_pool_threads(pool);
-    int64_t out_bytes = (int64_t)sbn_dtype_size(w->dtype[w->ntensors - 1]);
     plan->block = w->channels > 0 ? w->channels : 1;
     plan->blocks = w->channels > 0 ? 1 : 0;
     if (w->reduction == 0 || plan->blocks == 0) {
         plan->segments = plan->seg_rows = 0;
         return;
     }
-    if (threads > 1 && w->reduction < SBN_ROW_MAP_MIN_ROWS * threads &&
-        w->channels * out_bytes >= SBN_ROW_MAP_MIN_SLICE * threads) {
-        int64_t line = SBN_LINE_BYTES / out_bytes; /* channels a cache line of the output */
-        plan->block = ((w->channels + threads - 1) / threads + line - 1) / line * line;
+    if (row_map_splits_channels(w, threads)) {
+        plan->block = whole_lines(w, (w->channels + threads - 1) / threads);
         plan->blocks = (w->channels + plan->block - 1) / plan->block;
         plan->segments = 1;
         plan->seg_rows = w->reduction;
@@ -204,21 +222,17 @@ void sbn__coef_blocks_set(int mode)
 
 int sbn__plan_coef_blocks(sbn__plan *plan, const sbn__walk *w, sbn_pool_t *pool)
 {
-    int64_t threads = sbn_pool_threads(pool);
-    int64_t out_bytes = (int64_t)sbn_dtype_size(w->dtype[w->ntensors - 1]);
-    int64_t line = SBN_LINE_BYTES / out_bytes, block, share;
+    int64_t threads = sbn_pool_threads(pool), block, share;
     if (w->reduction == 0 || w->channels == 0 || g_coef_blocks == 0) return 0;
     if (g_coef_blocks == 1) { /* tests: blocks of two lines, many tasks */
-        block = 2 * line;
+        block = 2 * line_channels(w);
     } else {
         if (threads <= 1 ? w->reduction > SBN_ROW_MAP_MIN_ROWS
-                         : w->reduction >= SBN_ROW_MAP_MIN_ROWS * threads ||
-                               w->channels * out_bytes < SBN_ROW_MAP_MIN_SLICE * threads)
+                         : !row_map_splits_channels(w, threads))
             return 0;
         block = sbn__cache_bytes(2) / 2 / SBN_COEF_CHANNEL_BYTES;
         share = (w->channels + threads - 1) / threads;
-        if (block > share) block = share;
-        block = (block + line - 1) / line * line;
+        block = whole_lines(w, block < share ? block : share);
     }
     plan->block = block;
     plan->blocks = (w->channels + block - 1) / block;
