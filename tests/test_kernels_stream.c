@@ -46,7 +46,7 @@
 #include "support/map_oracle.h"
 #include "support/stream_values.h"
 
-#define MAXE 155648 /* input elements: 300 rows of stride 2 * 256, plus offsets */
+#define MAXE 155648 /* input elements: 300 rows of stride 2 * 256 (600 of 2 * 9), + offsets */
 #define PAD 32     /* guard elements either side of a map output */
 #define GA 8       /* guard doubles either side of the accumulators */
 #define MAXLD 261
@@ -114,6 +114,7 @@ static const char *const k_profile_names[] = {"normal",       "mean1e4",  "magni
 /* The call: a run is rows = n, cn = ld = ldk = 1, strides 1. */
 typedef struct geo {
     int dt, row, profile, kset, tie_e;
+    int fresh; /* row reductions: the call starts a chunk (kernels.h) */
     size_t rows, cn, ld, ldk;
     int64_t xs, dys, ys;
     unsigned lane;
@@ -366,12 +367,15 @@ static void call_accum(const sbn_kernels *k, const geo *g, int bwd, const void *
                        const double *c, double *a, double *b)
 {
     int dt = g->dt;
+    if (k == NULL && g->fresh) /* the lanes the call reaches start from +0.0 */
+        sbn__clear_fresh_lanes(a, b, g->ld, g->cn, g->lane, g->rows);
     if (k == NULL)
         oracle_accum(dt, bwd, dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld);
     else if (g->row && bwd)
-        k->row_bwd_accum[dt](dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld, 0);
+        k->row_bwd_accum[dt](dy, g->dys, x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld,
+                             g->fresh);
     else if (g->row)
-        k->row_accum[dt](x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld, 0);
+        k->row_accum[dt](x, g->xs, g->rows, g->cn, g->lane, c, a, b, g->ld, g->fresh);
     else if (bwd)
         k->bwd_accum[dt](dy, x, g->rows, g->lane, c[0], a);
     else
@@ -579,17 +583,21 @@ static int check_row_geo(const impls *im, int dt, size_t cn, size_t rows)
     g.profile = (int)((cn + rows) % P_COUNT);
     g.kset = g.profile == P_TIES && (rows & 1) ? K_TIE : (int)((cn * 3 + rows) % NCOEF);
     g.tie_e = tie_exponent(dt);
+    g.fresh = (int)((cn + rows + (size_t)dt) / 2 % 2);
     return check_all(im, &g);
 }
 
 /* Rows: cn 1..70 and 256, each with rows 0..3, 15..17 and every fourth count up to 40
- * (all counts 0..40 over the cn); then rows over one and two blocks of the AVX-512 row
- * reductions (128 rows), whose _pf variants prefetch the next block of slices of up to
- * 256 bytes: cn from 1 to 256 (both sides of that limit for every element size). */
+ * (all counts 0..40 over the cn); then rows over one and two blocks of the SIMD row
+ * reductions (64 and 128 rows; 512 for rows narrower than 16 channels), whose AVX-512
+ * _pf variants prefetch the next block of slices of up to 256 bytes: cn from 1 to 256
+ * (both sides of that limit for every element size). Half the geometries start a chunk
+ * (`fresh`), so a block after the first that restarts its lanes at zero is caught. */
 static int check_rows(const impls *im, int dt_only)
 {
     static const size_t long_cn[] = {1, 9, 32, 33, 64, 65, 128, 256};
-    static const size_t long_rows[] = {127, 128, 129, 143, 256, 257, 300};
+    static const size_t long_rows[] = {63, 65, 127, 128, 129, 143, 256, 257, 300,
+                                       511, 513, 600};
     int dt, ci;
     size_t rows, i, j;
     for (dt = 0; dt < SBN_KD_COUNT; dt++) {
@@ -603,7 +611,8 @@ static int check_rows(const impls *im, int dt_only)
             }
         for (i = 0; i < sizeof long_cn / sizeof long_cn[0]; i++)
             for (j = 0; j < sizeof long_rows / sizeof long_rows[0]; j++)
-                if ((i + j) % 2 == 0 || long_cn[i] <= 65)
+                if (((i + j) % 2 == 0 || long_cn[i] <= 65) &&
+                    (long_rows[j] <= 300 || long_cn[i] < 16))
                     if (!check_row_geo(im, dt, long_cn[i], long_rows[j])) return 0;
     }
     return 1;

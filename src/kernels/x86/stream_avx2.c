@@ -11,11 +11,7 @@
  * auto-vectorised behind runtime alias checks that cost more than they save).
  * Each lane thus adds its elements in index order with the scalar operations, and
  * only the lanes the scalar code would touch are read and written.
- * Rows (channels-last; row r to lane (lane + r) % 16 of every channel): per row,
- * 16 channels per iteration (4 doubles per ymm), then 4, then the last 1..3 as
- * above (their shifts / centers loaded once per call); each a[l * ld + j] and
- * b[l * ld + j], j < cn, is read, added to and stored once per row, as in the
- * scalar loop, and nothing past channel cn is accessed.
+ * The row reductions (channels-last) are rows_avx2.c's.
  * Elements are widened exactly (io_avx2.h). Per element, in double, b's product and
  * add in one fused multiply-add (rounded once, as C's fma):
  *   accum:      d = x - shift;  a += d;   b = fma(d, d, b)
@@ -86,17 +82,6 @@ static inline void bwd3_mem(double *pa, double *pb, __m256d g, __m256d xc, size_
         pa[k] += gv[k];
         pb[k] = fma(gv[k], cv[k], pb[k]);
     }
-}
-
-/* Row steps: channels from pa, pb with the shifts / centers from s, elements v (and g). */
-static inline void row_acc4(double *pa, double *pb, const double *s, __m256d v)
-{
-    acc4_mem(pa, pb, _mm256_sub_pd(v, _mm256_loadu_pd(s)));
-}
-
-static inline void row_bwd4(double *pa, double *pb, const double *s, __m256d g, __m256d v)
-{
-    bwd4_mem(pa, pb, g, _mm256_sub_pd(v, _mm256_loadu_pd(s)));
 }
 
 /* The 16 lanes of a and b (acc[0..31]) in registers. */
@@ -201,65 +186,6 @@ static inline void lanes_store(double *acc, const lanes16 *r)
             lanes_store(acc, &r);                                                              \
         }                                                                                      \
         bwd_part_##dt(dy, x, i, n, center, acc);                                               \
-    }                                                                                          \
-                                                                                               \
-    void sbn_##dt##_row_accum_ukernel__avx2(const void *x, int64_t xs, size_t rows, size_t cn,  \
-                                            unsigned lane, const double *shift, double *a,     \
-                                            double *b, size_t ld, int fresh)                   \
-    {                                                                                          \
-        size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
-        __m256d st = _mm256_setzero_pd(); /* the tail's shifts */                              \
-        if (fresh) sbn__clear_fresh_lanes(a, b, ld, cn, lane, rows);                           \
-        if (t != 0 && rows != 0) st = avx2_ldp_f64(shift, (int64_t)jt, t);                     \
-        for (r = 0; r < rows; r++) {                                                           \
-            size_t l = (lane + r) % SBN_LANES;                                                 \
-            double *pa = a + l * ld, *pb = b + l * ld;                                         \
-            int64_t o = (int64_t)r * xs;                                                       \
-            for (j = 0; j + 16 <= cn; j += 16) {                                               \
-                __m256d v0, v1, v2, v3;                                                        \
-                SBN_LD16(dt, x, o + (int64_t)j, v0, v1, v2, v3);                               \
-                row_acc4(pa + j, pb + j, shift + j, v0);                                       \
-                row_acc4(pa + j + 4, pb + j + 4, shift + j + 4, v1);                           \
-                row_acc4(pa + j + 8, pb + j + 8, shift + j + 8, v2);                           \
-                row_acc4(pa + j + 12, pb + j + 12, shift + j + 12, v3);                        \
-            }                                                                                  \
-            for (; j + 4 <= cn; j += 4)                                                        \
-                row_acc4(pa + j, pb + j, shift + j, avx2_ld4_##dt(x, o + (int64_t)j));         \
-            if (t != 0)                                                                        \
-                acc3_mem(pa + jt, pb + jt,                                                     \
-                         _mm256_sub_pd(avx2_ldp_##dt(x, o + (int64_t)jt, t), st), t);          \
-        }                                                                                      \
-    }                                                                                          \
-                                                                                               \
-    void sbn_##dt##_row_bwd_accum_ukernel__avx2(const void *dy, int64_t dys, const void *x,     \
-                                                int64_t xs, size_t rows, size_t cn,            \
-                                                unsigned lane, const double *center,           \
-                                                double *a, double *b, size_t ld, int fresh)    \
-    {                                                                                          \
-        size_t r, j, jt = cn & ~(size_t)3, t = cn - jt;                                        \
-        __m256d ct = _mm256_setzero_pd(); /* the tail's centers */                             \
-        if (fresh) sbn__clear_fresh_lanes(a, b, ld, cn, lane, rows);                           \
-        if (t != 0 && rows != 0) ct = avx2_ldp_f64(center, (int64_t)jt, t);                    \
-        for (r = 0; r < rows; r++) {                                                           \
-            size_t l = (lane + r) % SBN_LANES;                                                 \
-            double *pa = a + l * ld, *pb = b + l * ld;                                         \
-            int64_t og = (int64_t)r * dys, o = (int64_t)r * xs;                                \
-            for (j = 0; j + 16 <= cn; j += 16) {                                               \
-                __m256d g0, g1, g2, g3, v0, v1, v2, v3;                                        \
-                SBN_LD16(dt, dy, og + (int64_t)j, g0, g1, g2, g3);                             \
-                SBN_LD16(dt, x, o + (int64_t)j, v0, v1, v2, v3);                               \
-                row_bwd4(pa + j, pb + j, center + j, g0, v0);                                  \
-                row_bwd4(pa + j + 4, pb + j + 4, center + j + 4, g1, v1);                      \
-                row_bwd4(pa + j + 8, pb + j + 8, center + j + 8, g2, v2);                      \
-                row_bwd4(pa + j + 12, pb + j + 12, center + j + 12, g3, v3);                   \
-            }                                                                                  \
-            for (; j + 4 <= cn; j += 4)                                                        \
-                row_bwd4(pa + j, pb + j, center + j, avx2_ld4_##dt(dy, og + (int64_t)j),       \
-                         avx2_ld4_##dt(x, o + (int64_t)j));                                    \
-            if (t != 0)                                                                        \
-                bwd3_mem(pa + jt, pb + jt, avx2_ldp_##dt(dy, og + (int64_t)jt, t),             \
-                         _mm256_sub_pd(avx2_ldp_##dt(x, o + (int64_t)jt, t), ct), t);          \
-        }                                                                                      \
     }
 
 SBN_DEFINE_STREAM_AVX2(f64)
