@@ -20,8 +20,9 @@
  * kernel macros (avx2_ld4_f16, avx2_st8_bf16, avx2_ldp_f32, ...); the scalar
  * sbn__ld_<dt> / sbn__st_<dt> of kernel_io_scalar.h serve the remaining tails.
  * The float maps use a second set for fp32/fp16/bf16 with floats in place of
- * doubles (avx2_ldf8_<dt>, avx2_stf8_<dt>, avx2_stf16_<dt>, and avx2_ldfp_<dt> /
- * avx2_stfp_<dt> for the first t of 1..7, in pieces of 4, 2 and 1): the same exact
+ * doubles (avx2_ldf8_<dt>, avx2_stf8_<dt>, the pair avx2_ldf16_<dt> / avx2_stf16_<dt>,
+ * and avx2_ldfp_<dt> / avx2_stfp_<dt> for the first t of 1..7, in pieces of 4, 2
+ * and 1): the same exact
  * widening to float, and one narrowing of a float to nearest even, bit for bit as
  * convert.c's sbn__float_to_f16 / sbn__float_to_bf16 for every float but a
  * signaling NaN to bf16 (kept unquieted; no arithmetic result is one).
@@ -107,25 +108,27 @@ static inline __m128i avx2_float4_to_f16(__m128 f)
     return _mm_cvtps_ph(_mm_and_ps(f, keep), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-/* Floats to bf16 in 32-bit lanes: round to nearest even on the dropped 16 bits; a
- * NaN's low half is cleared first, so it keeps its (quiet) high half. */
+/* Floats to bf16 in 32-bit lanes: round to nearest even on the dropped 16 bits (add
+ * 0x7FFF and the kept half's lowest bit, keep the high half); a NaN keeps its high half
+ * as it is, chosen by a blend after the rounding rather than by clearing its low half
+ * before: the high half is already at hand for the lowest bit, so the blend saves an
+ * operation per vector on the integer and shift pipes that bound the bf16 maps. */
 static inline __m256i avx2_float8_to_bf16_32(__m256 f)
 {
-    __m256 keep = _mm256_or_ps(_mm256_cmp_ps(f, f, _CMP_ORD_Q),
-                               _mm256_castsi256_ps(_mm256_set1_epi32((int)0xFFFF0000u)));
-    __m256i u = _mm256_castps_si256(_mm256_and_ps(f, keep));
-    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), odd);
-    return _mm256_srli_epi32(r, 16);
+    const __m256i u = _mm256_castps_si256(f), hi = _mm256_srli_epi32(u, 16);
+    __m256i r = _mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF));
+    r = _mm256_srli_epi32(_mm256_add_epi32(r, _mm256_and_si256(hi, _mm256_set1_epi32(1))), 16);
+    return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(hi),
+                                                _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
 }
 
 static inline __m128i avx2_float4_to_bf16_32(__m128 f)
 {
-    __m128 keep =
-        _mm_or_ps(_mm_cmpord_ps(f, f), _mm_castsi128_ps(_mm_set1_epi32((int)0xFFFF0000u)));
-    __m128i u = _mm_castps_si128(_mm_and_ps(f, keep));
-    __m128i odd = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
-    return _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7FFF)), odd), 16);
+    const __m128i u = _mm_castps_si128(f), hi = _mm_srli_epi32(u, 16);
+    __m128i r = _mm_add_epi32(u, _mm_set1_epi32(0x7FFF));
+    r = _mm_srli_epi32(_mm_add_epi32(r, _mm_and_si128(hi, _mm_set1_epi32(1))), 16);
+    return _mm_castps_si128(
+        _mm_blendv_ps(_mm_castsi128_ps(r), _mm_castsi128_ps(hi), _mm_cmpunord_ps(f, f)));
 }
 
 /* Eight doubles (lo: elements 0-3) to eight floats, rounded to odd above the low_mask bits. */
@@ -325,6 +328,28 @@ static inline __m256 avx2_ldf8_bf16(const void *p, int64_t i)
     return avx2_bf16x8_to_ps((const uint16_t *)p + i);
 }
 
+/* Sixteen elements as two ymm of floats for an elementwise map with the same
+ * coefficients in every lane, in the order avx2_stf16_<dt> stores back: fp32 and fp16
+ * in order (a: elements 0-7, b: 8-15); bf16 in pair order (a: 0-3 and 8-11, b: 4-7 and
+ * 12-15), each word unpacked above a zero word: one load and two shuffles in place of
+ * two zero-extensions, two shifts and, at the store, a lane permutation. */
+static inline void avx2_ldf16_f32(const void *p, int64_t i, __m256 *a, __m256 *b)
+{
+    *a = avx2_ldf8_f32(p, i);
+    *b = avx2_ldf8_f32(p, i + 8);
+}
+static inline void avx2_ldf16_f16(const void *p, int64_t i, __m256 *a, __m256 *b)
+{
+    *a = avx2_ldf8_f16(p, i);
+    *b = avx2_ldf8_f16(p, i + 8);
+}
+static inline void avx2_ldf16_bf16(const void *p, int64_t i, __m256 *a, __m256 *b)
+{
+    const __m256i w = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i));
+    *a = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), w));
+    *b = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), w));
+}
+
 static inline void avx2_stf8_f32(void *p, int64_t i, __m256 v)
 {
     avx2_store_ps((float *)p + i, v);
@@ -352,11 +377,11 @@ static inline void avx2_stf16_f16(void *p, int64_t i, __m256 a, __m256 b)
     __m256i h = _mm256_set_m128i(avx2_float8_to_f16(b), avx2_float8_to_f16(a));
     avx2_store_si256((uint16_t *)p + i, h);
 }
+/* bf16 takes a and b in the pair order of avx2_ldf16_bf16 (a: elements 0-3 and 8-11,
+ * b: 4-7 and 12-15), which packus, working per 128-bit half, puts back in order. */
 static inline void avx2_stf16_bf16(void *p, int64_t i, __m256 a, __m256 b)
 {
-    /* packus works per 128-bit half: a0-3 b0-3 a4-7 b4-7, put back in order. */
     __m256i h = _mm256_packus_epi32(avx2_float8_to_bf16_32(a), avx2_float8_to_bf16_32(b));
-    h = _mm256_permute4x64_epi64(h, _MM_SHUFFLE(3, 1, 2, 0));
     avx2_store_si256((uint16_t *)p + i, h);
 }
 

@@ -206,7 +206,8 @@ static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 
         const __m256 f2 = _mm256_set1_ps(f[2]);                                                \
         size_t i = 0;                                                                          \
         for (; i + 16 <= n; i += 16) {                                                         \
-            __m256 a = avx2_ldf8_##dt(x, (int64_t)i), b = avx2_ldf8_##dt(x, (int64_t)i + 8);   \
+            __m256 a, b;                                                                       \
+            avx2_ldf16_##dt(x, (int64_t)i, &a, &b);                                            \
             avx2_stf16_##dt(y, (int64_t)i, normalize8(a, f0, f1, f2), normalize8(b, f0, f1, f2)); \
         }                                                                                      \
         if (i + 8 <= n) {                                                                      \
@@ -226,8 +227,9 @@ static inline __m256 backward8(__m256 g, __m256 v, __m256 f0, __m256 f1, __m256 
         const __m256 f2 = _mm256_set1_ps(f[2]), f3 = _mm256_set1_ps(f[3]);                     \
         size_t i = 0;                                                                          \
         for (; i + 16 <= n; i += 16) {                                                         \
-            __m256 ga = avx2_ldf8_##dt(dy, (int64_t)i), gb = avx2_ldf8_##dt(dy, (int64_t)i + 8); \
-            __m256 va = avx2_ldf8_##dt(x, (int64_t)i), vb = avx2_ldf8_##dt(x, (int64_t)i + 8); \
+            __m256 ga, gb, va, vb;                                                             \
+            avx2_ldf16_##dt(dy, (int64_t)i, &ga, &gb);                                         \
+            avx2_ldf16_##dt(x, (int64_t)i, &va, &vb);                                          \
             avx2_stf16_##dt(gi, (int64_t)i, backward8(ga, va, f0, f1, f2, f3),                 \
                             backward8(gb, vb, f0, f1, f2, f3));                                \
         }                                                                                      \
