@@ -49,7 +49,8 @@
 #define MAXE 155648 /* input elements: 300 rows of stride 2 * 256 (600 of 2 * 9), + offsets */
 #define PAD 32     /* guard elements either side of a map output */
 #define GA 8       /* guard doubles either side of the accumulators */
-#define MAXLD 261
+#define MAXCN 513 /* the widest rows */
+#define MAXLD (MAXCN + 7)
 #define SNAN_BITS 0x7FF4A5A5A5A5A5A5ull /* untouchable accumulator entries */
 
 /* ---- the oracle kernels (runs are rows = n, cn = 1, strides 1, ld = ldk = 1) ----
@@ -266,7 +267,7 @@ static int src_join(uint64_t *st, uint64_t key)
     return 1;
 }
 
-static uint64_t g_seq[SBN_LANES * 256], g_base[256];
+static uint64_t g_seq[SBN_LANES * MAXCN], g_base[MAXCN];
 
 /* Elements (r, j) of p[0..np) (row strides s) join the sequence of channel j and lane
  * (lane + r) % 16 (lanes: the reductions) or of that element alone (the maps), which starts
@@ -454,7 +455,7 @@ static void run_map(const sbn_kernels *k, const geo *g, int bwd, int inplace, vo
         call_map(k, g, bwd, p[1], g->dys, p[0], g->xs, kc, y, ys);
 }
 
-static double g_ex[256 * 4];
+static double g_ex[MAXCN * 4];
 
 static int check_map(const impls *im, const geo *g, int bwd, int inplace)
 {
@@ -588,7 +589,9 @@ static int check_row_geo(const impls *im, int dt, size_t cn, size_t rows)
 }
 
 /* Rows: cn 1..70 and 256, each with rows 0..3, 15..17 and every fourth count up to 40
- * (all counts 0..40 over the cn); then rows over one and two blocks of the SIMD row
+ * (all counts 0..40 over the cn); cn 257, 512 and 513 (a row tile of plan.c, and the
+ * widest rows the AVX2 bf16 maps take sixteen channels a step) with 1..3, 16 and 17 rows;
+ * then rows over one and two blocks of the SIMD row
  * reductions (64 and 128 rows; 512 for rows narrower than 16 channels), whose AVX-512
  * _pf variants prefetch the next block of slices of up to 256 bytes: cn from 1 to 256
  * (both sides of that limit for every element size). Half the geometries start a chunk
@@ -596,6 +599,7 @@ static int check_row_geo(const impls *im, int dt, size_t cn, size_t rows)
 static int check_rows(const impls *im, int dt_only)
 {
     static const size_t long_cn[] = {1, 9, 32, 33, 64, 65, 128, 256};
+    static const size_t wide_cn[] = {257, 512, 513}, wide_rows[] = {1, 2, 3, 16, 17};
     static const size_t long_rows[] = {63, 65, 127, 128, 129, 143, 256, 257, 300,
                                        511, 513, 600};
     int dt, ci;
@@ -609,6 +613,9 @@ static int check_rows(const impls *im, int dt_only)
                     continue;
                 if (!check_row_geo(im, dt, cn, rows)) return 0;
             }
+        for (i = 0; i < sizeof wide_cn / sizeof wide_cn[0]; i++)
+            for (j = 0; j < sizeof wide_rows / sizeof wide_rows[0]; j++)
+                if (!check_row_geo(im, dt, wide_cn[i], wide_rows[j])) return 0;
         for (i = 0; i < sizeof long_cn / sizeof long_cn[0]; i++)
             for (j = 0; j < sizeof long_rows / sizeof long_rows[0]; j++)
                 if (((i + j) % 2 == 0 || long_cn[i] <= 65) &&

@@ -16,7 +16,9 @@
  *   normalize:  y  = fma(x - f0, f1, f2)
  *   backward:   gi = fma(x - f0, f1, dy - f2) * f3
  * then narrowed once (io_avx2.h: fp16 by vcvtps2ph to nearest even, bf16 by the
- * integer carry; NaNs as convert.c writes them). Each block is read before it is
+ * integer carry; NaNs as convert.c writes them). bf16 takes runs, and rows of up to 512
+ * channels, sixteen elements at a time in the pair order of avx2_ldf16_bf16 (rows with
+ * their coefficients rearranged into that order once per call). Each block is read before it is
  * written, so y == x (in place) is safe; nothing outside the elements named is
  * read or written, and pointers need no alignment. stream_map_nt_avx2.c builds
  * this file again with SBN_MAP_NT = 1 (entry points ..._ukernel__avx2_nt): the
@@ -306,6 +308,81 @@ SBN_DEFINE_MAP_AVX2_FLT(f32)
 SBN_DEFINE_MAP_AVX2_FLT(f16)
 SBN_DEFINE_MAP_AVX2_FLT(bf16)
 
+/* ---- bf16 rows sixteen channels a step, in the pair order of avx2_ldf16_bf16 ---- */
+
+/*
+ * The bf16 row maps take 16 channels as one load and two unpacks, in pair order, with
+ * their coefficients rearranged once per call into that order (a: channels 0-3 and 8-11
+ * of each 16, b: 4-7 and 12-15) in a table on the stack, up to SBN_PAIR_MAX_CN channels;
+ * the channels past the last whole 16 go the eight-wide way. Each element's operations
+ * are those of the eight-wide code: the same bits.
+ */
+#define SBN_PAIR_MAX_CN 512 /* plan.c's row tiles: 512 channels x 16 rows */
+
+/* The coefficients of 16 channels from j of f into kp (32-byte aligned) in pair order:
+ * kp[0..8) channels 0-3 and 8-11, kp[8..16) channels 4-7 and 12-15. */
+static inline void pair_coefs(const float *f, size_t j, float *kp)
+{
+    const __m256 lo = _mm256_loadu_ps(f + j), hi = _mm256_loadu_ps(f + j + 8);
+    _mm256_store_ps(kp, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_store_ps(kp + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+static void bf16_row_normalize_pair(const void *x, int64_t xs, size_t rows, size_t cn,
+                                    const float *f, size_t ldk, void *y, int64_t ys)
+{
+    _Alignas(32) float kp[3][SBN_PAIR_MAX_CN];
+    const size_t c16 = cn & ~(size_t)15;
+    size_t r, j, c;
+    for (c = 0; c < 3; c++)
+        for (j = 0; j < c16; j += 16) pair_coefs(f + c * ldk, j, &kp[c][j]);
+    for (r = 0; r < rows; r++) {
+        const int64_t ox = (int64_t)r * xs, oy = (int64_t)r * ys;
+        for (j = 0; j < c16; j += 16) {
+            __m256 a, b;
+            avx2_ldf16_bf16(x, ox + (int64_t)j, &a, &b);
+            avx2_stf16_bf16(y, oy + (int64_t)j,
+                            normalize8(a, _mm256_load_ps(&kp[0][j]), _mm256_load_ps(&kp[1][j]),
+                                       _mm256_load_ps(&kp[2][j])),
+                            normalize8(b, _mm256_load_ps(&kp[0][j + 8]),
+                                       _mm256_load_ps(&kp[1][j + 8]),
+                                       _mm256_load_ps(&kp[2][j + 8])));
+        }
+    }
+    if (c16 < cn)
+        bf16_row_normalize_run((const uint16_t *)x + c16, xs, rows, cn - c16, f + c16, ldk,
+                               (uint16_t *)y + c16, ys);
+}
+
+static void bf16_row_backward_pair(const void *dy, int64_t dys, const void *x, int64_t xs,
+                                   size_t rows, size_t cn, const float *f, size_t ldk, void *gi,
+                                   int64_t gs)
+{
+    _Alignas(32) float kp[4][SBN_PAIR_MAX_CN];
+    const size_t c16 = cn & ~(size_t)15;
+    size_t r, j, c;
+    for (c = 0; c < 4; c++)
+        for (j = 0; j < c16; j += 16) pair_coefs(f + c * ldk, j, &kp[c][j]);
+    for (r = 0; r < rows; r++) {
+        const int64_t og = (int64_t)r * dys, ox = (int64_t)r * xs, oo = (int64_t)r * gs;
+        for (j = 0; j < c16; j += 16) {
+            __m256 ga, gb, va, vb;
+            avx2_ldf16_bf16(dy, og + (int64_t)j, &ga, &gb);
+            avx2_ldf16_bf16(x, ox + (int64_t)j, &va, &vb);
+            avx2_stf16_bf16(gi, oo + (int64_t)j,
+                            backward8(ga, va, _mm256_load_ps(&kp[0][j]), _mm256_load_ps(&kp[1][j]),
+                                      _mm256_load_ps(&kp[2][j]), _mm256_load_ps(&kp[3][j])),
+                            backward8(gb, vb, _mm256_load_ps(&kp[0][j + 8]),
+                                      _mm256_load_ps(&kp[1][j + 8]),
+                                      _mm256_load_ps(&kp[2][j + 8]),
+                                      _mm256_load_ps(&kp[3][j + 8])));
+        }
+    }
+    if (c16 < cn)
+        bf16_row_backward_run((const uint16_t *)dy + c16, dys, (const uint16_t *)x + c16, xs,
+                              rows, cn - c16, f + c16, ldk, (uint16_t *)gi + c16, gs);
+}
+
 /* ---- the 16 entry points: the run's head apart when streaming ---- */
 
 #define SBN_DEFINE_MAP_AVX2_ENTRIES(dt, es)                                                     \
@@ -326,14 +403,32 @@ SBN_DEFINE_MAP_AVX2_FLT(bf16)
     void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
                                           const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
-        dt##_row_normalize_run(x, xs, rows, cn, k, ldk, y, ys);                                \
+        if (SBN_PAIR_ROWS(dt) && rows > 1 && cn >= 16 && cn <= SBN_PAIR_MAX_CN)                 \
+            SBN_PAIR_CALL(dt, row_normalize)(x, xs, rows, cn, k, ldk, y, ys);                  \
+        else                                                                                   \
+            dt##_row_normalize_run(x, xs, rows, cn, k, ldk, y, ys);                            \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
                                          int64_t xs, size_t rows, size_t cn, const void *k,    \
                                          size_t ldk, void *gi, int64_t gs)                     \
     {                                                                                          \
-        dt##_row_backward_run(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                       \
+        if (SBN_PAIR_ROWS(dt) && rows > 1 && cn >= 16 && cn <= SBN_PAIR_MAX_CN)                 \
+            SBN_PAIR_CALL(dt, row_backward)(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);         \
+        else                                                                                   \
+            dt##_row_backward_run(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                   \
     }
+
+/* Only bf16 has a pair order of its own; the others' row maps stay eight-wide. */
+#define SBN_PAIR_ROWS(dt) SBN_PAIR_ROWS_##dt
+#define SBN_PAIR_ROWS_f64 0
+#define SBN_PAIR_ROWS_f32 0
+#define SBN_PAIR_ROWS_f16 0
+#define SBN_PAIR_ROWS_bf16 1
+#define SBN_PAIR_CALL(dt, family) SBN_PAIR_CALL_##family
+#define SBN_PAIR_CALL_row_normalize(x, xs, rows, cn, k, ldk, y, ys) \
+    bf16_row_normalize_pair(x, xs, rows, cn, (const float *)(k), ldk, y, ys)
+#define SBN_PAIR_CALL_row_backward(dy, dys, x, xs, rows, cn, k, ldk, gi, gs) \
+    bf16_row_backward_pair(dy, dys, x, xs, rows, cn, (const float *)(k), ldk, gi, gs)
 
 SBN_DEFINE_MAP_AVX2_ENTRIES(f64, sizeof(double))
 SBN_DEFINE_MAP_AVX2_ENTRIES(f32, sizeof(float))
