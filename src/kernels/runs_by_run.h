@@ -4,7 +4,8 @@
  * over the table's one-run kernels, the row_chunk kernels as the row reduction and
  * fold_rows of slices of channels, for the ISAs whose one-run kernels already keep up
  * with short runs (scalar) or that have no fused form (AVX2, whose runs reductions
- * copy short runs end to end into a stage and reduce it as one run). Run i starts at
+ * copy short runs end to end into a stage and reduce it as one run, and whose float
+ * maps take adjacent runs as one stretch, stream_map_avx2.c). Run i starts at
  * lane (lane + i * len) % 16, so the bits are those of one call per run by
  * construction. The AVX-512 reductions fuse the runs instead (stream_avx512.c),
  * filling each block of lanes from the end of one run and the start of the next.
@@ -192,14 +193,20 @@ static inline void sbn__row_chunk_slice_out(sbn_fold_rows_fn fold, double *la, d
     } while (0)
 
 /* The maps, for an entry-point suffix `isa` (the _nt tables have their own); T is the
- * coefficient type (double for f64, float otherwise). */
-#define SBN_DEFINE_RUNS_MAP_BY_RUN(dt, isa, size, T)                                              \
+ * coefficient type (double for f64, float otherwise). With _FIRST, fused_normalize and
+ * fused_backward name functions of the entry's arguments that may map the whole call some
+ * other way with the same bits, returning nonzero if they did. */
+#define SBN_DEFINE_RUNS_MAP_BY_RUN(dt, isa, size, T) \
+    SBN_DEFINE_RUNS_MAP_FIRST(dt, isa, size, T, sbn__runs_map_none, sbn__runs_map_none)
+#define sbn__runs_map_none(...) 0
+#define SBN_DEFINE_RUNS_MAP_FIRST(dt, isa, size, T, fused_normalize, fused_backward)               \
     void sbn_##dt##_runs_normalize_ukernel__##isa(const void *x, int64_t xs, size_t runs,        \
                                                   size_t len, const void *k, size_t ldk,        \
                                                   void *y, int64_t ys)                          \
     {                                                                                           \
         size_t i;                                                                               \
         T c[4];                                                                                 \
+        if (fused_normalize(x, xs, runs, len, k, ldk, y, ys)) return;                           \
         for (i = 0; i < runs; i++) {                                                            \
             SBN_RUN_COEFS(T, k, ldk, i, c);                                                     \
             sbn_##dt##_normalize_ukernel__##isa(SBN_RUN_AT(x, (int64_t)i * xs, size), len, c,   \
@@ -213,6 +220,7 @@ static inline void sbn__row_chunk_slice_out(sbn_fold_rows_fn fold, double *la, d
     {                                                                                           \
         size_t i;                                                                               \
         T c[4];                                                                                 \
+        if (fused_backward(dy, dys, x, xs, runs, len, k, ldk, gi, gs)) return;                  \
         for (i = 0; i < runs; i++) {                                                            \
             SBN_RUN_COEFS(T, k, ldk, i, c);                                                     \
             sbn_##dt##_backward_ukernel__##isa(SBN_RUN_AT(dy, (int64_t)i * dys, size),          \

@@ -18,7 +18,9 @@
  * then narrowed once (io_avx2.h: fp16 by vcvtps2ph to nearest even, bf16 by the
  * integer carry; NaNs as convert.c writes them). bf16 takes runs, and rows of up to 512
  * channels, sixteen elements at a time in the pair order of avx2_ldf16_bf16 (rows with
- * their coefficients rearranged into that order once per call). Each block is read before it is
+ * their coefficients rearranged into that order once per call). Several adjacent runs
+ * of the float maps (short NCHW planes) go as one stretch, each lane with its run's
+ * coefficients. Each block is read before it is
  * written, so y == x (in place) is safe; nothing outside the elements named is
  * read or written, and pointers need no alignment. stream_map_nt_avx2.c builds
  * this file again with SBN_MAP_NT = 1 (entry points ..._ukernel__avx2_nt): the
@@ -435,14 +437,137 @@ SBN_DEFINE_MAP_AVX2_ENTRIES(f32, sizeof(float))
 SBN_DEFINE_MAP_AVX2_ENTRIES(f16, sizeof(uint16_t))
 SBN_DEFINE_MAP_AVX2_ENTRIES(bf16, sizeof(uint16_t))
 
-/* Several runs of a channel: a loop over the one-run maps above (runs_by_run.h). */
+/* ---- fp32/fp16/bf16 runs laid end to end ---- */
+
+/*
+ * The runs of a runs map call are most often adjacent: the planes of consecutive channels
+ * of an NCHW image (stride = len). Then the call maps them as one stretch of runs * len
+ * elements: each run's whole vectors (16, then 8, elements at stretch offsets that are
+ * multiples of 8) with its broadcast coefficients, and the vector that runs into the next
+ * run with the lanes of each run taking that run's coefficients (a blend; len >= 8, so a
+ * vector meets at most two runs). A call per run pays a call and the last 1..7 elements'
+ * pieces per run, as much again as a 7x7 plane's 49 elements. The streaming build
+ * (SBN_MAP_NT) keeps a call per run, which maps each run's head up to the store alignment
+ * apart.
+ */
+static const int32_t k_lanes_from[16] = {0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1};
+
+/* Lanes [0, rem) from a, the others from b (rem < 8). */
+static inline __m256 runs_blend8(__m256 a, __m256 b, size_t rem)
+{
+    return _mm256_blendv_ps(
+        a, b, _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(k_lanes_from + 8 - rem))));
+}
+
+/* Coefficient c of run i (f: structure of arrays), and of the vector from e that ends run
+ * i at `end` (rem = end - e of its t lanes are run i's; the rest, if any, run i + 1's). */
+#define SBN_RUN_K(f, ldk, c, i) _mm256_broadcast_ss((f) + (c) * (ldk) + (i))
+#define SBN_EDGE_K(f, ldk, c, i, kc, rem, t) \
+    ((t) > (rem) ? runs_blend8(kc, SBN_RUN_K(f, ldk, c, (i) + 1), rem) : (kc))
+
+#define SBN_DEFINE_RUNS_FUSED_AVX2(dt)                                                          \
+    static int dt##_runs_normalize_fused(const void *x, int64_t xs, size_t runs, size_t len,   \
+                                         const void *kv, size_t ldk, void *y, int64_t ys)      \
+    {                                                                                          \
+        const float *f = kv;                                                                   \
+        const size_t n = runs * len;                                                           \
+        size_t e = 0, i;                                                                       \
+        if (SBN_MAP_NT || len < 8 || xs != (int64_t)len || ys != (int64_t)len) return 0;       \
+        for (i = 0; i < runs; i++) {                                                           \
+            const size_t end = (i + 1) * len;                                                  \
+            const __m256 k0 = SBN_RUN_K(f, ldk, 0, i), k1 = SBN_RUN_K(f, ldk, 1, i);           \
+            const __m256 k2 = SBN_RUN_K(f, ldk, 2, i);                                         \
+            for (; e + 16 <= end; e += 16) {                                                   \
+                __m256 a, b;                                                                   \
+                avx2_ldf16_##dt(x, (int64_t)e, &a, &b);                                        \
+                avx2_stf16_##dt(y, (int64_t)e, normalize8(a, k0, k1, k2),                      \
+                                normalize8(b, k0, k1, k2));                                    \
+            }                                                                                  \
+            if (e + 8 <= end) {                                                                \
+                avx2_stf8_##dt(y, (int64_t)e,                                                  \
+                               normalize8(avx2_ldf8_##dt(x, (int64_t)e), k0, k1, k2));         \
+                e += 8;                                                                        \
+            }                                                                                  \
+            if (e < end) { /* the vector from e meets run i + 1, or ends the stretch */        \
+                const size_t rem = end - e, t = n - e < 8 ? n - e : 8;                         \
+                const __m256 v = normalize8(t == 8 ? avx2_ldf8_##dt(x, (int64_t)e)             \
+                                                   : avx2_ldfp_##dt(x, (int64_t)e, t),         \
+                                            SBN_EDGE_K(f, ldk, 0, i, k0, rem, t),              \
+                                            SBN_EDGE_K(f, ldk, 1, i, k1, rem, t),              \
+                                            SBN_EDGE_K(f, ldk, 2, i, k2, rem, t));             \
+                if (t == 8)                                                                    \
+                    avx2_stf8_##dt(y, (int64_t)e, v);                                          \
+                else                                                                           \
+                    avx2_stfp_##dt(y, (int64_t)e, t, v);                                       \
+                e += t;                                                                        \
+            }                                                                                  \
+        }                                                                                      \
+        return 1;                                                                              \
+    }                                                                                          \
+                                                                                               \
+    static int dt##_runs_backward_fused(const void *dy, int64_t dys, const void *x, int64_t xs, \
+                                        size_t runs, size_t len, const void *kv, size_t ldk,   \
+                                        void *gi, int64_t gs)                                  \
+    {                                                                                          \
+        const float *f = kv;                                                                   \
+        const size_t n = runs * len;                                                           \
+        size_t e = 0, i;                                                                       \
+        if (SBN_MAP_NT || len < 8 || dys != (int64_t)len || xs != (int64_t)len ||              \
+            gs != (int64_t)len)                                                                \
+            return 0;                                                                          \
+        for (i = 0; i < runs; i++) {                                                           \
+            const size_t end = (i + 1) * len;                                                  \
+            const __m256 k0 = SBN_RUN_K(f, ldk, 0, i), k1 = SBN_RUN_K(f, ldk, 1, i);           \
+            const __m256 k2 = SBN_RUN_K(f, ldk, 2, i), k3 = SBN_RUN_K(f, ldk, 3, i);           \
+            for (; e + 16 <= end; e += 16) {                                                   \
+                __m256 ga, gb, va, vb;                                                         \
+                avx2_ldf16_##dt(dy, (int64_t)e, &ga, &gb);                                     \
+                avx2_ldf16_##dt(x, (int64_t)e, &va, &vb);                                      \
+                avx2_stf16_##dt(gi, (int64_t)e, backward8(ga, va, k0, k1, k2, k3),             \
+                                backward8(gb, vb, k0, k1, k2, k3));                            \
+            }                                                                                  \
+            if (e + 8 <= end) {                                                                \
+                const __m256 g = avx2_ldf8_##dt(dy, (int64_t)e);                               \
+                const __m256 v = avx2_ldf8_##dt(x, (int64_t)e);                                \
+                avx2_stf8_##dt(gi, (int64_t)e, backward8(g, v, k0, k1, k2, k3));               \
+                e += 8;                                                                        \
+            }                                                                                  \
+            if (e < end) {                                                                     \
+                const size_t rem = end - e, t = n - e < 8 ? n - e : 8;                         \
+                const __m256 g = t == 8 ? avx2_ldf8_##dt(dy, (int64_t)e)                       \
+                                        : avx2_ldfp_##dt(dy, (int64_t)e, t);                   \
+                const __m256 v = t == 8 ? avx2_ldf8_##dt(x, (int64_t)e)                        \
+                                        : avx2_ldfp_##dt(x, (int64_t)e, t);                    \
+                const __m256 r = backward8(g, v, SBN_EDGE_K(f, ldk, 0, i, k0, rem, t),         \
+                                           SBN_EDGE_K(f, ldk, 1, i, k1, rem, t),               \
+                                           SBN_EDGE_K(f, ldk, 2, i, k2, rem, t),               \
+                                           SBN_EDGE_K(f, ldk, 3, i, k3, rem, t));              \
+                if (t == 8)                                                                    \
+                    avx2_stf8_##dt(gi, (int64_t)e, r);                                         \
+                else                                                                           \
+                    avx2_stfp_##dt(gi, (int64_t)e, t, r);                                      \
+                e += t;                                                                        \
+            }                                                                                  \
+        }                                                                                      \
+        return 1;                                                                              \
+    }
+
+SBN_DEFINE_RUNS_FUSED_AVX2(f32)
+SBN_DEFINE_RUNS_FUSED_AVX2(f16)
+SBN_DEFINE_RUNS_FUSED_AVX2(bf16)
+
+/* Several runs: adjacent ones of fp32/fp16/bf16 as one stretch (above), the others with
+ * a call of the one-run maps per run (runs_by_run.h). */
 #if SBN_MAP_NT
 #define SBN_MAP_ISA avx2_nt
 #else
 #define SBN_MAP_ISA avx2
 #endif
 #define SBN_RUNS_MAP_BY_RUN(dt, isa, size, T) SBN_DEFINE_RUNS_MAP_BY_RUN(dt, isa, size, T)
+#define SBN_RUNS_MAP_FUSED(dt, isa, size)                                                      \
+    SBN_DEFINE_RUNS_MAP_FIRST(dt, isa, size, float, dt##_runs_normalize_fused,                 \
+                              dt##_runs_backward_fused)
 SBN_RUNS_MAP_BY_RUN(f64, SBN_MAP_ISA, 8, double)
-SBN_RUNS_MAP_BY_RUN(f32, SBN_MAP_ISA, 4, float)
-SBN_RUNS_MAP_BY_RUN(f16, SBN_MAP_ISA, 2, float)
-SBN_RUNS_MAP_BY_RUN(bf16, SBN_MAP_ISA, 2, float)
+SBN_RUNS_MAP_FUSED(f32, SBN_MAP_ISA, 4)
+SBN_RUNS_MAP_FUSED(f16, SBN_MAP_ISA, 2)
+SBN_RUNS_MAP_FUSED(bf16, SBN_MAP_ISA, 2)
