@@ -3,7 +3,7 @@
  * (+FMA, F16C), in the canonical order of stream_scalar.c: row r of a channels-last
  * (or (N, C)) tensor adds to row l = (lane + r) % 16 of the lane-major accumulators
  * (a[l * ld + j], b[l * ld + j]), vectorised across channels (four doubles per ymm,
- * 16 channels a step). Rows go in blocks as in rows_avx512.c: one lane's rows of a
+ * 16 channels a step). Rows go in the blocks of row_blocks.h: one lane's rows of a
  * block (every 16th) are added while its accumulators sit in registers, loaded and
  * stored once per block, so each lane still takes its rows in order. Adding each row
  * to accumulators in memory instead costs a load and a store of 16 bytes of
@@ -19,6 +19,7 @@
  */
 #include <stdint.h>
 
+#include "kernels/row_blocks.h"
 #include "kernels/x86/io_avx2.h"
 
 #define AVX2R_INLINE static inline __attribute__((always_inline))
@@ -188,21 +189,6 @@ AVX2R_INLINE void lanes_rest(sbn_kdtype dt, int bwd, const char *dy, int64_t dro
     }
 }
 
-/* Rows go in blocks (a multiple of 16 rows); within a block, lane (lane + q) % 16 takes
- * rows q, q + 16, ... of the block in order, so every lane still adds its rows in
- * increasing order. The block sets how many rows a lane adds per load and store of its
- * accumulators (block / 16) and how many rows are read side by side; the sizes and their
- * reasons are rows_avx512.c's (8 streams; narrow rows 32 rows a lane). */
-#define ROW_BLOCK 128
-#define ROW_BLOCK_BWD 64
-#define ROW_BLOCK_NARROW 512
-
-/* The number of rows of a block of nb rows that fall to offset q < 16. */
-static inline size_t lane_rows(size_t nb, size_t q)
-{
-    return (nb - q + SBN_LANES - 1) / SBN_LANES;
-}
-
 /* row_accum (bwd 0: dy unused, c the shifts) and row_bwd_accum (bwd 1: c the centers). */
 AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys, const void *x,
                              int64_t xs, size_t rows, size_t cn, unsigned lane, const double *c,
@@ -211,7 +197,7 @@ AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys
     const int64_t drow = dys * (int64_t)esize(dt), dstep = SBN_LANES * drow;
     const int64_t xrow = xs * (int64_t)esize(dt), xstep = SBN_LANES * xrow;
     const size_t whole = cn / 16 * 16; /* channels in whole groups of 16 */
-    const size_t block = !whole ? ROW_BLOCK_NARROW : bwd ? ROW_BLOCK_BWD : ROW_BLOCK;
+    const size_t block = sbn__row_block(bwd, !whole); /* row_blocks.h */
     size_t r, q;
     if (cn == 0) return;
     for (r = 0; r < rows; r += block) {
@@ -220,12 +206,12 @@ AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys
         for (q = 0; whole && q < SBN_LANES && q < nb; q++) {
             const size_t l = (lane + r + q) % SBN_LANES;
             lane_rows16(dt, bwd, bwd ? row_at(dt, dy, dys, r + q, 0) : NULL, dstep,
-                        row_at(dt, x, xs, r + q, 0), xstep, lane_rows(nb, q), whole, c,
+                        row_at(dt, x, xs, r + q, 0), xstep, sbn__lane_rows(nb, q), whole, c,
                         a + l * ld, b + l * ld, first);
         }
         for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
             double *ar[4], *br[4];
-            const int four = q + 4 <= nb && lane_rows(nb, q + 3) == lane_rows(nb, q);
+            const int four = q + 4 <= nb && sbn__lane_rows(nb, q + 3) == sbn__lane_rows(nb, q);
             size_t i;
             for (i = 0; i < 4; i++) {
                 const size_t l = (lane + r + q + i) % SBN_LANES;
@@ -234,13 +220,13 @@ AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys
             }
             if (four)
                 lanes_rest(dt, bwd, bwd ? row_at(dt, dy, dys, r + q, whole) : NULL, drow, dstep,
-                           row_at(dt, x, xs, r + q, whole), xrow, xstep, 4, lane_rows(nb, q),
+                           row_at(dt, x, xs, r + q, whole), xrow, xstep, 4, sbn__lane_rows(nb, q),
                            cn - whole, c + whole, ar, br, first);
             else
                 for (i = 0; i < 4 && q + i < nb; i++)
                     lanes_rest(dt, bwd, bwd ? row_at(dt, dy, dys, r + q + i, whole) : NULL, drow,
                                dstep, row_at(dt, x, xs, r + q + i, whole), xrow, xstep, 1,
-                               lane_rows(nb, q + i), cn - whole, c + whole, ar + i, br + i,
+                               sbn__lane_rows(nb, q + i), cn - whole, c + whole, ar + i, br + i,
                                first);
         }
     }

@@ -18,6 +18,7 @@
  */
 #include <stdint.h>
 
+#include "kernels/row_blocks.h"
 #include "kernels/x86/io_avx512.h"
 
 /* ---- rows: one lane's rows at a time, its accumulators in registers ---- */
@@ -159,22 +160,6 @@ SBN512_INLINE void lanes4_rows(sbn_kdtype dt, int bwd, const char *dy, int64_t d
     }
 }
 
-/* Rows go in blocks (a multiple of 16 rows); within a block, lane (lane + q) % 16 takes
- * rows q, q + 16, ... of the block in order, so every lane still adds its rows in
- * increasing order. No row is read twice; the block sets how many rows a lane adds per
- * load and store of its accumulators (block / 16) and how many rows (of each tensor)
- * are read side by side: 8 streams suit the hardware prefetchers. The forward reads
- * x alone and takes 128 rows, 8 streams (256 gains nothing at 64 channels and loses
- * on wider rows); the backward reads dy and x, so 64 rows make its 8 streams
- * (bench_kernels row reductions from DRAM). Rows of fewer than 32 channels (at most
- * 124 bytes of fp32) go four lanes at a time, four adjacent rows a step, and take 512
- * rows (62 KiB of fp32 at most): 32 rows a lane per load and store of its accumulators,
- * where 128 rows gave 8 and the loads and stores cost as much as the rows (bench_ops
- * 16384x16 and 32x3x224x224 NHWC; 1024 rows gained nothing more). */
-#define ROW_BLOCK 128
-#define ROW_BLOCK_BWD 64
-#define ROW_BLOCK_NARROW 512
-
 /*
  * Prefetch (to L2) for rows read from memory: a block's rows are read a lane at a
  * time, 16 rows apart, an order the hardware prefetchers follow poorly when rows are
@@ -208,12 +193,6 @@ SBN512_INLINE void prefetch_next(sbn_kdtype dt, const void *x, int64_t xs, size_
     if (first < end) row_prefetch(dt, x, xs, first, end, cn);
 }
 
-/* The number of rows of a block of nb rows that fall to offset q < 16. */
-static inline size_t lane_rows(size_t nb, size_t q)
-{
-    return (nb - q + SBN_LANES - 1) / SBN_LANES;
-}
-
 /* Lane work on m rows, r0, r0 + 16, ..., from channel j0 on (cn channels), accumulators at
  * ar, br: the forward's (x) or, with bwd, the backward's (dy and x). bwd is a constant in
  * each inlined copy, and dy is touched only when it is set. */
@@ -238,7 +217,7 @@ SBN512_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dy
     const int64_t drow = dys * (int64_t)sbn512_esize(dt), dstep = SBN_LANES * drow;
     const int64_t xrow = xs * (int64_t)sbn512_esize(dt), xstep = SBN_LANES * xrow;
     const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
-    const size_t block = !whole ? ROW_BLOCK_NARROW : bwd ? ROW_BLOCK_BWD : ROW_BLOCK;
+    const size_t block = sbn__row_block(bwd, !whole); /* row_blocks.h */
     size_t r, q;
     if (cn == 0) return;
     prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
@@ -250,12 +229,13 @@ SBN512_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dy
             if (prefetch && bwd) prefetch_next(dt, dy, dys, rows, cn, block, r, q);
             if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
             if (whole)
-                lane_step(dt, bwd, dy, dys, x, xs, r + q, 0, lane_rows(nb, q), whole, c,
+                lane_step(dt, bwd, dy, dys, x, xs, r + q, 0, sbn__lane_rows(nb, q), whole, c,
                           a + l * ld, b + l * ld, first);
         }
         for (q = 0; whole < cn && q < SBN_LANES && q < nb; q += 4) {
             double *ar[4], *br[4];
-            size_t i, n4 = q + 4 <= nb && lane_rows(nb, q + 3) == lane_rows(nb, q) ? 4 : 1;
+            const size_t m = sbn__lane_rows(nb, q);
+            size_t i, n4 = q + 4 <= nb && sbn__lane_rows(nb, q + 3) == m ? 4 : 1;
             for (i = 0; i < 4; i++) {
                 size_t l = (lane + r + q + i) % SBN_LANES;
                 ar[i] = a + l * ld + whole;
@@ -265,10 +245,10 @@ SBN512_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dy
                 lanes4_rows(dt, bwd,
                             bwd ? sbn512_at(dt, row_at(dt, dy, dys, r + q), whole) : NULL, drow,
                             dstep, sbn512_at(dt, row_at(dt, x, xs, r + q), whole), xrow, xstep,
-                            lane_rows(nb, q), cn - whole, c + whole, ar, br, first);
+                            m, cn - whole, c + whole, ar, br, first);
             else
                 for (i = 0; i < 4 && q + i < nb; i++)
-                    lane_step(dt, bwd, dy, dys, x, xs, r + q + i, whole, lane_rows(nb, q + i),
+                    lane_step(dt, bwd, dy, dys, x, xs, r + q + i, whole, sbn__lane_rows(nb, q + i),
                               cn - whole, c, ar[i], br[i], first);
         }
     }
