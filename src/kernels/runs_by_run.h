@@ -21,23 +21,23 @@
 #define SBN_RUN_AT(p, i, size) ((const char *)(p) + (int64_t)(i) * (int64_t)(size))
 #define SBN_RUN_AT_W(p, i, size) ((char *)(p) + (int64_t)(i) * (int64_t)(size))
 
-/* Runs [i0, i1) of a channel, one call of the one-run kernel each. */
+/* The runs of a channel, one call of the one-run kernel each. */
 static inline void sbn__runs_accum_by_run(sbn_accum_fn accum, const void *x, int64_t xs,
-                                          size_t i0, size_t i1, size_t len, unsigned lane,
-                                          double shift, double *acc, size_t size)
+                                          size_t runs, size_t len, unsigned lane, double shift,
+                                          double *acc, size_t size)
 {
     size_t i;
-    for (i = i0; i < i1; i++)
+    for (i = 0; i < runs; i++)
         accum(SBN_RUN_AT(x, (int64_t)i * xs, size), len,
               (unsigned)((lane + i * len) % SBN_LANES), shift, acc);
 }
 static inline void sbn__runs_bwd_accum_by_run(sbn_bwd_accum_fn accum, const void *dy,
-                                              int64_t dys, const void *x, int64_t xs, size_t i0,
-                                              size_t i1, size_t len, unsigned lane,
+                                              int64_t dys, const void *x, int64_t xs,
+                                              size_t runs, size_t len, unsigned lane,
                                               double center, double *acc, size_t size)
 {
     size_t i;
-    for (i = i0; i < i1; i++)
+    for (i = 0; i < runs; i++)
         accum(SBN_RUN_AT(dy, (int64_t)i * dys, size), SBN_RUN_AT(x, (int64_t)i * xs, size), len,
               (unsigned)((lane + i * len) % SBN_LANES), center, acc);
 }
@@ -47,20 +47,20 @@ static inline void sbn__runs_bwd_accum_by_run(sbn_bwd_accum_fn accum, const void
                                               size_t len, unsigned lane, double shift,          \
                                               double *acc)                                      \
     {                                                                                           \
-        sbn__runs_accum_by_run(sbn_##dt##_accum_ukernel__##isa, x, xs, 0, runs, len, lane,      \
-                               shift, acc, size);                                               \
+        sbn__runs_accum_by_run(sbn_##dt##_accum_ukernel__##isa, x, xs, runs, len, lane, shift,  \
+                               acc, size);                                                      \
     }                                                                                           \
     void sbn_##dt##_runs_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                   int64_t xs, size_t runs, size_t len,          \
                                                   unsigned lane, double center, double *acc)    \
     {                                                                                           \
-        sbn__runs_bwd_accum_by_run(sbn_##dt##_bwd_accum_ukernel__##isa, dy, dys, x, xs, 0, runs, \
+        sbn__runs_bwd_accum_by_run(sbn_##dt##_bwd_accum_ukernel__##isa, dy, dys, x, xs, runs,    \
                                    len, lane, center, acc, size);                               \
     }
 
 /*
  * The same, for ISAs whose one-run kernels hold the 16 lanes in registers only inside a
- * run (AVX2): runs of at most half a stage are copied side by side into a stage on the
+ * run (AVX2): short runs (below) are copied side by side into a stage on the
  * stack (in L1) and reduced as one run. Element k of the stage is element k of the runs
  * laid end to end, so it takes lane (lane + i0 * len + k) % 16, as the calls per run
  * give it, and each lane its elements in the same order: the same bits. The lanes then
@@ -74,23 +74,40 @@ static inline void sbn__runs_bwd_accum_by_run(sbn_bwd_accum_fn accum, const void
 #define SBN_RUNS_STAGE_BYTES 2048
 #define SBN_RUNS_STAGE_MAX_LEN (4 * SBN_LANES)
 #define SBN_RUNS_STAGE_MIN_RUNS 4
+_Static_assert(SBN_RUNS_STAGE_MIN_RUNS * SBN_RUNS_STAGE_MAX_LEN * 8 <= SBN_RUNS_STAGE_BYTES,
+               "a stage holds at least SBN_RUNS_STAGE_MIN_RUNS runs of any element type");
+
+/* Whether a runs call is staged: enough runs, none empty or too long. */
+static inline int sbn__runs_staged(size_t runs, size_t len)
+{
+    return runs >= SBN_RUNS_STAGE_MIN_RUNS && len > 0 && len <= SBN_RUNS_STAGE_MAX_LEN;
+}
+
+/* Runs [i, i + m) of x (run stride xs elements of `size` bytes, rb bytes each) side by
+ * side into stage. */
+static inline void sbn__stage_runs(unsigned char *stage, const void *x, int64_t xs, size_t i,
+                                   size_t m, size_t rb, size_t size)
+{
+    size_t k;
+    for (k = 0; k < m; k++) memcpy(stage + k * rb, SBN_RUN_AT(x, (int64_t)(i + k) * xs, size), rb);
+}
+
 #define SBN_DEFINE_RUNS_REDUCE_STAGED(dt, isa, size)                                              \
     void sbn_##dt##_runs_accum_ukernel__##isa(const void *x, int64_t xs, size_t runs,            \
                                               size_t len, unsigned lane, double shift,          \
                                               double *acc)                                      \
     {                                                                                           \
         _Alignas(64) unsigned char st[SBN_RUNS_STAGE_BYTES];                                     \
-        const size_t rb = len * (size), per = rb ? SBN_RUNS_STAGE_BYTES / rb : 0;               \
-        size_t i, k, m;                                                                         \
-        if (per < 2 || runs < SBN_RUNS_STAGE_MIN_RUNS || len > SBN_RUNS_STAGE_MAX_LEN) {        \
-            sbn__runs_accum_by_run(sbn_##dt##_accum_ukernel__##isa, x, xs, 0, runs, len, lane,  \
+        const size_t rb = len * (size);                                                         \
+        size_t i, m;                                                                            \
+        if (!sbn__runs_staged(runs, len)) {                                                     \
+            sbn__runs_accum_by_run(sbn_##dt##_accum_ukernel__##isa, x, xs, runs, len, lane,     \
                                    shift, acc, size);                                           \
             return;                                                                             \
         }                                                                                       \
         for (i = 0; i < runs; i += m) {                                                         \
-            m = runs - i < per ? runs - i : per;                                                \
-            for (k = 0; k < m; k++)                                                             \
-                memcpy(st + k * rb, SBN_RUN_AT(x, (int64_t)(i + k) * xs, size), rb);            \
+            m = runs - i < SBN_RUNS_STAGE_BYTES / rb ? runs - i : SBN_RUNS_STAGE_BYTES / rb;     \
+            sbn__stage_runs(st, x, xs, i, m, rb, size);                                         \
             sbn_##dt##_accum_ukernel__##isa(st, m * len, (unsigned)((lane + i * len) % SBN_LANES), \
                                             shift, acc);                                        \
         }                                                                                       \
@@ -100,19 +117,17 @@ static inline void sbn__runs_bwd_accum_by_run(sbn_bwd_accum_fn accum, const void
                                                   unsigned lane, double center, double *acc)    \
     {                                                                                           \
         _Alignas(64) unsigned char sg[SBN_RUNS_STAGE_BYTES], sx[SBN_RUNS_STAGE_BYTES];           \
-        const size_t rb = len * (size), per = rb ? SBN_RUNS_STAGE_BYTES / rb : 0;               \
-        size_t i, k, m;                                                                         \
-        if (per < 2 || runs < SBN_RUNS_STAGE_MIN_RUNS || len > SBN_RUNS_STAGE_MAX_LEN) {        \
-            sbn__runs_bwd_accum_by_run(sbn_##dt##_bwd_accum_ukernel__##isa, dy, dys, x, xs, 0,   \
+        const size_t rb = len * (size);                                                         \
+        size_t i, m;                                                                            \
+        if (!sbn__runs_staged(runs, len)) {                                                     \
+            sbn__runs_bwd_accum_by_run(sbn_##dt##_bwd_accum_ukernel__##isa, dy, dys, x, xs,      \
                                        runs, len, lane, center, acc, size);                     \
             return;                                                                             \
         }                                                                                       \
         for (i = 0; i < runs; i += m) {                                                         \
-            m = runs - i < per ? runs - i : per;                                                \
-            for (k = 0; k < m; k++) {                                                           \
-                memcpy(sg + k * rb, SBN_RUN_AT(dy, (int64_t)(i + k) * dys, size), rb);          \
-                memcpy(sx + k * rb, SBN_RUN_AT(x, (int64_t)(i + k) * xs, size), rb);            \
-            }                                                                                   \
+            m = runs - i < SBN_RUNS_STAGE_BYTES / rb ? runs - i : SBN_RUNS_STAGE_BYTES / rb;     \
+            sbn__stage_runs(sg, dy, dys, i, m, rb, size);                                       \
+            sbn__stage_runs(sx, x, xs, i, m, rb, size);                                         \
             sbn_##dt##_bwd_accum_ukernel__##isa(sg, sx, m * len,                                \
                                                 (unsigned)((lane + i * len) % SBN_LANES),       \
                                                 center, acc);                                   \

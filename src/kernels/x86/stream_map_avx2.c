@@ -330,12 +330,24 @@ static inline void pair_coefs(const float *f, size_t j, float *kp)
     _mm256_store_ps(kp + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
+/* Whether rows take the pair order: whole sixteens of channels, a table that fits, and
+ * more than one row to amortise building it. */
+static inline int pair_rows(size_t rows, size_t cn)
+{
+    return rows > 1 && cn >= 16 && cn <= SBN_PAIR_MAX_CN;
+}
+
 static void bf16_row_normalize_pair(const void *x, int64_t xs, size_t rows, size_t cn,
-                                    const float *f, size_t ldk, void *y, int64_t ys)
+                                    const void *kv, size_t ldk, void *y, int64_t ys)
 {
     _Alignas(32) float kp[3][SBN_PAIR_MAX_CN];
+    const float *f = kv;
     const size_t c16 = cn & ~(size_t)15;
     size_t r, j, c;
+    if (!pair_rows(rows, cn)) {
+        bf16_row_normalize_run(x, xs, rows, cn, kv, ldk, y, ys);
+        return;
+    }
     for (c = 0; c < 3; c++)
         for (j = 0; j < c16; j += 16) pair_coefs(f + c * ldk, j, &kp[c][j]);
     for (r = 0; r < rows; r++) {
@@ -357,12 +369,17 @@ static void bf16_row_normalize_pair(const void *x, int64_t xs, size_t rows, size
 }
 
 static void bf16_row_backward_pair(const void *dy, int64_t dys, const void *x, int64_t xs,
-                                   size_t rows, size_t cn, const float *f, size_t ldk, void *gi,
+                                   size_t rows, size_t cn, const void *kv, size_t ldk, void *gi,
                                    int64_t gs)
 {
     _Alignas(32) float kp[4][SBN_PAIR_MAX_CN];
+    const float *f = kv;
     const size_t c16 = cn & ~(size_t)15;
     size_t r, j, c;
+    if (!pair_rows(rows, cn)) {
+        bf16_row_backward_run(dy, dys, x, xs, rows, cn, kv, ldk, gi, gs);
+        return;
+    }
     for (c = 0; c < 4; c++)
         for (j = 0; j < c16; j += 16) pair_coefs(f + c * ldk, j, &kp[c][j]);
     for (r = 0; r < rows; r++) {
@@ -387,7 +404,8 @@ static void bf16_row_backward_pair(const void *dy, int64_t dys, const void *x, i
 
 /* ---- the 16 entry points: the run's head apart when streaming ---- */
 
-#define SBN_DEFINE_MAP_AVX2_ENTRIES(dt, es)                                                     \
+/* normalize_rows / backward_rows: the functions the row entry points call. */
+#define SBN_DEFINE_MAP_AVX2_ENTRIES(dt, es, normalize_rows, backward_rows)                      \
     void SBN_MAP_ENTRY(dt, normalize)(const void *x, size_t n, const void *k, void *y)          \
     {                                                                                          \
         size_t h = sbn_nt_head(y, es, n, 32);                                                  \
@@ -405,37 +423,21 @@ static void bf16_row_backward_pair(const void *dy, int64_t dys, const void *x, i
     void SBN_MAP_ENTRY(dt, row_normalize)(const void *x, int64_t xs, size_t rows, size_t cn,    \
                                           const void *k, size_t ldk, void *y, int64_t ys)      \
     {                                                                                          \
-        if (SBN_PAIR_ROWS(dt) && rows > 1 && cn >= 16 && cn <= SBN_PAIR_MAX_CN)                 \
-            SBN_PAIR_CALL(dt, row_normalize)(x, xs, rows, cn, k, ldk, y, ys);                  \
-        else                                                                                   \
-            dt##_row_normalize_run(x, xs, rows, cn, k, ldk, y, ys);                            \
+        normalize_rows(x, xs, rows, cn, k, ldk, y, ys);                                        \
     }                                                                                          \
     void SBN_MAP_ENTRY(dt, row_backward)(const void *dy, int64_t dys, const void *x,            \
                                          int64_t xs, size_t rows, size_t cn, const void *k,    \
                                          size_t ldk, void *gi, int64_t gs)                     \
     {                                                                                          \
-        if (SBN_PAIR_ROWS(dt) && rows > 1 && cn >= 16 && cn <= SBN_PAIR_MAX_CN)                 \
-            SBN_PAIR_CALL(dt, row_backward)(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);         \
-        else                                                                                   \
-            dt##_row_backward_run(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                   \
+        backward_rows(dy, dys, x, xs, rows, cn, k, ldk, gi, gs);                               \
     }
 
 /* Only bf16 has a pair order of its own; the others' row maps stay eight-wide. */
-#define SBN_PAIR_ROWS(dt) SBN_PAIR_ROWS_##dt
-#define SBN_PAIR_ROWS_f64 0
-#define SBN_PAIR_ROWS_f32 0
-#define SBN_PAIR_ROWS_f16 0
-#define SBN_PAIR_ROWS_bf16 1
-#define SBN_PAIR_CALL(dt, family) SBN_PAIR_CALL_##family
-#define SBN_PAIR_CALL_row_normalize(x, xs, rows, cn, k, ldk, y, ys) \
-    bf16_row_normalize_pair(x, xs, rows, cn, (const float *)(k), ldk, y, ys)
-#define SBN_PAIR_CALL_row_backward(dy, dys, x, xs, rows, cn, k, ldk, gi, gs) \
-    bf16_row_backward_pair(dy, dys, x, xs, rows, cn, (const float *)(k), ldk, gi, gs)
-
-SBN_DEFINE_MAP_AVX2_ENTRIES(f64, sizeof(double))
-SBN_DEFINE_MAP_AVX2_ENTRIES(f32, sizeof(float))
-SBN_DEFINE_MAP_AVX2_ENTRIES(f16, sizeof(uint16_t))
-SBN_DEFINE_MAP_AVX2_ENTRIES(bf16, sizeof(uint16_t))
+SBN_DEFINE_MAP_AVX2_ENTRIES(f64, sizeof(double), f64_row_normalize_run, f64_row_backward_run)
+SBN_DEFINE_MAP_AVX2_ENTRIES(f32, sizeof(float), f32_row_normalize_run, f32_row_backward_run)
+SBN_DEFINE_MAP_AVX2_ENTRIES(f16, sizeof(uint16_t), f16_row_normalize_run, f16_row_backward_run)
+SBN_DEFINE_MAP_AVX2_ENTRIES(bf16, sizeof(uint16_t), bf16_row_normalize_pair,
+                            bf16_row_backward_pair)
 
 /* ---- fp32/fp16/bf16 runs laid end to end ---- */
 
@@ -465,6 +467,17 @@ static inline __m256 runs_blend8(__m256 a, __m256 b, size_t rem)
 #define SBN_EDGE_K(f, ldk, c, i, kc, rem, t) \
     ((t) > (rem) ? runs_blend8(kc, SBN_RUN_K(f, ldk, c, (i) + 1), rem) : (kc))
 
+/* The first t <= 8 elements from e: a whole vector, or the pieces of io_avx2.h. */
+#define SBN_LDF_UPTO8(dt, p, e, t) \
+    ((t) == 8 ? avx2_ldf8_##dt(p, (int64_t)(e)) : avx2_ldfp_##dt(p, (int64_t)(e), t))
+#define SBN_STF_UPTO8(dt, p, e, t, v)                                  \
+    do {                                                              \
+        if ((t) == 8)                                                 \
+            avx2_stf8_##dt(p, (int64_t)(e), v);                       \
+        else                                                          \
+            avx2_stfp_##dt(p, (int64_t)(e), t, v);                    \
+    } while (0)
+
 #define SBN_DEFINE_RUNS_FUSED_AVX2(dt)                                                          \
     static int dt##_runs_normalize_fused(const void *x, int64_t xs, size_t runs, size_t len,   \
                                          const void *kv, size_t ldk, void *y, int64_t ys)      \
@@ -490,15 +503,11 @@ static inline __m256 runs_blend8(__m256 a, __m256 b, size_t rem)
             }                                                                                  \
             if (e < end) { /* the vector from e meets run i + 1, or ends the stretch */        \
                 const size_t rem = end - e, t = n - e < 8 ? n - e : 8;                         \
-                const __m256 v = normalize8(t == 8 ? avx2_ldf8_##dt(x, (int64_t)e)             \
-                                                   : avx2_ldfp_##dt(x, (int64_t)e, t),         \
+                const __m256 v = normalize8(SBN_LDF_UPTO8(dt, x, e, t),                        \
                                             SBN_EDGE_K(f, ldk, 0, i, k0, rem, t),              \
                                             SBN_EDGE_K(f, ldk, 1, i, k1, rem, t),              \
                                             SBN_EDGE_K(f, ldk, 2, i, k2, rem, t));             \
-                if (t == 8)                                                                    \
-                    avx2_stf8_##dt(y, (int64_t)e, v);                                          \
-                else                                                                           \
-                    avx2_stfp_##dt(y, (int64_t)e, t, v);                                       \
+                SBN_STF_UPTO8(dt, y, e, t, v);                                                 \
                 e += t;                                                                        \
             }                                                                                  \
         }                                                                                      \
@@ -534,18 +543,12 @@ static inline __m256 runs_blend8(__m256 a, __m256 b, size_t rem)
             }                                                                                  \
             if (e < end) {                                                                     \
                 const size_t rem = end - e, t = n - e < 8 ? n - e : 8;                         \
-                const __m256 g = t == 8 ? avx2_ldf8_##dt(dy, (int64_t)e)                       \
-                                        : avx2_ldfp_##dt(dy, (int64_t)e, t);                   \
-                const __m256 v = t == 8 ? avx2_ldf8_##dt(x, (int64_t)e)                        \
-                                        : avx2_ldfp_##dt(x, (int64_t)e, t);                    \
+                const __m256 g = SBN_LDF_UPTO8(dt, dy, e, t), v = SBN_LDF_UPTO8(dt, x, e, t);  \
                 const __m256 r = backward8(g, v, SBN_EDGE_K(f, ldk, 0, i, k0, rem, t),         \
                                            SBN_EDGE_K(f, ldk, 1, i, k1, rem, t),               \
                                            SBN_EDGE_K(f, ldk, 2, i, k2, rem, t),               \
                                            SBN_EDGE_K(f, ldk, 3, i, k3, rem, t));              \
-                if (t == 8)                                                                    \
-                    avx2_stf8_##dt(gi, (int64_t)e, r);                                         \
-                else                                                                           \
-                    avx2_stfp_##dt(gi, (int64_t)e, t, r);                                      \
+                SBN_STF_UPTO8(dt, gi, e, t, r);                                                \
                 e += t;                                                                        \
             }                                                                                  \
         }                                                                                      \
