@@ -30,7 +30,12 @@
  * that took gcc 3 and clang 9 minutes for this file alone; there the tree's functions are
  * called instead (FOLD_INLINE), the same operations in the same order, hence the same bits.
  */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature) /* clang before 17 does not define __SANITIZE_ADDRESS__ */
+#if __has_feature(address_sanitizer)
+#define FOLD_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(FOLD_UNDER_ASAN)
 #define FOLD_INLINE static __attribute__((noinline))
 #else
 #define FOLD_INLINE SBN512_INLINE
