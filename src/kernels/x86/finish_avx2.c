@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/kernel_inline.h"
 
 void sbn_invstd_ukernel__avx2(const double *m2, size_t stride, size_t n, double count,
                               double eps, double *out)
@@ -37,8 +38,8 @@ void sbn_invstd_ukernel__avx2(const double *m2, size_t stride, size_t n, double 
  * registers; `on` has bit l set for l < used. Its address is lane 0's: a masked-off
  * element on a page never touched (a lane no chunk reached may lie on one) costs the
  * CPU a microcode assist, hundreds of cycles each. */
-static inline __attribute__((always_inline)) __m256d fold_column4(const double *s, size_t ld,
-                                                                   unsigned on, unsigned width)
+SBN_KERNEL_INLINE __m256d fold_column4(const double *s, size_t ld, unsigned on,
+                                       unsigned width)
 {
 #define SBN_LANE(l)                                                                       \
     _mm256_maskload_pd(s + (size_t)((on >> (l)) & 1u) * (l) * ld,                        \
@@ -74,9 +75,8 @@ static inline __attribute__((always_inline)) __m256d fold_column4(const double *
     return _mm256_add_pd(h0, h1);
 }
 
-static inline __attribute__((always_inline)) void fold_rows(double *a, double *b, size_t ld,
-                                                            size_t cn, unsigned used,
-                                                            unsigned width)
+SBN_KERNEL_INLINE void fold_rows(double *a, double *b, size_t ld, size_t cn, unsigned used,
+                                 unsigned width)
 {
     const unsigned on = (1u << used) - 1u;
     size_t j = 0;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/kernel_inline.h"
 
 void sbn_invstd_ukernel__avx512(const double *m2, size_t stride, size_t n, double count,
                                 double eps, double *out)
@@ -40,9 +41,8 @@ void sbn_invstd_ukernel__avx512(const double *m2, size_t stride, size_t n, doubl
  * lanes stay in registers; `on` has bit l set for l < used. Its address is lane 0's: a
  * masked-off element on a page never touched (a lane no chunk reached may lie on one)
  * costs the CPU a microcode assist, hundreds of cycles each. */
-static inline __attribute__((always_inline)) __m512d fold_column8(const double *s, size_t ld,
-                                                                   unsigned on, __mmask8 m,
-                                                                   unsigned width)
+SBN_KERNEL_INLINE __m512d fold_column8(const double *s, size_t ld, unsigned on, __mmask8 m,
+                                       unsigned width)
 {
 #define SBN_LANE(l)                                                                        \
     _mm512_maskz_loadu_pd((__mmask8)(m & (0u - ((on >> (l)) & 1u))),                     \
@@ -78,9 +78,8 @@ static inline __attribute__((always_inline)) __m512d fold_column8(const double *
     return _mm512_add_pd(h0, h1);
 }
 
-static inline __attribute__((always_inline)) void fold_rows(double *a, double *b, size_t ld,
-                                                            size_t cn, unsigned used,
-                                                            unsigned width)
+SBN_KERNEL_INLINE void fold_rows(double *a, double *b, size_t ld, size_t cn, unsigned used,
+                                 unsigned width)
 {
     const unsigned on = (1u << used) - 1u;
     size_t j;

@@ -22,8 +22,9 @@
  *              bf16x16_narrow_p: in-lane unpacks in, one word permute out).
  * The float from round-to-odd differs from sbn__narrow_round_to_odd only above
  * FLT_MAX (FLT_MAX here, infinity there), which both narrowings turn into
- * infinity. The element type is a parameter of always-inline functions: every
- * caller passes a constant, so each kernel compiles to straight-line code.
+ * infinity. The element type is a parameter of always-inline functions (SBN512_INLINE,
+ * kernel_inline.h): every caller passes a constant, so each kernel compiles to
+ * straight-line code.
  */
 #ifndef SBN_IO_AVX512_H
 #define SBN_IO_AVX512_H
@@ -31,8 +32,9 @@
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/kernel_inline.h"
 
-#define SBN512_INLINE static inline __attribute__((always_inline))
+#define SBN512_INLINE SBN_KERNEL_INLINE
 
 /* The mask of the first r < 8 (tail_mask) or r < 16 (tail_mask16) elements. */
 static inline __mmask8 tail_mask(size_t r)

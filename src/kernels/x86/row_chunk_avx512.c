@@ -24,22 +24,6 @@
  * channel g0 of row 0, rows xs (dys) bytes apart; s the shifts (centers). */
 #define GROUP_ZMM 4
 
-/*
- * The fold tree below inlines 16 lane walks into each of the file's 32 kernels. Under
- * AddressSanitizer, which expands each masked load into a check per element, compiling
- * that took gcc 3 and clang 9 minutes for this file alone; there the tree's functions are
- * called instead (FOLD_INLINE), the same operations in the same order, hence the same bits.
- */
-#if defined(__has_feature) /* clang before 17 does not define __SANITIZE_ADDRESS__ */
-#if __has_feature(address_sanitizer)
-#define FOLD_UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(FOLD_UNDER_ASAN)
-#define FOLD_INLINE static __attribute__((noinline))
-#else
-#define FOLD_INLINE SBN512_INLINE
-#endif
 typedef struct group {
     sbn_kdtype dt;
     int bwd, prefetch;
@@ -70,7 +54,7 @@ SBN512_INLINE void add_w(int w, __m512d *a, __m512d *b, const __m512d *a1, const
  * of the column's sets (rows_alias below) would drop them before use.
  */
 #define SBN_CHUNK_PREFETCH_GROUPS 2
-FOLD_INLINE void prefetch_row(const group *g, int w, size_t r)
+SBN512_INLINE void prefetch_row(const group *g, int w, size_t r)
 {
     const int64_t es = (int64_t)sbn512_esize(g->dt);
     const int64_t ahead = SBN_CHUNK_PREFETCH_GROUPS * 8 * w * es;
@@ -82,7 +66,7 @@ FOLD_INLINE void prefetch_row(const group *g, int w, size_t r)
 }
 
 /* L[k]: lane k's two sums over rows k, k + 16, ... in order, from +0.0. */
-FOLD_INLINE void lane_sums(const group *g, int w, size_t k, __m512d *a, __m512d *b)
+SBN512_INLINE void lane_sums(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 {
     const int64_t es = (int64_t)sbn512_esize(g->dt);
     size_t r;
@@ -107,7 +91,7 @@ FOLD_INLINE void lane_sums(const group *g, int w, size_t k, __m512d *a, __m512d 
  * j >= n) is +0.0 in every element, and adding +0.0 changes no sum a lane holds (the file's
  * comment), so the addition is skipped: with 8 rows half of the fold's additions would
  * otherwise add zeros. */
-FOLD_INLINE void fold8(const group *g, int w, size_t k, __m512d *a, __m512d *b)
+SBN512_INLINE void fold8(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 {
     __m512d a1[GROUP_ZMM], b1[GROUP_ZMM];
     lane_sums(g, w, k, a, b);
@@ -117,7 +101,7 @@ FOLD_INLINE void fold8(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 }
 
 /* P4[k] = P8[k] + P8[k + 4], k < 4. */
-FOLD_INLINE void fold4(const group *g, int w, size_t k, __m512d *a, __m512d *b)
+SBN512_INLINE void fold4(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 {
     __m512d a1[GROUP_ZMM], b1[GROUP_ZMM];
     fold8(g, w, k, a, b);
@@ -127,7 +111,7 @@ FOLD_INLINE void fold4(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 }
 
 /* P2[k] = P4[k] + P4[k + 2], k < 2. */
-FOLD_INLINE void fold2(const group *g, int w, size_t k, __m512d *a, __m512d *b)
+SBN512_INLINE void fold2(const group *g, int w, size_t k, __m512d *a, __m512d *b)
 {
     __m512d a1[GROUP_ZMM], b1[GROUP_ZMM];
     fold4(g, w, k, a, b);
@@ -152,7 +136,7 @@ static inline __mmask8 group_mask(int64_t c0, size_t cn)
  * line is gone from the L1 when the neighbour needs it, and every group reads it again
  * from the L2 (bench_ops 32x4096 against 32x4000). Wider groups spill a few partial sums
  * to the stack instead, which the L1 holds. */
-FOLD_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, int prefetch, const void *dy,
+SBN512_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, int prefetch, const void *dy,
                              int64_t dys, const void *x, int64_t xs, size_t n, size_t cn,
                              const double *s, double *a, double *b)
 {

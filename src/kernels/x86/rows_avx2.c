@@ -21,8 +21,9 @@
 
 #include "kernels/row_blocks.h"
 #include "kernels/x86/io_avx2.h"
+#include "kernels/x86/kernel_inline.h"
 
-#define AVX2R_INLINE static inline __attribute__((always_inline))
+#define AVX2R_INLINE SBN_KERNEL_INLINE
 
 /* ---- element access by a dtype that is a constant in each inlined copy ---- */
 
