@@ -4,10 +4,10 @@
  * kernel passes constants, so in an optimised build they are forced inline and each
  * kernel compiles to straight-line code for its case. Under AddressSanitizer, which
  * expands each masked load and store into a check per element, forcing the same helpers
- * into the dozens of kernels a file defines made the compilers take up to minutes a file
- * (row_chunk_avx512.c: gcc 12 three minutes, clang 14 nine); there the helpers are plain
- * static inline and the compiler weighs each call. The operations and their order are
- * the same either way, hence the same bits.
+ * into the dozens of kernels a file defines multiplies those checks until compiling one
+ * file takes minutes (docs/building.md); there the helpers are plain static inline and
+ * the compiler weighs each call. The operations and their order are the same either way,
+ * hence the same bits.
  */
 #ifndef SBN_KERNEL_INLINE_H
 #define SBN_KERNEL_INLINE_H

@@ -23,7 +23,6 @@
  * at channel g0 + 8 i; channels outside [0, cn) are masked off and never read. x (dy) is
  * channel g0 of row 0, rows xs (dys) bytes apart; s the shifts (centers). */
 #define GROUP_ZMM 4
-
 typedef struct group {
     sbn_kdtype dt;
     int bwd, prefetch;
