@@ -12,7 +12,13 @@
  * plausible: no x86 part has more than 12 MiB of L3 per core (AMD's stacked-cache
  * parts: 96 MiB over 8 cores), so an unconfirmed L3 is capped at SBN_L3_MAX_PER_CPU
  * times the CPUs of this process, and unconfirmed L1d and L2 sizes outside the range
- * of real parts fall back to the defaults. `syncbn info` prints the sources.
+ * of real parts fall back to the defaults. A many-core machine has several L3s (one
+ * per AMD core complex of 4-8 cores, one per socket): the description counts the L3
+ * instances among this process's CPUs (the distinct first CPUs of each CPU's L3
+ * shared_cpu_list), believed only while they give no CPU more than SBN_L3_MAX_PER_CPU
+ * (a guest told that each vCPU has its own 32 MiB L3 keeps one), and
+ * sbn__team_l3_bytes says how much of them a team of threads keeps its data in.
+ * `syncbn info` prints the sources.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -26,6 +32,7 @@
 #include "syncbn/syncbn.h"
 
 #define SBN_L3_MAX_PER_CPU ((int64_t)16 << 20)
+#define SBN_MAX_CPU_IDS 1024 /* CPU numbers a cpu_set_t holds (CPU_SETSIZE) */
 
 static const int64_t g_default_bytes[3] = {(int64_t)32 << 10, (int64_t)1 << 20,
                                            (int64_t)32 << 20};
@@ -47,13 +54,17 @@ static long sysconf_bytes(int level)
     return v;
 }
 
-/* The first line of /sys/devices/system/cpu/cpu0/cache/index<i>/<name> into buf. */
-static int sys_cache_field(int i, const char *name, char *buf, int len)
+#define SYS_CPU_ROOT "/sys/devices/system/cpu"
+
+/* The first line of <root>/cpu<cpu>/cache/index<i>/<name> into buf. */
+static int cache_field_at(const char *root, int cpu, int i, const char *name, char *buf, int len)
 {
-    char path[96];
+    char path[512];
     FILE *f;
     int ok;
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", i, name);
+    if (snprintf(path, sizeof path, "%s/cpu%d/cache/index%d/%s", root, cpu, i, name) >=
+        (int)sizeof path)
+        return 0;
     if ((f = fopen(path, "r")) == NULL) return 0;
     ok = fgets(buf, len, f) != NULL;
     fclose(f);
@@ -82,26 +93,56 @@ static int cpu_list_count(const char *s)
 
 /* The /sys entry of `level` (data or unified): its size, and the CPUs sharing it (0 when
  * the entry does not say). -1 when there is none. */
-static int64_t sys_bytes(int level, int *sharing)
+/* The index<i> of cpu's data or unified cache of `level` under root, or -1. */
+static int cache_index_at(const char *root, int cpu, int level)
 {
     int i;
     for (i = 0; i < 8; i++) {
-        char lv[16], type[32], size[32], shared[256], unit = 0;
-        long v = -1;
-        if (!sys_cache_field(i, "level", lv, sizeof lv) || (int)strtol(lv, NULL, 10) != level)
+        char lv[16], type[32];
+        if (!cache_field_at(root, cpu, i, "level", lv, sizeof lv) ||
+            (int)strtol(lv, NULL, 10) != level)
             continue;
-        if (!sys_cache_field(i, "type", type, sizeof type) || strncmp(type, "Instruction", 11) == 0)
+        if (!cache_field_at(root, cpu, i, "type", type, sizeof type) ||
+            strncmp(type, "Instruction", 11) == 0)
             continue;
-        if (!sys_cache_field(i, "size", size, sizeof size) || sscanf(size, "%ld%c", &v, &unit) < 1)
-            continue;
-        if (unit == 'K') v *= 1024;
-        else if (unit == 'M') v *= 1024 * 1024;
-        *sharing = sys_cache_field(i, "shared_cpu_list", shared, sizeof shared)
-                       ? cpu_list_count(shared)
-                       : 0;
-        return v;
+        return i;
     }
     return -1;
+}
+
+static int64_t sys_bytes(int level, int *sharing)
+{
+    char size[32], shared[1024], unit = 0;
+    long v = -1;
+    int i = cache_index_at(SYS_CPU_ROOT, 0, level);
+    if (i < 0 || !cache_field_at(SYS_CPU_ROOT, 0, i, "size", size, sizeof size) ||
+        sscanf(size, "%ld%c", &v, &unit) < 1)
+        return -1;
+    if (unit == 'K') v *= 1024;
+    else if (unit == 'M') v *= 1024 * 1024;
+    *sharing = cache_field_at(SYS_CPU_ROOT, 0, i, "shared_cpu_list", shared, sizeof shared)
+                   ? cpu_list_count(shared)
+                   : 0;
+    return v;
+}
+
+int sbn__l3_instances_at(const char *root, const int *cpus, int n)
+{
+    int firsts[SBN_MAX_CPU_IDS], count = 0, c, k;
+    for (c = 0; c < n; c++) {
+        char shared[1024];
+        char *end;
+        long first;
+        int i = cache_index_at(root, cpus[c], 3);
+        if (i < 0 || !cache_field_at(root, cpus[c], i, "shared_cpu_list", shared, sizeof shared))
+            return 1;
+        first = strtol(shared, &end, 10);
+        if (end == shared || first < 0 || first >= SBN_MAX_CPU_IDS) return 1;
+        for (k = 0; k < count && firsts[k] != (int)first; k++) {
+        }
+        if (k == count) firsts[count++] = (int)first;
+    }
+    return count > 0 ? count : 1;
 }
 
 int sbn__affinity_cpus(void)
@@ -148,11 +189,61 @@ static void read_level(sbn__machine *m, int level)
     }
 }
 
+/* The CPU numbers of this process's affinity mask into ids; their count, 0 when the
+ * mask cannot be read. */
+static int affinity_ids(int *ids, int max)
+{
+    int n = 0;
+#ifdef CPU_ISSET
+    cpu_set_t set;
+    int c;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    for (c = 0; c < CPU_SETSIZE && c < SBN_MAX_CPU_IDS && n < max; c++)
+        if (CPU_ISSET(c, &set)) ids[n++] = c;
+#else
+    (void)ids;
+    (void)max;
+#endif
+    return n;
+}
+
+/* The L3 instances among this process's CPUs, when /sys gave the L3 and the count is
+ * plausible (SBN_L3_MAX_PER_CPU or less a CPU); else 1. */
+static void read_l3_instances(sbn__machine *m)
+{
+    static int ids[SBN_MAX_CPU_IDS];
+    const sbn__cache_level *l3 = &m->cache[2];
+    int n = affinity_ids(ids, SBN_MAX_CPU_IDS), instances;
+    m->l3_instances = 1;
+    m->l3_instances_reported = 0;
+    if (n < 2 || l3->reported != 0 || strncmp(l3->source, "the kernel", 10) != 0) return;
+    instances = sbn__l3_instances_at(SYS_CPU_ROOT, ids, n);
+    m->l3_instances = sbn__l3_believed_instances(l3->bytes, instances, n);
+    if (m->l3_instances != instances) m->l3_instances_reported = instances;
+}
+
+int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int cpus)
+{
+    if (instances < 2 || cpus < instances) return 1;
+    return (double)l3_bytes * instances / cpus > (double)SBN_L3_MAX_PER_CPU ? 1 : instances;
+}
+
+int64_t sbn__team_l3(int64_t l3_bytes, int instances, int cpus, int threads)
+{
+    double reach;
+    if (instances <= 1 || cpus <= 0) return l3_bytes;
+    reach = (double)threads * instances / cpus;
+    if (reach < 1.0) reach = 1.0;
+    if (reach > instances) reach = instances;
+    return (int64_t)((double)l3_bytes * reach);
+}
+
 static void read_machine(void)
 {
     int level;
     g_machine.cpus = sbn__affinity_cpus();
     for (level = 1; level <= 3; level++) read_level(&g_machine, level);
+    read_l3_instances(&g_machine);
     /* an inclusive hierarchy never shrinks: keep the levels ordered */
     if (g_machine.cache[1].bytes < g_machine.cache[0].bytes)
         g_machine.cache[1].bytes = g_machine.cache[0].bytes;
@@ -170,4 +261,10 @@ int64_t sbn__cache_bytes(int level)
 {
     level = level < 1 ? 1 : level > 3 ? 3 : level;
     return sbn__machine_get()->cache[level - 1].bytes;
+}
+
+int64_t sbn__team_l3_bytes(int threads)
+{
+    const sbn__machine *m = sbn__machine_get();
+    return sbn__team_l3(m->cache[2].bytes, m->l3_instances, m->cpus, threads);
 }

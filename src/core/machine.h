@@ -1,8 +1,8 @@
 /*
  * machine.h - the description of this machine that every schedule decision starts
  * from (machine.c): the CPUs of this process's affinity mask and the L1d, L2 and L3
- * cache sizes, with the CPUs sharing each and where each number came from. Read once
- * per process; `syncbn info` prints it (sbn_info_get).
+ * cache sizes, with the CPUs sharing each, the number of L3 instances, and where each
+ * number came from. Read once per process; `syncbn info` prints it (sbn_info_get).
  */
 #ifndef SBN_CORE_MACHINE_H
 #define SBN_CORE_MACHINE_H
@@ -18,6 +18,8 @@ typedef struct sbn__cache_level {
 typedef struct sbn__machine {
     int cpus;                  /* CPUs in this process's affinity mask */
     sbn__cache_level cache[3]; /* L1d, L2, L3 */
+    int l3_instances;          /* L3 instances among those CPUs; 1 when unknown */
+    int l3_instances_reported; /* what /sys said when that was not believed, else 0 */
 } sbn__machine;
 /* The CPUs in this process's affinity mask now (the online CPUs when the mask cannot be
  * read); at least 1. The machine description keeps the count of its first read. */
@@ -26,5 +28,24 @@ int sbn__affinity_cpus(void);
 const sbn__machine *sbn__machine_get(void);
 /* Bytes of this machine's level-1, 2 or 3 data cache (per instance): sbn__machine_get's. */
 int64_t sbn__cache_bytes(int level);
+/*
+ * The L3 bytes a team of `threads` keeps a call's data in: a call splits its tensors in
+ * equal pieces, one a thread, so the L3 instance with the most of the team's threads
+ * holds (its threads / threads) of the data. With `instances` L3s over `cpus` CPUs and
+ * a thread a CPU, the worst placement packs the team onto the fewest L3s, the fullest
+ * then serving cpus / instances of its threads:
+ *   l3_bytes * clamp(threads * instances / cpus, 1, instances)
+ * (one L3 for a team it can hold). Pure, for the tests; sbn__team_l3_bytes applies it to
+ * this machine.
+ */
+int64_t sbn__team_l3(int64_t l3_bytes, int instances, int cpus, int threads);
+int64_t sbn__team_l3_bytes(int threads);
+/* The L3 instances among `cpus` (n CPU numbers) per the cache entries under root (a
+ * /sys/devices/system/cpu tree): the distinct first CPUs of their L3 shared_cpu_list;
+ * 1 when an entry is missing or does not parse. Reads files; for machine.c and the tests. */
+int sbn__l3_instances_at(const char *root, const int *cpus, int n);
+/* `instances` L3s of l3_bytes over `cpus` CPUs if that gives no CPU more than a real part
+ * has (16 MiB), else 1. */
+int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int cpus);
 
 #endif /* SBN_CORE_MACHINE_H */

@@ -66,6 +66,9 @@ static void fill(sbn_info *info)
         sbn__env_describe(env, (sbn__env_id)id, out->state, sizeof out->state);
     }
     info->nvars = id;
+    info->l3_instances = m->l3_instances;
+    info->l3_instances_reported = m->l3_instances_reported;
+    info->team_l3_bytes = (double)sbn__team_l3_bytes(info->threads);
 }
 
 SBN_API sbn_status sbn_info_get(sbn_info *info)
