@@ -130,13 +130,15 @@ static void team_l3_formula(void)
     CHECK(sbn__team_l3(l3, 8, 64, 1000) == 8 * l3); /* more threads than CPUs */
     CHECK(sbn__team_l3(l3, 2, 16, 8) == l3);        /* two sockets of 8, pinned team of 8 */
     CHECK(sbn__team_l3(l3, 2, 0, 8) == l3);         /* CPUs unknown */
-    CHECK(sbn__l3_believed_instances(l3, 8, 64) == 8);
-    CHECK(sbn__l3_believed_instances(96 * mib, 12, 96) == 12); /* stacked cache, 12 MiB a CPU */
-    CHECK(sbn__l3_believed_instances(l3, 2, 2) == 1);  /* a guest told each vCPU has 32 MiB */
-    CHECK(sbn__l3_believed_instances(l3, 16, 16) == 1);
-    CHECK(sbn__l3_believed_instances(l3, 3, 2) == 1);  /* more instances than CPUs */
-    CHECK(sbn__l3_believed_instances(l3, 1, 64) == 1);
-    CHECK(sbn__l3_believed_instances(l3, 0, 64) == 1);
+    CHECK(sbn__l3_believed_instances(l3, 8, 8, 64) == 8);
+    CHECK(sbn__l3_believed_instances(96 * mib, 12, 8, 96) == 12); /* stacked cache, 12 MiB a CPU */
+    CHECK(sbn__l3_believed_instances(300 * mib, 2, 60, 16) == 2); /* 16 CPUs of two sockets */
+    CHECK(sbn__l3_believed_instances(l3, 2, 1, 2) == 1);  /* a guest told each vCPU has 32 MiB */
+    CHECK(sbn__l3_believed_instances(l3, 16, 1, 16) == 1);
+    CHECK(sbn__l3_believed_instances(l3, 2, 0, 16) == 1); /* sharing unknown */
+    CHECK(sbn__l3_believed_instances(l3, 3, 1, 2) == 1);  /* more instances than CPUs */
+    CHECK(sbn__l3_believed_instances(l3, 1, 8, 64) == 1);
+    CHECK(sbn__l3_believed_instances(l3, 0, 8, 64) == 1);
 }
 
 /* Writes text to root/cpu<cpu>/cache/index<i>/<name>, making the directories. */

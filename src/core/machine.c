@@ -15,8 +15,8 @@
  * of real parts fall back to the defaults. A many-core machine has several L3s (one
  * per AMD core complex of 4-8 cores, one per socket): the description counts the L3
  * instances among this process's CPUs (the distinct first CPUs of each CPU's L3
- * shared_cpu_list), believed only while they give no CPU more than SBN_L3_MAX_PER_CPU
- * (a guest told that each vCPU has its own 32 MiB L3 keeps one), and
+ * shared_cpu_list), believed only while an instance's CPUs have no more than
+ * SBN_L3_MAX_PER_CPU each (a guest told that each vCPU has its own 32 MiB L3 keeps one), and
  * sbn__team_l3_bytes says how much of them a team of threads keeps its data in.
  * `syncbn info` prints the sources.
  */
@@ -208,7 +208,7 @@ static int affinity_ids(int *ids, int max)
 }
 
 /* The L3 instances among this process's CPUs, when /sys gave the L3 and the count is
- * plausible (SBN_L3_MAX_PER_CPU or less a CPU); else 1. */
+ * plausible (sbn__l3_believed_instances); else 1. */
 static void read_l3_instances(sbn__machine *m)
 {
     static int ids[SBN_MAX_CPU_IDS];
@@ -218,14 +218,14 @@ static void read_l3_instances(sbn__machine *m)
     m->l3_instances_reported = 0;
     if (n < 2 || l3->reported != 0 || strncmp(l3->source, "the kernel", 10) != 0) return;
     instances = sbn__l3_instances_at(SYS_CPU_ROOT, ids, n);
-    m->l3_instances = sbn__l3_believed_instances(l3->bytes, instances, n);
+    m->l3_instances = sbn__l3_believed_instances(l3->bytes, instances, l3->sharing, n);
     if (m->l3_instances != instances) m->l3_instances_reported = instances;
 }
 
-int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int cpus)
+int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int sharing, int cpus)
 {
-    if (instances < 2 || cpus < instances) return 1;
-    return (double)l3_bytes * instances / cpus > (double)SBN_L3_MAX_PER_CPU ? 1 : instances;
+    if (instances < 2 || cpus < instances || sharing < 1) return 1;
+    return l3_bytes / sharing > SBN_L3_MAX_PER_CPU ? 1 : instances;
 }
 
 int64_t sbn__team_l3(int64_t l3_bytes, int instances, int cpus, int threads)

@@ -44,8 +44,9 @@ int64_t sbn__team_l3_bytes(int threads);
  * /sys/devices/system/cpu tree): the distinct first CPUs of their L3 shared_cpu_list;
  * 1 when an entry is missing or does not parse. Reads files; for machine.c and the tests. */
 int sbn__l3_instances_at(const char *root, const int *cpus, int n);
-/* `instances` L3s of l3_bytes over `cpus` CPUs if that gives no CPU more than a real part
- * has (16 MiB), else 1. */
-int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int cpus);
+/* `instances` L3s of l3_bytes among `cpus` CPUs, each shared by `sharing` CPUs (of the
+ * machine, also those outside the process), if that gives no CPU more L3 than a real part
+ * has (16 MiB) and no more instances than CPUs; else 1. */
+int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int sharing, int cpus);
 
 #endif /* SBN_CORE_MACHINE_H */
