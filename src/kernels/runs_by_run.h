@@ -173,8 +173,13 @@ static inline void sbn__row_chunk_slice_out(sbn_fold_rows_fn fold, double *la, d
     for (k = 0; k < m; k++) a[k] = la[k], b[k] = lb[k];
 }
 #define SBN_DEFINE_ROW_CHUNK_BY_LANES(dt, isa, size)                                              \
-    void sbn_##dt##_row_chunk_ukernel__##isa(const void *x, int64_t xs, size_t n, size_t cn,     \
-                                             const double *shift, double *a, double *b)        \
+    SBN_DEFINE_ROW_CHUNK_BY_LANES_AS(dt, isa, size, , sbn_##dt##_row_chunk_ukernel__##isa,       \
+                                     sbn_##dt##_row_bwd_chunk_ukernel__##isa)
+/* The same under other names, with a storage class (static: a kernel that keeps lanes in
+ * registers for some chunks and takes this way for the others, row_chunk_avx2.c). */
+#define SBN_DEFINE_ROW_CHUNK_BY_LANES_AS(dt, isa, size, storage, fwd, bwd)                       \
+    storage void fwd(const void *x, int64_t xs, size_t n, size_t cn, const double *shift,        \
+                     double *a, double *b)                                                      \
     {                                                                                           \
         double la[SBN_LANES * SBN_ROW_CHUNK_SLICE], lb[SBN_LANES * SBN_ROW_CHUNK_SLICE];         \
         size_t j, m;                                                                            \
@@ -185,9 +190,8 @@ static inline void sbn__row_chunk_slice_out(sbn_fold_rows_fn fold, double *la, d
             sbn__row_chunk_slice_out(sbn_fold_rows_ukernel__##isa, la, lb, m, n, a + j, b + j);  \
         }                                                                                       \
     }                                                                                           \
-    void sbn_##dt##_row_bwd_chunk_ukernel__##isa(const void *dy, int64_t dys, const void *x,     \
-                                                 int64_t xs, size_t n, size_t cn,               \
-                                                 const double *center, double *a, double *b)    \
+    storage void bwd(const void *dy, int64_t dys, const void *x, int64_t xs, size_t n,           \
+                     size_t cn, const double *center, double *a, double *b)                     \
     {                                                                                           \
         double la[SBN_LANES * SBN_ROW_CHUNK_SLICE], lb[SBN_LANES * SBN_ROW_CHUNK_SLICE];         \
         size_t j, m;                                                                            \
