@@ -34,6 +34,7 @@
 #define SBN_L3_MAX_PER_CPU ((int64_t)16 << 20)
 #define SBN_MAX_CPU_IDS 1024 /* CPU numbers a cpu_set_t holds (CPU_SETSIZE) */
 
+static const char k_from_sys[] = "the kernel (/sys)";
 static const int64_t g_default_bytes[3] = {(int64_t)32 << 10, (int64_t)1 << 20,
                                            (int64_t)32 << 20};
 /* The sizes of real parts' L1d and L2 per core (a reading outside is not believed). */
@@ -168,7 +169,7 @@ static void read_level(sbn__machine *m, int level)
     if (v > 0) {
         c->bytes = v;
         c->sharing = sharing;
-        c->source = "the kernel (/sys)";
+        c->source = k_from_sys;
         return;
     }
     v = sysconf_bytes(level);
@@ -211,12 +212,12 @@ static int affinity_ids(int *ids, int max)
  * plausible (sbn__l3_believed_instances); else 1. */
 static void read_l3_instances(sbn__machine *m)
 {
-    static int ids[SBN_MAX_CPU_IDS];
+    int ids[SBN_MAX_CPU_IDS];
     const sbn__cache_level *l3 = &m->cache[2];
     int n = affinity_ids(ids, SBN_MAX_CPU_IDS), instances;
     m->l3_instances = 1;
     m->l3_instances_reported = 0;
-    if (n < 2 || l3->reported != 0 || strncmp(l3->source, "the kernel", 10) != 0) return;
+    if (n < 2 || l3->source != k_from_sys) return;
     instances = sbn__l3_instances_at(SYS_CPU_ROOT, ids, n);
     m->l3_instances = sbn__l3_believed_instances(l3->bytes, instances, l3->sharing, n);
     if (m->l3_instances != instances) m->l3_instances_reported = instances;
