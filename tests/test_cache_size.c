@@ -5,9 +5,8 @@
  * can be far off: 320 MiB for a 32 MiB L3 on an AMD EPYC VM), read here with a
  * parser of the test's own; elsewhere they are positive and L3 >= L2. The rule:
  * tensors over the asked share of the L3 are beyond the cache, the override and
- * SBN_STREAM_STORES force it either way; a team spread over several L3s (core
- * complexes, sockets) keeps its data in more than one (the formula of machine.h, and
- * the instances counted from a /sys tree made here).
+ * SBN_STREAM_STORES force it either way. The L3 instances among the process's CPUs:
+ * which counts are believed, and the count from a /sys tree made here.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -79,66 +78,38 @@ static void beyond_cache_by_share(void)
     if (getenv("SBN_STREAM_STORES") != NULL) {
         printf("    note: SBN_STREAM_STORES is set; only the override is checked\n");
     } else {
-        CHECK(!sbn__beyond_cache(one, 1, 0.9, 1, 1));    /* half the L3 */
-        CHECK(sbn__beyond_cache(two, 2, 2.0 / 3.0, 1, 1)); /* the whole L3, asked with 2/3 */
-        CHECK(!sbn__beyond_cache(two, 2, 1.0, 1, 1));    /* not more than it */
-        CHECK(!sbn__beyond_cache(two, 2, 0.25, 0, 1));   /* short runs */
-        CHECK(sbn__beyond_cache(one, 1, 0.25, 1, 1));
+        CHECK(!sbn__beyond_cache(one, 1, 0.9, 1));    /* half the L3 */
+        CHECK(sbn__beyond_cache(two, 2, 2.0 / 3.0, 1)); /* the whole L3, asked with 2/3 */
+        CHECK(!sbn__beyond_cache(two, 2, 1.0, 1));    /* not more than it */
+        CHECK(!sbn__beyond_cache(two, 2, 0.25, 0));   /* short runs */
+        CHECK(sbn__beyond_cache(one, 1, 0.25, 1));
     }
     sbn__stream_stores_set(1);
-    CHECK(sbn__beyond_cache(one, 1, 1.0, 0, 1)); /* forced, even short runs */
+    CHECK(sbn__beyond_cache(one, 1, 1.0, 0)); /* forced, even short runs */
     sbn__stream_stores_set(0);
-    CHECK(!sbn__beyond_cache(two, 2, 0.25, 1, 1));
+    CHECK(!sbn__beyond_cache(two, 2, 0.25, 1));
     sbn__stream_stores_set(-1);
 }
 
-/* The rule asks for the L3 of the team's width: one L3's share for one thread, the team's
- * L3 (sbn__team_l3_bytes, this machine's instances) for wider teams. */
-static void beyond_cache_by_team(void)
-{
-    int64_t shape[1];
-    sbn_tensor t;
-    const sbn_tensor *one[1];
-    int threads[] = {1, 2, 8, 64, 1024};
-    size_t i;
-    if (getenv("SBN_STREAM_STORES") != NULL) return;
-    CHECK(sbn__team_l3_bytes(1) == sbn__cache_bytes(3));
-    for (i = 0; i < sizeof threads / sizeof threads[0]; i++) {
-        int64_t team = sbn__team_l3_bytes(threads[i]);
-        CHECK_MSG(team >= sbn__cache_bytes(3), "%d threads: %lld", threads[i], (long long)team);
-        CHECK(team <= sbn__cache_bytes(3) * sbn__machine_get()->l3_instances);
-        shape[0] = team / 4; /* f32: the team's whole L3 */
-        t = sbn_tensor_contiguous(NULL, SBN_F32, 1, shape);
-        one[0] = &t;
-        CHECK_MSG(!sbn__beyond_cache(one, 1, 1.0, 1, threads[i]), "%d threads", threads[i]);
-        CHECK_MSG(sbn__beyond_cache(one, 1, 0.9, 1, threads[i]), "%d threads", threads[i]);
-    }
-    printf("    L3 instances among this process's CPUs: %d (%d reported)\n",
-           sbn__machine_get()->l3_instances, sbn__machine_get()->l3_instances_reported);
-}
-
-/* The team's L3 by the formula of machine.h, on machines the tests do not run on. */
-static void team_l3_formula(void)
+/* Which counts of L3 instances are believed (machine.c), on machines the tests do not run
+ * on, and this machine's count. */
+static void l3_instances_believed(void)
 {
     const int64_t mib = (int64_t)1 << 20, l3 = 32 * mib;
-    CHECK(sbn__team_l3(l3, 1, 64, 64) == l3);       /* one L3 for all */
-    CHECK(sbn__team_l3(l3, 8, 64, 64) == 8 * l3);   /* EPYC: 8 core complexes of 8 */
-    CHECK(sbn__team_l3(l3, 8, 64, 8) == l3);        /* a team one complex could hold */
-    CHECK(sbn__team_l3(l3, 8, 64, 1) == l3);
-    CHECK(sbn__team_l3(l3, 8, 64, 12) == 48 * mib); /* 8 threads on one, 4 on another */
-    CHECK(sbn__team_l3(l3, 8, 64, 16) == 2 * l3);
-    CHECK(sbn__team_l3(l3, 8, 64, 1000) == 8 * l3); /* more threads than CPUs */
-    CHECK(sbn__team_l3(l3, 2, 16, 8) == l3);        /* two sockets of 8, pinned team of 8 */
-    CHECK(sbn__team_l3(l3, 2, 0, 8) == l3);         /* CPUs unknown */
-    CHECK(sbn__l3_believed_instances(l3, 8, 8, 64) == 8);
-    CHECK(sbn__l3_believed_instances(96 * mib, 12, 8, 96) == 12); /* stacked cache, 12 MiB a CPU */
-    CHECK(sbn__l3_believed_instances(300 * mib, 2, 60, 16) == 2); /* 16 CPUs of two sockets */
+    const sbn__machine *m = sbn__machine_get();
+    CHECK(sbn__l3_believed_instances(l3, 8, 8, 64) == 8);           /* EPYC: 8 complexes of 8 */
+    CHECK(sbn__l3_believed_instances(96 * mib, 12, 8, 96) == 12);   /* stacked cache, 12 MiB a CPU */
+    CHECK(sbn__l3_believed_instances(300 * mib, 2, 60, 16) == 2);   /* 16 CPUs of two sockets */
     CHECK(sbn__l3_believed_instances(l3, 2, 1, 2) == 1);  /* a guest told each vCPU has 32 MiB */
     CHECK(sbn__l3_believed_instances(l3, 16, 1, 16) == 1);
     CHECK(sbn__l3_believed_instances(l3, 2, 0, 16) == 1); /* sharing unknown */
     CHECK(sbn__l3_believed_instances(l3, 3, 1, 2) == 1);  /* more instances than CPUs */
     CHECK(sbn__l3_believed_instances(l3, 1, 8, 64) == 1);
     CHECK(sbn__l3_believed_instances(l3, 0, 8, 64) == 1);
+    CHECK(m->l3_instances >= 1 && m->l3_instances <= m->cpus);
+    CHECK(m->l3_instances == 1 || m->l3_instances_reported == 0);
+    printf("    L3 instances among this process's CPUs: %d (%d reported)\n", m->l3_instances,
+           m->l3_instances_reported);
 }
 
 /* Writes text to root/cpu<cpu>/cache/index<i>/<name>, making the directories. */
@@ -199,8 +170,7 @@ static void instances_from_a_cpu_tree(void)
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(sizes_are_the_kernels),
     SBN_TEST_CASE(beyond_cache_by_share),
-    SBN_TEST_CASE(beyond_cache_by_team),
-    SBN_TEST_CASE(team_l3_formula),
+    SBN_TEST_CASE(l3_instances_believed),
     SBN_TEST_CASE(instances_from_a_cpu_tree),
 };
 

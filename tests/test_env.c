@@ -212,7 +212,7 @@ static void first_use_and_ops(void)
     none[0] = &x.view;
     (void)sbn__env_get();
     (void)sbn__env_get();
-    (void)sbn__beyond_cache(none, 1, 0.9, 1, 1);
+    (void)sbn__beyond_cache(none, 1, 0.9, 1);
     (void)sbn__acl_pool_default_threads();
     tsup_free(&x);
 }
@@ -259,9 +259,9 @@ static void readers_use_the_struct(void)
     CHECK(sbn__acl_pool_default_threads() == sbn__affinity_cpus() ||
           sbn__acl_pool_default_threads() == 1024);
     CHECK(tsup_setenv_now("SBN_STREAM_STORES", "1") == 0);
-    CHECK(sbn__beyond_cache(one, 1, 0.9, 0, 1) == 1);
+    CHECK(sbn__beyond_cache(one, 1, 0.9, 0) == 1);
     CHECK(tsup_setenv_now("SBN_STREAM_STORES", "2") == 0);
-    CHECK(sbn__beyond_cache(one, 1, 0.9, 0, 1) == 0); /* ignored: by size, and too small */
+    CHECK(sbn__beyond_cache(one, 1, 0.9, 0) == 0); /* ignored: by size, and too small */
     tsup_free(&x);
 }
 

@@ -581,9 +581,7 @@ static void print_caches(const sbn_info *in)
     if (in->l3_instances_reported > 0)
         printf(" (/sys gave %d, more than 16 MiB of L3 a CPU: not believed)",
                in->l3_instances_reported);
-    printf("; a team of %d threads keeps its data in %.4g MiB of L3%s\n", in->threads,
-           in->team_l3_bytes / mib,
-           in->team_l3_bytes > l3 ? " (the L3 sizes below scale by as much)" : "");
+    printf("%s\n", in->l3_instances > 1 ? " (the size rules below use one)" : "");
     if (tiles >= 0)
         printf("row tiles: %s (SBN_ROW_TILES=%d)\n", tiles ? "always" : "never", tiles);
     else
@@ -594,7 +592,7 @@ static void print_caches(const sbn_info *in)
         printf("beyond the cache: %s (SBN_STREAM_STORES=%d)\n", streams ? "always" : "never",
                streams);
     else
-        printf("beyond the cache (a team within one L3): maps over %.4g MiB (channels-last "
+        printf("beyond the cache: maps over %.4g MiB (channels-last "
                "rows: %.4g MiB, with 2+ threads rows of %d bytes or more) stream their stores, "
                "reductions over %.4g MiB prefetch short rows "
                "(SBN_STREAM_STORES not set: by size)\n",

@@ -63,12 +63,10 @@ typedef struct sbn_info {
     double comm_timeout_max;        /* the cap on SBN_COMM_TIMEOUT */
     int nvars;                      /* entries of var */
     sbn_info_var var[SBN_INFO_MAX_VARS];
-    /* The L3s: the size rules above are for a team within one; a wider team's data
-     * spreads over several (core complexes, sockets), and its rules scale by
-     * team_l3_bytes / cache[2].bytes. */
+    /* The L3s among this process's CPUs (core complexes, sockets); the size rules above
+     * use one. */
     int l3_instances;          /* L3 instances among this process's CPUs (1 when unknown) */
     int l3_instances_reported; /* what /sys said when that was not believed, else 0 */
-    double team_l3_bytes;      /* the L3 a team of `threads` keeps its data in */
 } sbn_info;
 
 /*

@@ -16,9 +16,10 @@
  * per AMD core complex of 4-8 cores, one per socket): the description counts the L3
  * instances among this process's CPUs (the distinct first CPUs of each CPU's L3
  * shared_cpu_list), believed only while an instance's CPUs have no more than
- * SBN_L3_MAX_PER_CPU each (a guest told that each vCPU has its own 32 MiB L3 keeps one), and
- * sbn__team_l3_bytes says how much of them a team of threads keeps its data in.
- * `syncbn info` prints the sources.
+ * SBN_L3_MAX_PER_CPU each (a guest told that each vCPU has its own 32 MiB L3 keeps one).
+ * The size rules use one instance: what a call writes or reads beyond it lands in the
+ * L3s of other core complexes or sockets, from which the next op's threads, placed
+ * anywhere, read at about the cost of memory. `syncbn info` prints it all with sources.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -229,16 +230,6 @@ int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int sharing, int
     return l3_bytes / sharing > SBN_L3_MAX_PER_CPU ? 1 : instances;
 }
 
-int64_t sbn__team_l3(int64_t l3_bytes, int instances, int cpus, int threads)
-{
-    double reach;
-    if (instances <= 1 || cpus <= 0) return l3_bytes;
-    reach = (double)threads * instances / cpus;
-    if (reach < 1.0) reach = 1.0;
-    if (reach > instances) reach = instances;
-    return (int64_t)((double)l3_bytes * reach);
-}
-
 static void read_machine(void)
 {
     int level;
@@ -262,10 +253,4 @@ int64_t sbn__cache_bytes(int level)
 {
     level = level < 1 ? 1 : level > 3 ? 3 : level;
     return sbn__machine_get()->cache[level - 1].bytes;
-}
-
-int64_t sbn__team_l3_bytes(int threads)
-{
-    const sbn__machine *m = sbn__machine_get();
-    return sbn__team_l3(m->cache[2].bytes, m->l3_instances, m->cpus, threads);
 }

@@ -28,18 +28,6 @@ int sbn__affinity_cpus(void);
 const sbn__machine *sbn__machine_get(void);
 /* Bytes of this machine's level-1, 2 or 3 data cache (per instance): sbn__machine_get's. */
 int64_t sbn__cache_bytes(int level);
-/*
- * The L3 bytes a team of `threads` keeps a call's data in: a call splits its tensors in
- * equal pieces, one a thread, so the L3 instance with the most of the team's threads
- * holds (its threads / threads) of the data. With `instances` L3s over `cpus` CPUs and
- * a thread a CPU, the worst placement packs the team onto the fewest L3s, the fullest
- * then serving cpus / instances of its threads:
- *   l3_bytes * clamp(threads * instances / cpus, 1, instances)
- * (one L3 for a team it can hold). Pure, for the tests; sbn__team_l3_bytes applies it to
- * this machine.
- */
-int64_t sbn__team_l3(int64_t l3_bytes, int instances, int cpus, int threads);
-int64_t sbn__team_l3_bytes(int threads);
 /* The L3 instances among `cpus` (n CPU numbers) per the cache entries under root (a
  * /sys/devices/system/cpu tree): the distinct first CPUs of their L3 shared_cpu_list;
  * 1 when an entry is missing or does not parse. Reads files; for machine.c and the tests. */

@@ -68,7 +68,6 @@ static void fill(sbn_info *info)
     info->nvars = id;
     info->l3_instances = m->l3_instances;
     info->l3_instances_reported = m->l3_instances_reported;
-    info->team_l3_bytes = (double)sbn__team_l3_bytes(info->threads);
 }
 
 SBN_API sbn_status sbn_info_get(sbn_info *info)

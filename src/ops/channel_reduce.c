@@ -342,7 +342,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     job.kd = sbn__walk_kdtype(&job.walk);
     pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, job.walk.ntensors), &team);
     job.in_memory_order = sbn__beyond_cache(tensors, job.walk.ntensors,
-                                            SBN_REDUCE_PREFETCH_SHARE, 1, sbn_pool_threads(pool));
+                                            SBN_REDUCE_PREFETCH_SHARE, 1);
     job.kern = job.in_memory_order ? sbn__kernels_streaming() : sbn__kernels();
     if (job.walk.chunks == 0) {
         int64_t c;

@@ -283,9 +283,9 @@ void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_seg
  * moves 3 bytes per 2; a non-temporal store skips that read but also skips the cache,
  * which loses while the tensors fit: the output stays in the L3 for whoever reads it
  * next. So a map streams its stores once its tensors pass SBN_MAP_STREAM_SHARE of the
- * L3 its team keeps them in (sbn__team_l3_bytes: on a machine of several L3s each
- * thread's piece goes to its own core's; the rest of the L3 holds what else the program
- * keeps there; bench_ops
+ * L3 (one instance also where there are several: the next op's threads read another
+ * core complex's or socket's L3 at about the cost of memory; the rest of the L3 holds
+ * what else the program keeps there; bench_ops
  * 32x128x28x28 and 4096x1024 fp32 eval on either side of the L3 size). Channels-last
  * row maps stream from SBN_ROWS_STREAM_SHARE: their traffic to the L3 is what they wait
  * on, and streaming leaves the L1 to x and the coefficients (bench_ops 32x2048x7x7 NHWC
@@ -311,7 +311,7 @@ void sbn__stream_stores_set(int mode)
     g_beyond_override = mode < 0 ? -1 : mode != 0;
 }
 
-int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits, int threads)
+int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits)
 {
     int env_mode = sbn__env_get()->stream_stores; /* -1 when unset or invalid */
     double bytes = 0.0;
@@ -321,7 +321,7 @@ int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits
     if (!suits) return 0;
     for (i = 0; i < n; i++)
         bytes += (double)sbn_tensor_numel(t[i]) * (double)sbn_dtype_size(t[i]->dtype);
-    return bytes > share * (double)sbn__team_l3_bytes(threads);
+    return bytes > share * (double)sbn__cache_bytes(3);
 }
 
 /* Whether the output is written in stretches long enough for non-temporal stores: rows
@@ -347,9 +347,8 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
     double share = rows && (one_thread || row_bytes >= SBN_ROWS_STREAM_MIN_BYTES)
                        ? SBN_ROWS_STREAM_SHARE
                        : SBN_MAP_STREAM_SHARE;
-    streaming = sbn__beyond_cache(t, n, share, long_runs(w, rows, row_bytes),
-                                  sbn_pool_threads(pool));
-    *beyond_l3 = streaming && sbn__beyond_cache(t, n, 1.0, 1, sbn_pool_threads(pool));
+    streaming = sbn__beyond_cache(t, n, share, long_runs(w, rows, row_bytes));
+    *beyond_l3 = streaming && sbn__beyond_cache(t, n, 1.0, 1);
     return streaming;
 }
 
@@ -435,7 +434,7 @@ int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs
  *    budgets together: each thread's blocks stay in its own L2 from the reduction to the
  *    map, where two passes would read most of the second from other cores' caches
  *    (bench_ops 2x512x32x32 and 8x256x28x28 NCHW at 16 threads);
- *  - otherwise inputs within half the team's L3 whose blocks are read in N pieces of
+ *  - otherwise inputs within half the L3 whose blocks are read in N pieces of
  *    SBN_ONE_PASS_MIN_PIECE or more: the second read then comes from the L2 instead of
  *    the L3. Only with an L2 of SBN_ONE_PASS_L3_L2 or more: beside a 1 MiB L2 a sweep's
  *    second pass from the L3 was as fast as the blocks' from the L2, so the blocks' shorter
@@ -479,7 +478,7 @@ static int64_t budget_by_size(const sbn_tensor *x, int64_t r, size_t bytes_per_e
     if (x->strides[1] == 1) return 0;
     if (!sbn__mul_i64(r * x->shape[1], (int64_t)bytes_per_element, &inputs)) return 0;
     if (threads >= 2 && inputs <= threads * budget) return budget;
-    if (inputs > sbn__team_l3_bytes((int)threads) / 2) return 0;
+    if (inputs > sbn__cache_bytes(3) / 2) return 0;
     if (sbn__cache_bytes(2) < SBN_ONE_PASS_L3_L2) return 0;
     return budget / x->shape[0] >= SBN_ONE_PASS_MIN_PIECE ? budget : 0;
 }

@@ -56,12 +56,11 @@ void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_
 #define SBN_ROWS_STREAM_SHARE 0.5
 #define SBN_ROWS_STREAM_MIN_BYTES 512
 #define SBN_REDUCE_PREFETCH_SHARE 0.5
-/* Whether the n tensors of a map or a reduction together exceed `share` of the L3 a team
- * of `threads` keeps them in (sbn__team_l3_bytes), so that it takes the kernels for data
- * beyond the cache (sbn__kernels_streaming: non-temporal stores in maps, prefetch in
- * AVX-512 row reductions); never when `suits` is 0, unless forced
- * (sbn__stream_stores_set, SBN_STREAM_STORES). */
-int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits, int threads);
+/* Whether the n tensors of a map or a reduction together exceed `share` of the L3, so
+ * that it takes the kernels for data beyond the cache (sbn__kernels_streaming:
+ * non-temporal stores in maps, prefetch in AVX-512 row reductions); never when `suits`
+ * is 0, unless forced (sbn__stream_stores_set, SBN_STREAM_STORES). */
+int sbn__beyond_cache(const sbn_tensor *const *t, int n, double share, int suits);
 /* Forces sbn__beyond_cache: -1 by size (the default), 0 never, 1 always (tests; the
  * environment's SBN_STREAM_STORES=0|1 does the same). */
 void sbn__stream_stores_set(int mode);
