@@ -143,12 +143,13 @@ static int put_cpu(const char *root, int cpu, const char *l3)
 }
 
 /* The count of L3 instances from a /sys tree of the test's making: two core complexes of
- * eight CPUs, a CPU whose L3 entry is missing, one whose list does not parse. */
+ * eight CPUs, a CPU whose L3 entry is missing, one whose list does not parse, one whose
+ * L3 sits at another index than cpu0's. */
 static void instances_from_a_cpu_tree(void)
 {
     char root[] = "/tmp/sbn_cpu_tree_XXXXXX";
     int cpu, all[16], first_three[3] = {0, 1, 2}, across[2] = {3, 12}, with_bad[2] = {0, 16};
-    int with_missing[2] = {0, 17};
+    int with_missing[2] = {0, 17}, odd_layout[3] = {0, 18, 7};
     char path[512];
     CHECK(mkdtemp(root) != NULL);
     for (cpu = 0; cpu < 16; cpu++) {
@@ -157,12 +158,17 @@ static void instances_from_a_cpu_tree(void)
     }
     CHECK(put_cpu(root, 16, "x\n"));
     CHECK(put(root, 17, 0, "level", "1\n"));
+    /* a CPU whose L3 is index2 (no L2 entry): found by a scan, not at cpu0's index3 */
+    CHECK(put(root, 18, 0, "level", "1\n") && put(root, 18, 0, "type", "Data\n"));
+    CHECK(put(root, 18, 2, "level", "3\n") && put(root, 18, 2, "type", "Unified\n"));
+    CHECK(put(root, 18, 2, "shared_cpu_list", "18-19\n"));
     CHECK(sbn__l3_instances_at(root, all, 16) == 2);
     CHECK(sbn__l3_instances_at(root, first_three, 3) == 1);
     CHECK(sbn__l3_instances_at(root, across, 2) == 2);
     CHECK(sbn__l3_instances_at(root, with_bad, 2) == 1);
     CHECK(sbn__l3_instances_at(root, with_missing, 2) == 1);
     CHECK(sbn__l3_instances_at(root, all, 0) == 1);
+    CHECK(sbn__l3_instances_at(root, odd_layout, 3) == 2);
     snprintf(path, sizeof path, "rm -rf '%s'", root);
     CHECK(system(path) == 0);
 }

@@ -93,8 +93,6 @@ static int cpu_list_count(const char *s)
     return n;
 }
 
-/* The /sys entry of `level` (data or unified): its size, and the CPUs sharing it (0 when
- * the entry does not say). -1 when there is none. */
 /* The index<i> of cpu's data or unified cache of `level` under root, or -1. */
 static int cache_index_at(const char *root, int cpu, int level)
 {
@@ -112,6 +110,8 @@ static int cache_index_at(const char *root, int cpu, int level)
     return -1;
 }
 
+/* The /sys entry of `level` (data or unified): its size, and the CPUs sharing it (0 when
+ * the entry does not say). -1 when there is none. */
 static int64_t sys_bytes(int level, int *sharing)
 {
     char size[32], shared[1024], unit = 0;
@@ -128,20 +128,30 @@ static int64_t sys_bytes(int level, int *sharing)
     return v;
 }
 
+/* Whether cpu's cache index<i> under root is level 3 (the index cpu0 has it at, which
+ * the other CPUs of a machine share: one file read a CPU instead of a scan). */
+static int is_l3_at(const char *root, int cpu, int i)
+{
+    char lv[16];
+    return i >= 0 && cache_field_at(root, cpu, i, "level", lv, sizeof lv) &&
+           strtol(lv, NULL, 10) == 3;
+}
+
 int sbn__l3_instances_at(const char *root, const int *cpus, int n)
 {
     int firsts[SBN_MAX_CPU_IDS], count = 0, c, k;
+    const int common = n > 0 ? cache_index_at(root, cpus[0], 3) : -1;
     for (c = 0; c < n; c++) {
         char shared[1024];
         char *end;
         long first;
-        int i = cache_index_at(root, cpus[c], 3);
+        int i = is_l3_at(root, cpus[c], common) ? common : cache_index_at(root, cpus[c], 3);
         if (i < 0 || !cache_field_at(root, cpus[c], i, "shared_cpu_list", shared, sizeof shared))
             return 1;
-        first = strtol(shared, &end, 10);
+        first = strtol(shared, &end, 10); /* the instance's lowest CPU names it */
         if (end == shared || first < 0 || first >= SBN_MAX_CPU_IDS) return 1;
-        for (k = 0; k < count && firsts[k] != (int)first; k++) {
-        }
+        for (k = 0; k < count; k++)
+            if (firsts[k] == (int)first) break;
         if (k == count) firsts[count++] = (int)first;
     }
     return count > 0 ? count : 1;

@@ -17,9 +17,8 @@
  * as the rows; with more, a lane's several rows share each load and store, while a group
  * here walks its column of lines down every row of x (and dy), and with rows a multiple
  * of 4 KiB apart (power-of-two channel counts) the column falls into one L1 set and is
- * gone before the next group: in-process A/B, registers against slices, 8-40 rows
- * 1.1-1.8x (fp64 backward of 2048 channels 0.98x at 40), 48 rows 0.73-1.4x, 64 rows
- * 0.59-1.26x, 98-128 rows 0.58-0.98x.
+ * gone before the next group (bench_ops 8x2048, 16x1024, 32x4096 against 64x1024 and
+ * 2x2048x7x7 NHWC; the numbers are in docs/performance.md).
  */
 #include <stdint.h>
 
