@@ -47,7 +47,13 @@
      SBN_FAMILY(runs_normalize, maps),                                                        \
      SBN_FAMILY(runs_backward, maps),                                                         \
      sbn_invstd_ukernel__##isa,                                                               \
-     sbn_fold_rows_ukernel__##isa}
+     sbn_fold_rows_ukernel__##isa,                                                            \
+     SBN_ROW_CHUNK_SLICED_##rows}
+/* row_chunk_sliced of each ISA's row kernels (kernels.h). */
+#define SBN_ROW_CHUNK_SLICED_scalar 1
+#define SBN_ROW_CHUNK_SLICED_avx2 1
+#define SBN_ROW_CHUNK_SLICED_avx512 0
+#define SBN_ROW_CHUNK_SLICED_avx512_pf 0
 #define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa),
 /* The table of each row of kernels.inc: one ISA throughout, but avx512bf16, which is
  * avx512 with maps of its own. */

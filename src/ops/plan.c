@@ -17,6 +17,7 @@
 #include "core/env.h"
 #include "core/machine.h"
 #include "core/pool.h"
+#include "kernels/kernels.h"
 #include "ops/plan.h"
 #include "ops/walk.h"
 #include "syncbn/syncbn.h"
@@ -360,13 +361,22 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
  * store 16 lanes x 2 sums per channel for a few rows of each and the fold reads them
  * back, more traffic than the rows, and with tens of thousands of channels those lanes
  * alone pass the L2 (bench_ops 48x24000, 64x8192, 100x3000, 2x4096x7x7 NHWC at one
- * thread). Longer chunks lose to the lanes (256x1024, 512x1024 with up to 512 rows whole).
+ * thread). Longer chunks lose to the lanes (256x1024, 512x1024 with up to 512 rows whole)
+ * where the kernels walk each group's column down every row (AVX-512). Kernels that take
+ * longer chunks a slice of channels at a time, its lanes in the L1 (row_chunk_sliced:
+ * AVX2, scalar), keep winning up to SBN_ROW_CHUNK_WHOLE_SLICED_ROWS (16 a lane): each
+ * slice reads a few lines of every row, and the lines the prefetchers fetch beyond them
+ * must outlast a pass down all the rows to serve the next slice, which 512 rows of a
+ * 512 KiB L2 do not (in-process A/B on Zen 3, 196-256 rows of 256-2048 channels
+ * 0.96-1.8x, 512 rows 0.7-1.2x, 2048 rows 0.3-0.9x; bench_ops 1x512x14x14 NHWC).
  */
 #define SBN_ROW_CHUNK_WHOLE_MAX_ROWS 128
+#define SBN_ROW_CHUNK_WHOLE_SLICED_ROWS 256
 
-int sbn__plan_row_chunk_whole(int64_t rows)
+int sbn__plan_row_chunk_whole(const struct sbn_kernels *k, int64_t rows)
 {
-    return rows <= SBN_ROW_CHUNK_WHOLE_MAX_ROWS;
+    return rows <= (k->row_chunk_sliced ? SBN_ROW_CHUNK_WHOLE_SLICED_ROWS
+                                        : SBN_ROW_CHUNK_WHOLE_MAX_ROWS);
 }
 
 /*

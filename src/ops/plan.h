@@ -75,9 +75,11 @@ int64_t sbn__plan_row_tile(const sbn__walk *w, int rows, int kd, int float_coefs
 /* The row path's tiles: -1 by size (the default), 0 never, 1 always (tests; the
  * environment's SBN_ROW_TILES=0|1 does the same). Speed only, never bits. */
 void sbn__row_tiles_set(int mode);
-/* Whether the row path reduces a whole chunk of `rows` rows with its lanes in registers
- * (the row_chunk kernels) rather than in the workspace. */
-int sbn__plan_row_chunk_whole(int64_t rows);
+/* Whether the row path reduces a whole chunk of `rows` rows in one call of k's row_chunk
+ * kernels (lanes in registers, or a slice of channels at a time in the L1) rather than
+ * with its lanes in the workspace. */
+struct sbn_kernels;
+int sbn__plan_row_chunk_whole(const struct sbn_kernels *k, int64_t rows);
 /* Whether such a whole chunk, row_bytes a row (the task's channels of each of the
  * `tensors` tensors it reads), takes the kernels that prefetch its rows, those of the
  * tables beyond the cache. Speed only, never bits. */

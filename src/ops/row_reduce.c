@@ -12,7 +12,7 @@
  * bench_ops 2x512x32x32 NHWC stats at 2 threads). With a block of channels on
  * the stack instead, each block would re-read a slice of every row: a strided pass
  * over the whole tensor per block, slow at C = 256. A chunk of few rows that arrives
- * whole in one run (an (N, C) batch of at most 128 rows: sbn__plan_row_chunk_whole) skips
+ * whole in one run (an (N, C) batch of at most 128 or 256 rows: sbn__plan_row_chunk_whole) skips
  * the slot: the row_chunk kernels reduce and fold it in registers. Chunks, shifts and the
  * fold are those of the plane path (channel_reduce.c), so the bits are the same
  * whatever the layout.
@@ -171,7 +171,7 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         const char *q[SBN_WALK_MAX_TENSORS];
         sbn__walk_advance(w, ptr, stride, done, q);
         if (rr % SBN_CHUNK == 0 && n == sbn__walk_chunk_len(w, k) && rt->job->kd >= 0 &&
-            sbn__plan_row_chunk_whole(n)) {
+            sbn__plan_row_chunk_whole(sbn__kernels(), n)) {
             whole_chunk(rt, q, stride, k, n);
             done += n;
             continue;
