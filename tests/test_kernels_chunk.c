@@ -5,7 +5,7 @@
  * then fold_rows over min(n, 16) lanes, written out here on lanes of every channel.
  * Every table this machine has (and the tables beyond the cache, whose AVX-512 chunk
  * kernels prefetch their rows) is compared BITWISE with it for f64, f32, f16 and bf16:
- * rows 1..40, 47, 64, 100, 130 (one or several rows a lane, lanes never reached),
+ * rows 1..40, 47, 64, 100, 130, 200, 256 (one or several rows a lane, lanes never reached),
  * channels 0..19, 31-33, 63-65, 130 (every vector tail, the slices of the lane-buffer
  * variants), row strides equal to the channels and longer, dy's
  * differing from x's, x's, dy's or both a multiple of 1 KiB (the two-line groups of the
@@ -26,7 +26,7 @@
 #include "support/kernel_isas.h"
 
 #define MAXCN 130
-#define MAXROWS 130
+#define MAXROWS 256
 #define GAP 3
 #define SPAN (MAXROWS * (MAXCN + 2 * GAP) + 16) /* elements a call may reach */
 #define SNAN_BITS 0x7FF4A5A5A5A5A5A5ull
@@ -130,7 +130,7 @@ static int check_table(const sbn_kernels *s, const sbn_kernels *k, int dt_only)
 {
     static const size_t cns[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
                                  14, 15, 16, 17, 18, 19, 31, 32, 33, 63, 64, 65, 130};
-    static const size_t more_rows[] = {47, 64, 100, 130};
+    static const size_t more_rows[] = {47, 64, 100, 130, 200, 256};
     size_t ci, n;
     int dt, v, ok = 1;
     for (dt = 0; dt < SBN_KD_COUNT; dt++) {
