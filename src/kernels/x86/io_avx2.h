@@ -34,6 +34,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/scalar/kernel_io_scalar.h"
+#include "kernels/x86/kernel_inline.h"
 #include "kernels/x86/nt_store.h"
 
 /* ---- full-vector stores: non-temporal where aligned when SBN_MAP_NT is 1 ---- */
@@ -276,6 +277,25 @@ static inline __m256d avx2_ldp_bf16(const void *p, int64_t i, size_t t)
 {
     __m128i w = avx2_ldp_u16((const uint16_t *)p + i, t);
     return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), w)));
+}
+
+/* Four elements of the kernel dtype dt at p, or with t < 4 the first t (1 <= t; the other
+ * lanes zero, nothing past read): the row reductions' access, dt a constant in each
+ * inlined copy (rows_avx2.c, row_chunk_avx2.c). */
+SBN_KERNEL_INLINE __m256d avx2_ld4_kd(sbn_kdtype dt, const void *p, size_t t)
+{
+    if (t < 4) switch (dt) {
+        case SBN_KD_F64: return avx2_ldp_f64(p, 0, t);
+        case SBN_KD_F32: return avx2_ldp_f32(p, 0, t);
+        case SBN_KD_F16: return avx2_ldp_f16(p, 0, t);
+        default: return avx2_ldp_bf16(p, 0, t);
+        }
+    switch (dt) {
+    case SBN_KD_F64: return avx2_ld4_f64(p, 0);
+    case SBN_KD_F32: return avx2_ld4_f32(p, 0);
+    case SBN_KD_F16: return avx2_ld4_f16(p, 0);
+    default: return avx2_ld4_bf16(p, 0);
+    }
 }
 
 /* Writes exactly q[0..t) from the low lanes of v. */

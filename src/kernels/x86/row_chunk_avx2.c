@@ -49,24 +49,12 @@ AVX2C_INLINE int64_t esize(sbn_kdtype dt)
     return dt == SBN_KD_F64 ? 8 : dt == SBN_KD_F32 ? 4 : 2;
 }
 
-/* Four elements at p, or with t < 4 the first t (the others +0.0, nothing past read). */
+/* Four elements at p, or in the last group the first t (the others +0.0, nothing past
+ * read; none for t = 0). */
 AVX2C_INLINE __m256d load4(sbn_kdtype dt, int full, const char *p, size_t t)
 {
-    if (!full && t < 4) {
-        if (t == 0) return _mm256_setzero_pd();
-        switch (dt) {
-        case SBN_KD_F64: return avx2_ldp_f64(p, 0, t);
-        case SBN_KD_F32: return avx2_ldp_f32(p, 0, t);
-        case SBN_KD_F16: return avx2_ldp_f16(p, 0, t);
-        default: return avx2_ldp_bf16(p, 0, t);
-        }
-    }
-    switch (dt) {
-    case SBN_KD_F64: return avx2_ld4_f64(p, 0);
-    case SBN_KD_F32: return avx2_ld4_f32(p, 0);
-    case SBN_KD_F16: return avx2_ld4_f16(p, 0);
-    default: return avx2_ld4_bf16(p, 0);
-    }
+    if (full) return avx2_ld4_kd(dt, p, 4);
+    return t == 0 ? _mm256_setzero_pd() : avx2_ld4_kd(dt, p, t);
 }
 
 /* L[k]: lane k's two sums over rows k, k + 16, ... in order, from +0.0:
@@ -104,35 +92,21 @@ AVX2C_INLINE void add_w(int w, __m256d *a, __m256d *b, const __m256d *a1, const 
     }
 }
 
-/* P8[k] = L[k] + L[k + 8], k < 8; the second skipped when no row reaches lane k + 8. */
-AVX2C_INLINE void fold8(const chunk_group *g, int w, int full, size_t k, __m256d *a, __m256d *b)
-{
-    __m256d a1[CHUNK_W], b1[CHUNK_W];
-    lane_sums(g, w, full, k, a, b);
-    if (k + 8 >= g->n) return;
-    lane_sums(g, w, full, k + 8, a1, b1);
-    add_w(w, a, b, a1, b1);
-}
-
-/* P4[k] = P8[k] + P8[k + 4], k < 4. */
-AVX2C_INLINE void fold4(const chunk_group *g, int w, int full, size_t k, __m256d *a, __m256d *b)
-{
-    __m256d a1[CHUNK_W], b1[CHUNK_W];
-    fold8(g, w, full, k, a, b);
-    if (k + 4 >= g->n) return;
-    fold8(g, w, full, k + 4, a1, b1);
-    add_w(w, a, b, a1, b1);
-}
-
-/* P2[k] = P4[k] + P4[k + 2], k < 2. */
-AVX2C_INLINE void fold2(const chunk_group *g, int w, int full, size_t k, __m256d *a, __m256d *b)
-{
-    __m256d a1[CHUNK_W], b1[CHUNK_W];
-    fold4(g, w, full, k, a, b);
-    if (k + 2 >= g->n) return;
-    fold4(g, w, full, k + 2, a1, b1);
-    add_w(w, a, b, a1, b1);
-}
+/* A level of the fold: name(k) = inner(k) + inner(k + step), the second skipped when no
+ * row reaches lane k + step (then every lane it adds is +0.0). */
+#define SBN_CHUNK_FOLD(name, inner, step)                                                       \
+    AVX2C_INLINE void name(const chunk_group *g, int w, int full, size_t k, __m256d *a,        \
+                           __m256d *b)                                                         \
+    {                                                                                          \
+        __m256d a1[CHUNK_W], b1[CHUNK_W];                                                      \
+        inner(g, w, full, k, a, b);                                                            \
+        if (k + (step) >= g->n) return;                                                        \
+        inner(g, w, full, k + (step), a1, b1);                                                 \
+        add_w(w, a, b, a1, b1);                                                                \
+    }
+SBN_CHUNK_FOLD(fold8, lane_sums, 8) /* P8[k] = L[k] + L[k + 8], k < 8 */
+SBN_CHUNK_FOLD(fold4, fold8, 4)     /* P4[k] = P8[k] + P8[k + 4], k < 4 */
+SBN_CHUNK_FOLD(fold2, fold4, 2)     /* P2[k] = P4[k] + P4[k + 2], k < 2 */
 
 /* The mask of the first t of four doubles (t <= 4). */
 AVX2C_INLINE __m256i first_lanes(size_t t)

@@ -38,23 +38,6 @@ AVX2R_INLINE const char *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_t
     return (const char *)p + ((int64_t)r * rs + (int64_t)j) * (int64_t)esize(dt);
 }
 
-/* Four elements at p; with t < 4, the first t (the other lanes zero, nothing past read). */
-AVX2R_INLINE __m256d ld4(sbn_kdtype dt, const char *p, size_t t)
-{
-    if (t < 4) switch (dt) {
-        case SBN_KD_F64: return avx2_ldp_f64(p, 0, t);
-        case SBN_KD_F32: return avx2_ldp_f32(p, 0, t);
-        case SBN_KD_F16: return avx2_ldp_f16(p, 0, t);
-        default: return avx2_ldp_bf16(p, 0, t);
-        }
-    switch (dt) {
-    case SBN_KD_F64: return avx2_ld4_f64(p, 0);
-    case SBN_KD_F32: return avx2_ld4_f32(p, 0);
-    case SBN_KD_F16: return avx2_ld4_f16(p, 0);
-    default: return avx2_ld4_bf16(p, 0);
-    }
-}
-
 /* Sixteen elements at p as four ymm (v[0]: elements 0-3). */
 AVX2R_INLINE void ld16(sbn_kdtype dt, const char *p, __m256d v[4])
 {
@@ -178,9 +161,9 @@ AVX2R_INLINE void lanes_rest(sbn_kdtype dt, int bwd, const char *dy, int64_t dro
         for (t = 0; t < m; t++)
             for (i = 0; i < nl; i++) {
                 const int64_t o = (int64_t)t * xstep + i * xrow + (int64_t)j * es;
-                const __m256d v = ld4(dt, x + o, w);
+                const __m256d v = avx2_ld4_kd(dt, x + o, w);
                 __m256d g = v;
-                if (bwd) g = ld4(dt, dy + (int64_t)t * dstep + i * drow + (int64_t)j * es, w);
+                if (bwd) g = avx2_ld4_kd(dt, dy + (int64_t)t * dstep + i * drow + (int64_t)j * es, w);
                 step4(bwd, &a[i], &b[i], g, v, cv);
             }
         for (i = 0; i < nl; i++) {
