@@ -579,8 +579,7 @@ static void print_caches(const sbn_info *in)
     }
     printf("  L3 instances among these CPUs: %d", in->l3_instances);
     if (in->l3_instances_reported > 0)
-        printf(" (/sys gave %d, more than 16 MiB of L3 a CPU: not believed)",
-               in->l3_instances_reported);
+        printf(" (/sys gave %d, not believed: docs/tuning.md)", in->l3_instances_reported);
     printf("%s\n", in->l3_instances > 1 ? " (the size rules below use one)" : "");
     if (tiles >= 0)
         printf("row tiles: %s (SBN_ROW_TILES=%d)\n", tiles ? "always" : "never", tiles);

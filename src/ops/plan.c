@@ -367,8 +367,8 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
  * AVX2, scalar), keep winning up to SBN_ROW_CHUNK_WHOLE_SLICED_ROWS (16 a lane): each
  * slice reads a few lines of every row, and the lines the prefetchers fetch beyond them
  * must outlast a pass down all the rows to serve the next slice, which 512 rows of a
- * 512 KiB L2 do not (in-process A/B on Zen 3, 196-256 rows of 256-2048 channels
- * 0.96-1.8x, 512 rows 0.7-1.2x, 2048 rows 0.3-0.9x; bench_ops 1x512x14x14 NHWC).
+ * 512 KiB L2 do not (the kernels alone against row_accum and fold_rows, 128-2048 rows;
+ * bench_ops 1x512x14x14 and 4x1024x7x7 NHWC, 160x2048; docs/performance.md).
  */
 #define SBN_ROW_CHUNK_WHOLE_MAX_ROWS 128
 #define SBN_ROW_CHUNK_WHOLE_SLICED_ROWS 256

@@ -12,10 +12,11 @@
  * bench_ops 2x512x32x32 NHWC stats at 2 threads). With a block of channels on
  * the stack instead, each block would re-read a slice of every row: a strided pass
  * over the whole tensor per block, slow at C = 256. A chunk of few rows that arrives
- * whole in one run (an (N, C) batch of at most 128 or 256 rows: sbn__plan_row_chunk_whole) skips
- * the slot: the row_chunk kernels reduce and fold it in registers. Chunks, shifts and the
- * fold are those of the plane path (channel_reduce.c), so the bits are the same
- * whatever the layout.
+ * whole in one run (an (N, C) batch of at most 128 or 256 rows, by the kernel table:
+ * sbn__plan_row_chunk_whole) skips the slot: the row_chunk kernels reduce and fold it
+ * in one call, its lanes in registers or a slice of channels at a time in the L1.
+ * Chunks, shifts and the fold are those of the plane path (channel_reduce.c), so the
+ * bits are the same whatever the layout.
  */
 #include <string.h>
 
