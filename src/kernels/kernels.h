@@ -279,7 +279,8 @@ typedef struct sbn_kernels {
     sbn_fold_rows_fn fold_rows;
     /* How the row_chunk kernels take a chunk of more than a few rows: 1, a slice of channels
      * at a time through lanes in the L1 (scalar, AVX2); 0, each group's column of lines
-     * down every row with the lanes in registers (AVX-512). plan.c sizes whole chunks by it. */
+     * down every row with the lanes in registers (AVX-512). The same in an ISA's default
+     * and streaming tables; plan.c sizes whole chunks by it. */
     int row_chunk_sliced;
 } sbn_kernels;
 

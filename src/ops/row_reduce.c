@@ -172,7 +172,7 @@ static void row_run(void *arg, char *const *ptr, const int64_t *stride, int64_t 
         const char *q[SBN_WALK_MAX_TENSORS];
         sbn__walk_advance(w, ptr, stride, done, q);
         if (rr % SBN_CHUNK == 0 && n == sbn__walk_chunk_len(w, k) && rt->job->kd >= 0 &&
-            sbn__plan_row_chunk_whole(sbn__kernels(), n)) {
+            sbn__plan_row_chunk_whole(rt->job->kern, n)) {
             whole_chunk(rt, q, stride, k, n);
             done += n;
             continue;

@@ -279,9 +279,36 @@ static inline __m256d avx2_ldp_bf16(const void *p, int64_t i, size_t t)
     return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), w)));
 }
 
+/* ---- the row reductions' access, by a kernel dtype dt that is a constant in each inlined
+ * copy (rows_avx2.c, row_chunk_avx2.c) ---- */
+
+SBN_KERNEL_INLINE size_t avx2_esize(sbn_kdtype dt)
+{
+    return dt == SBN_KD_F64 ? 8 : dt == SBN_KD_F32 ? 4 : 2;
+}
+
+/* The mask of the first t of four doubles (t <= 4). */
+SBN_KERNEL_INLINE __m256i avx2_first_lanes(size_t t)
+{
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)t), _mm256_set_epi64x(3, 2, 1, 0));
+}
+
+/* The first t <= 4 doubles at p (the other lanes +0.0, nothing past read), and into p
+ * (nothing past written): accumulators, shifts and sums of a channel group's tail. */
+SBN_KERNEL_INLINE __m256d avx2_ldm_pd(const double *p, size_t t)
+{
+    return t == 4 ? _mm256_loadu_pd(p) : _mm256_maskload_pd(p, avx2_first_lanes(t));
+}
+SBN_KERNEL_INLINE void avx2_stm_pd(double *p, size_t t, __m256d v)
+{
+    if (t == 4)
+        _mm256_storeu_pd(p, v);
+    else
+        _mm256_maskstore_pd(p, avx2_first_lanes(t), v);
+}
+
 /* Four elements of the kernel dtype dt at p, or with t < 4 the first t (1 <= t; the other
- * lanes zero, nothing past read): the row reductions' access, dt a constant in each
- * inlined copy (rows_avx2.c, row_chunk_avx2.c). */
+ * lanes zero, nothing past read). */
 SBN_KERNEL_INLINE __m256d avx2_ld4_kd(sbn_kdtype dt, const void *p, size_t t)
 {
     if (t < 4) switch (dt) {

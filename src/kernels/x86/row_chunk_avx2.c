@@ -44,11 +44,6 @@ typedef struct chunk_group {
     __m256d s[CHUNK_W];
 } chunk_group;
 
-AVX2C_INLINE int64_t esize(sbn_kdtype dt)
-{
-    return dt == SBN_KD_F64 ? 8 : dt == SBN_KD_F32 ? 4 : 2;
-}
-
 /* Four elements at p, or in the last group the first t (the others +0.0, nothing past
  * read; none for t = 0). */
 AVX2C_INLINE __m256d load4(sbn_kdtype dt, int full, const char *p, size_t t)
@@ -63,7 +58,7 @@ AVX2C_INLINE __m256d load4(sbn_kdtype dt, int full, const char *p, size_t t)
 AVX2C_INLINE void lane_sums(const chunk_group *g, int w, int full, size_t k, __m256d *a,
                             __m256d *b)
 {
-    const int64_t es = esize(g->dt);
+    const int64_t es = (int64_t)avx2_esize(g->dt);
     size_t r;
     int i;
     for (i = 0; i < w; i++) a[i] = b[i] = _mm256_setzero_pd();
@@ -108,35 +103,23 @@ SBN_CHUNK_FOLD(fold8, lane_sums, 8) /* P8[k] = L[k] + L[k + 8], k < 8 */
 SBN_CHUNK_FOLD(fold4, fold8, 4)     /* P4[k] = P8[k] + P8[k + 4], k < 4 */
 SBN_CHUNK_FOLD(fold2, fold4, 2)     /* P2[k] = P4[k] + P4[k + 2], k < 2 */
 
-/* The mask of the first t of four doubles (t <= 4). */
-AVX2C_INLINE __m256i first_lanes(size_t t)
-{
-    return _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)t), _mm256_set_epi64x(3, 2, 1, 0));
-}
-
 /* One group (full: every t[i] is 4) from its shifts to its A and B. */
 AVX2C_INLINE void group_sums(chunk_group *g, int w, int full, const double *s, double *a,
                              double *b)
 {
     __m256d va[CHUNK_W], vb[CHUNK_W], va1[CHUNK_W], vb1[CHUNK_W];
     int i;
-    for (i = 0; i < w; i++)
-        g->s[i] = full ? _mm256_loadu_pd(s + 4 * i)
-                       : _mm256_maskload_pd(s + 4 * i, first_lanes(g->t[i]));
+    for (i = 0; i < w; i++) g->s[i] = avx2_ldm_pd(s + 4 * i, full ? 4 : g->t[i]);
     fold2(g, w, full, 0, va, vb);
     if (g->n > 1) {
         fold2(g, w, full, 1, va1, vb1);
         add_w(w, va, vb, va1, vb1);
     }
-    for (i = 0; i < w; i++) {
-        if (full) {
-            _mm256_storeu_pd(a + 4 * i, va[i]);
-            _mm256_storeu_pd(b + 4 * i, vb[i]);
-        } else if (g->t[i] > 0) {
-            _mm256_maskstore_pd(a + 4 * i, first_lanes(g->t[i]), va[i]);
-            _mm256_maskstore_pd(b + 4 * i, first_lanes(g->t[i]), vb[i]);
+    for (i = 0; i < w; i++)
+        if (full || g->t[i] > 0) { /* a tail ymm of no channel: past the arrays' end */
+            avx2_stm_pd(a + 4 * i, full ? 4 : g->t[i], va[i]);
+            avx2_stm_pd(b + 4 * i, full ? 4 : g->t[i], vb[i]);
         }
-    }
 }
 
 /* A whole chunk of n rows of cn channels, x (dy) rows xs (dys) elements apart, in groups
@@ -145,7 +128,7 @@ AVX2C_INLINE void row_chunk(sbn_kdtype dt, int w, int bwd, const void *dy, int64
                             const void *x, int64_t xs, size_t n, size_t cn, const double *s,
                             double *a, double *b)
 {
-    const int64_t es = esize(dt);
+    const int64_t es = (int64_t)avx2_esize(dt);
     const size_t per = 4 * (size_t)w;
     chunk_group g;
     size_t j;

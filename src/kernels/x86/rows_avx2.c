@@ -27,15 +27,10 @@
 
 /* ---- element access by a dtype that is a constant in each inlined copy ---- */
 
-AVX2R_INLINE size_t esize(sbn_kdtype dt)
-{
-    return dt == SBN_KD_F64 ? 8 : dt == SBN_KD_F32 ? 4 : 2;
-}
-
 /* Row r of a tensor of dt with row stride rs elements, from channel j. */
 AVX2R_INLINE const char *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_t r, size_t j)
 {
-    return (const char *)p + ((int64_t)r * rs + (int64_t)j) * (int64_t)esize(dt);
+    return (const char *)p + ((int64_t)r * rs + (int64_t)j) * (int64_t)avx2_esize(dt);
 }
 
 /* Sixteen elements at p as four ymm (v[0]: elements 0-3). */
@@ -74,26 +69,10 @@ AVX2R_INLINE void step4(int bwd, __m256d *a, __m256d *b, __m256d g, __m256d v, _
     }
 }
 
-/* The mask of the first t of four doubles (t <= 4), for the accumulators' tails. */
-AVX2R_INLINE __m256i first_lanes(size_t t)
-{
-    const __m256i idx = _mm256_set_epi64x(3, 2, 1, 0);
-    return _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)t), idx);
-}
-
 /* Accumulators of t <= 4 channels at p: +0.0 unread when `fresh`, else loaded. */
 AVX2R_INLINE __m256d acc_load(const double *p, size_t t, int fresh)
 {
-    if (fresh) return _mm256_setzero_pd();
-    return t == 4 ? _mm256_loadu_pd(p) : _mm256_maskload_pd(p, first_lanes(t));
-}
-
-AVX2R_INLINE void acc_store(double *p, size_t t, __m256d v)
-{
-    if (t == 4)
-        _mm256_storeu_pd(p, v);
-    else
-        _mm256_maskstore_pd(p, first_lanes(t), v);
+    return fresh ? _mm256_setzero_pd() : avx2_ldm_pd(p, t);
 }
 
 /* ---- one lane's rows, 16 channels a step ---- */
@@ -106,7 +85,7 @@ AVX2R_INLINE void lane_rows16(sbn_kdtype dt, int bwd, const char *dy, int64_t ds
                               const char *x, int64_t xstep, size_t m, size_t cn,
                               const double *c, double *ar, double *br, int fresh)
 {
-    const int64_t es = (int64_t)esize(dt);
+    const int64_t es = (int64_t)avx2_esize(dt);
     size_t j, t;
     int k;
     for (j = 0; j < cn; j += 16) {
@@ -147,7 +126,7 @@ AVX2R_INLINE void lanes_rest(sbn_kdtype dt, int bwd, const char *dy, int64_t dro
                              int nl, size_t m, size_t cn, const double *c, double *const *ar,
                              double *const *br, int fresh)
 {
-    const int64_t es = (int64_t)esize(dt);
+    const int64_t es = (int64_t)avx2_esize(dt);
     size_t j, t;
     int i;
     for (j = 0; j < cn; j += 4) {
@@ -163,12 +142,13 @@ AVX2R_INLINE void lanes_rest(sbn_kdtype dt, int bwd, const char *dy, int64_t dro
                 const int64_t o = (int64_t)t * xstep + i * xrow + (int64_t)j * es;
                 const __m256d v = avx2_ld4_kd(dt, x + o, w);
                 __m256d g = v;
-                if (bwd) g = avx2_ld4_kd(dt, dy + (int64_t)t * dstep + i * drow + (int64_t)j * es, w);
+                if (bwd)
+                    g = avx2_ld4_kd(dt, dy + (int64_t)t * dstep + i * drow + (int64_t)j * es, w);
                 step4(bwd, &a[i], &b[i], g, v, cv);
             }
         for (i = 0; i < nl; i++) {
-            acc_store(ar[i] + j, w, a[i]);
-            acc_store(br[i] + j, w, b[i]);
+            avx2_stm_pd(ar[i] + j, w, a[i]);
+            avx2_stm_pd(br[i] + j, w, b[i]);
         }
     }
 }
@@ -178,8 +158,8 @@ AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys
                              int64_t xs, size_t rows, size_t cn, unsigned lane, const double *c,
                              double *a, double *b, size_t ld, int fresh)
 {
-    const int64_t drow = dys * (int64_t)esize(dt), dstep = SBN_LANES * drow;
-    const int64_t xrow = xs * (int64_t)esize(dt), xstep = SBN_LANES * xrow;
+    const int64_t drow = dys * (int64_t)avx2_esize(dt), dstep = SBN_LANES * drow;
+    const int64_t xrow = xs * (int64_t)avx2_esize(dt), xstep = SBN_LANES * xrow;
     const size_t whole = cn / 16 * 16; /* channels in whole groups of 16 */
     const size_t block = sbn__row_block(bwd, !whole); /* row_blocks.h */
     size_t r, q;
