@@ -5,7 +5,11 @@
  * falls in lane 0, is added to acc in memory; then, while 16 elements remain, the
  * 16 lanes of a and b sit in 4 + 4 ymm registers (lanes 0-3, 4-7, 8-11, 12-15)
  * and take 16 elements per iteration, lane k the element k past the block start;
- * they are stored back and the tail (lanes 0..) is added in memory. Heads and
+ * they are stored back and the tail (lanes 0..) is added in memory. The backward
+ * loads each quarter's dy and x just before its step: with all sixteen loaded first
+ * (eight ymm of temporaries beside eight accumulators and the center), GCC kept one
+ * accumulator on the stack, and its fma chain waited on a store and a reload every
+ * iteration (1.6x slower). Heads and
  * tails go 4 elements at a time, the last 1..3 through the low lanes of one ymm
  * (io_avx2.h) and scalar adds, in straight-line code (a loop there would be
  * auto-vectorised behind runtime alias checks that cost more than they save).
@@ -40,8 +44,9 @@
 /* bwd_accum: one ymm of dy (g) and x (v) into registers va, vb. */
 #define SBN_BWD_STEP(va, vb, g, v, vc)                                  \
     do {                                                                \
-        va = _mm256_add_pd(va, g);                                      \
-        vb = _mm256_fmadd_pd(g, _mm256_sub_pd(v, vc), vb);               \
+        const __m256d g_ = (g), v_ = (v);                               \
+        va = _mm256_add_pd(va, g_);                                     \
+        vb = _mm256_fmadd_pd(g_, _mm256_sub_pd(v_, vc), vb);             \
     } while (0)
 
 /* Four deviations d into the lanes pa[0..3], pb[0..3] in memory. */
@@ -175,13 +180,14 @@ static inline void lanes_store(double *acc, const lanes16 *r)
             const __m256d vc = _mm256_set1_pd(center);                                         \
             lanes16 r = lanes_load(acc);                                                       \
             for (; i + SBN_LANES <= n; i += SBN_LANES) {                                       \
-                __m256d g0, g1, g2, g3, v0, v1, v2, v3;                                        \
-                SBN_LD16(dt, dy, i, g0, g1, g2, g3);                                           \
-                SBN_LD16(dt, x, i, v0, v1, v2, v3);                                            \
-                SBN_BWD_STEP(r.a0, r.b0, g0, v0, vc);                                          \
-                SBN_BWD_STEP(r.a1, r.b1, g1, v1, vc);                                          \
-                SBN_BWD_STEP(r.a2, r.b2, g2, v2, vc);                                          \
-                SBN_BWD_STEP(r.a3, r.b3, g3, v3, vc);                                          \
+                SBN_BWD_STEP(r.a0, r.b0, avx2_ld4_##dt(dy, (int64_t)i),                        \
+                             avx2_ld4_##dt(x, (int64_t)i), vc);                                \
+                SBN_BWD_STEP(r.a1, r.b1, avx2_ld4_##dt(dy, (int64_t)i + 4),                    \
+                             avx2_ld4_##dt(x, (int64_t)i + 4), vc);                            \
+                SBN_BWD_STEP(r.a2, r.b2, avx2_ld4_##dt(dy, (int64_t)i + 8),                    \
+                             avx2_ld4_##dt(x, (int64_t)i + 8), vc);                            \
+                SBN_BWD_STEP(r.a3, r.b3, avx2_ld4_##dt(dy, (int64_t)i + 12),                   \
+                             avx2_ld4_##dt(x, (int64_t)i + 12), vc);                           \
             }                                                                                  \
             lanes_store(acc, &r);                                                              \
         }                                                                                      \
