@@ -8,10 +8,13 @@
  * stored once per block, so each lane still takes its rows in order. Adding each row
  * to accumulators in memory instead costs a load and a store of 16 bytes of
  * accumulators per element, which bounds an L1-resident reduction at several times
- * the reference kernels' float lanes (bench_kernels row_accum64). The channels past
- * the last whole 16 (all of a row narrower than 16) go four lanes at a time, 4
- * channels a ymm, the last 1..3 through the low lanes of one ymm (partial loads of
- * io_avx2.h, masked loads and stores of the accumulators). Only a[l * ld + j],
+ * the reference kernels' float lanes (bench_kernels row_accum64). A row's 16 channels
+ * are loaded eight at a time, each half just before its steps: eight accumulators and
+ * four centers leave four ymm for elements, and with all of a row's x and dy loaded
+ * first GCC kept accumulators on the stack (a store and reload in their chains). The
+ * channels past the last whole 16 (all of a row narrower than 16) go four lanes at a
+ * time, 4 channels a ymm, the last 1..3 through the low lanes of one ymm (partial
+ * loads of io_avx2.h, masked loads and stores of the accumulators). Only a[l * ld + j],
  * b[l * ld + j] with j < cn are read or written. Per element, in double, each
  * operation rounded once (b's product and add one fused multiply-add, as C's fma):
  *   row_accum:      d = x - shift;  a += d;   b = fma(d, d, b)
@@ -33,25 +36,21 @@ AVX2R_INLINE const char *row_at(sbn_kdtype dt, const void *p, int64_t rs, size_t
     return (const char *)p + ((int64_t)r * rs + (int64_t)j) * (int64_t)avx2_esize(dt);
 }
 
-/* Sixteen elements at p as four ymm (v[0]: elements 0-3). */
-AVX2R_INLINE void ld16(sbn_kdtype dt, const char *p, __m256d v[4])
+/* Eight elements at p as two ymm (v[0]: elements 0-3). */
+AVX2R_INLINE void ld8(sbn_kdtype dt, const char *p, __m256d v[2])
 {
     switch (dt) {
     case SBN_KD_F64:
         avx2_ld8_f64(p, 0, &v[0], &v[1]);
-        avx2_ld8_f64(p, 8, &v[2], &v[3]);
         break;
     case SBN_KD_F32:
         avx2_ld8_f32(p, 0, &v[0], &v[1]);
-        avx2_ld8_f32(p, 8, &v[2], &v[3]);
         break;
     case SBN_KD_F16:
         avx2_ld8_f16(p, 0, &v[0], &v[1]);
-        avx2_ld8_f16(p, 8, &v[2], &v[3]);
         break;
     default:
         avx2_ld8_bf16(p, 0, &v[0], &v[1]);
-        avx2_ld8_bf16(p, 8, &v[2], &v[3]);
         break;
     }
 }
@@ -96,13 +95,18 @@ AVX2R_INLINE void lane_rows16(sbn_kdtype dt, int bwd, const char *dy, int64_t ds
             b[k] = acc_load(br + j + 4 * k, 4, fresh);
         }
         for (t = 0; t < m; t++) {
-            __m256d v[4], g[4];
-            ld16(dt, x + (int64_t)t * xstep + (int64_t)j * es, v);
-            if (bwd)
-                ld16(dt, dy + (int64_t)t * dstep + (int64_t)j * es, g);
-            else
-                g[0] = g[1] = g[2] = g[3] = v[0];
-            for (k = 0; k < 4; k++) step4(bwd, &a[k], &b[k], g[k], v[k], cv[k]);
+            const char *xt = x + (int64_t)t * xstep + (int64_t)j * es;
+            const char *gt = bwd ? dy + (int64_t)t * dstep + (int64_t)j * es : NULL;
+            for (k = 0; k < 4; k += 2) {
+                __m256d v[2], g[2];
+                ld8(dt, xt + 4 * k * es, v);
+                if (bwd)
+                    ld8(dt, gt + 4 * k * es, g);
+                else
+                    g[0] = g[1] = v[0];
+                step4(bwd, &a[k], &b[k], g[0], v[0], cv[k]);
+                step4(bwd, &a[k + 1], &b[k + 1], g[1], v[1], cv[k + 1]);
+            }
         }
         for (k = 0; k < 4; k++) {
             _mm256_storeu_pd(ar + j + 4 * k, a[k]);
