@@ -31,6 +31,7 @@
 #include "aclnnop/aclnn_sync_batch_norm_backward_reduce.h"
 #include "aclnnop/aclnn_sync_batch_norm_gather_stats.h"
 #include "aclnn_support.h"
+#include "core/machine.h"
 #include "harness/harness.h"
 #include "support/env_now.h"
 
@@ -269,13 +270,24 @@ static void size_from_environment(void)
     CHECK(sbn__acl_pool_threads() == 3);
 }
 
+/* The CPU quota of this process's cgroup (0: none) and the default pool it gives now. */
+static double quota(void)
+{
+    return sbn__machine_get()->cpu_quota;
+}
+
+static int cpus_now(void)
+{
+    return sbn__cpus_within_quota(sbn__affinity_cpus(), quota());
+}
+
 static void bad_environment_is_ignored(void)
 {
     const char *bad[] = {"0", "-2", "lots", "3x", "1025", ""};
     size_t k;
     for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         CHECK(tsup_setenv_now("SBN_NUM_THREADS", bad[k]) == 0);
-        CHECK_MSG(sbn__acl_pool_default_threads() == sbn__affinity_cpus(),
+        CHECK_MSG(sbn__acl_pool_default_threads() == cpus_now(),
                   "SBN_NUM_THREADS=\"%s\" gave %d threads", bad[k],
                   sbn__acl_pool_default_threads());
     }
@@ -287,7 +299,7 @@ static void size_from_affinity_mask(void)
     tsup_unsetenv_now("SBN_NUM_THREADS");
     CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
     CHECK(sbn__affinity_cpus() == CPU_COUNT(&all));
-    CHECK(sbn__acl_pool_default_threads() == CPU_COUNT(&all));
+    CHECK(sbn__acl_pool_default_threads() == sbn__cpus_within_quota(CPU_COUNT(&all), quota()));
     /* one CPU allowed: a pool of one (serial) */
     CPU_ZERO(&one);
     CHECK(sched_getcpu() >= 0);

@@ -29,7 +29,9 @@ static void test_info_matches_the_library(void)
     CHECK_MSG(strstr(in.kernels_usable, in.kernels) != NULL, "usable '%s' lacks '%s'",
               in.kernels_usable, in.kernels);
     CHECK(strncmp(in.kernels_usable, "scalar", 6) == 0); /* always built, always usable */
-    CHECK(in.cpus == sbn__affinity_cpus());
+    CHECK(in.cpus_affinity == sbn__affinity_cpus());
+    CHECK(in.cpus == sbn__cpus_within_quota(sbn__affinity_cpus(), m->cpu_quota));
+    CHECK(in.cpu_quota == m->cpu_quota);
     for (i = 0; i < 3; i++) {
         CHECK(in.cache[i].bytes == m->cache[i].bytes && in.cache[i].bytes > 0);
         CHECK(in.cache[i].sharing == m->cache[i].sharing);

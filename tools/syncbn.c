@@ -18,8 +18,8 @@
  *       (--print-digests, hidden: the mode of verify --reproducible's re-executed child.)
  *   syncbn info
  *       What this build and this process would use: version, the kernel variant chosen,
- *       every SBN_* variable as the library parsed it (syncbn/info.h), the CPUs in the
- *       affinity mask, the caches, the thread count (SBN_NUM_THREADS), MPI built or not,
+ *       every SBN_* variable as the library parsed it (syncbn/info.h), the CPUs (the
+ *       affinity mask within the cgroup's CPU quota), the caches, the thread count (SBN_NUM_THREADS), MPI built or not,
  *       the communicator timeout (SBN_COMM_TIMEOUT); exits 1 when one of those variables
  *       holds an invalid value. demo and verify refuse a bad SBN_COMM_TIMEOUT (exit 1)
  *       and give their threads worlds the library's timeout when it is set.
@@ -630,15 +630,22 @@ static int info(void)
         printf("%s: %s\n", in.var[id].name, in.var[id].state);
         if (in.var[id].set && !in.var[id].valid) bad = 1;
     }
-    printf("cpus: %d (in this process's affinity mask)\n", in.cpus);
+    if (in.cpu_quota > 0 && in.cpus < in.cpus_affinity)
+        printf("cpus: %d (the cgroup's CPU quota of %.2f CPUs; %d in this process's affinity "
+               "mask)\n", in.cpus, in.cpu_quota, in.cpus_affinity);
+    else if (in.cpu_quota > 0)
+        printf("cpus: %d (in this process's affinity mask, within the cgroup's CPU quota of "
+               "%.2f CPUs)\n", in.cpus, in.cpu_quota);
+    else
+        printf("cpus: %d (in this process's affinity mask)\n", in.cpus);
     print_caches(&in);
     if (!num->set)
-        printf("threads: %d (SBN_NUM_THREADS unset: the CPUs in the affinity mask)\n", in.threads);
+        printf("threads: %d (SBN_NUM_THREADS unset: the cpus above)\n", in.threads);
     else if (num->valid)
         printf("threads: %d (SBN_NUM_THREADS)\n", in.threads);
     else
-        printf("threads: %d (SBN_NUM_THREADS is \"%s\", refused: expected 1 to %d; the CPUs in "
-               "the affinity mask)\n", in.threads, num->value, in.max_threads);
+        printf("threads: %d (SBN_NUM_THREADS is \"%s\", refused: expected 1 to %d; the cpus "
+               "above)\n", in.threads, num->value, in.max_threads);
 #ifdef SBN_HAVE_MPI
     {
         char version[MPI_MAX_LIBRARY_VERSION_STRING];

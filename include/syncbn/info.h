@@ -46,7 +46,8 @@ typedef struct sbn_info {
     size_t size; /* set by the caller to sizeof(sbn_info): the bytes the library may fill */
     const char *kernels;        /* the variant in use: "scalar", "avx2" or "avx512" */
     char kernels_usable[64];    /* every variant built and usable on this CPU, ' '-separated */
-    int cpus;                   /* CPUs in this process's affinity mask */
+    int cpus;                   /* CPUs this process may use: its affinity mask, capped by
+                                   its cgroup's CPU quota (cpus_affinity, cpu_quota below) */
     sbn_info_cache cache[3];    /* L1d, L2, L3 */
     /* The size rules of the schedules, in bytes of all a call's tensors together. */
     double row_tile_bytes;          /* channels-last maps tile rows beyond this (the L1d) */
@@ -67,6 +68,11 @@ typedef struct sbn_info {
      * use one. */
     int l3_instances;          /* L3 instances among this process's CPUs (1 when unknown) */
     int l3_instances_reported; /* what /sys said when that was not believed, else 0 */
+    /* Where cpus came from: a container limited to N CPUs (Kubernetes, docker --cpus)
+     * sees the whole machine in its affinity mask, and its CPU time is a quota. */
+    int cpus_affinity; /* CPUs in this process's affinity mask */
+    double cpu_quota;  /* its cgroup's CPU quota in CPUs (cpu.max: 2.5 for 250 ms a 100 ms
+                          period); 0 when it has none or it cannot be read */
 } sbn_info;
 
 /*

@@ -95,6 +95,7 @@ _SIGNATURES = {
     "sbn_pool_create": [_I, ctypes.POINTER(_VP)],
     "sbn_pool_destroy": [_VP],
     "sbn_pool_threads": [_VP],
+    "sbn_pool_default_threads": [],
     "sbn_stats_workspace_size": [_T, _PSZ],
     "sbn_stats": [_T, _D, _T, _T] + _WS,
     "sbn_stats_moments_workspace_size": [_T, _PSZ],

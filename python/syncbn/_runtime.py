@@ -2,8 +2,8 @@
 
 One ``sbn_pool`` serves every op and layer call of the process. Its size is read
 once, at first use: ``SBN_NUM_THREADS`` (the variable the aclnn path reads) when
-set, else ``torch.get_num_threads()`` when torch is importable, else the CPU
-count. ``set_num_threads(n)`` replaces it. After ``fork()`` the child drops the
+set, else the library's CPU count (the affinity mask within the cgroup's CPU
+quota), no more than ``torch.get_num_threads()`` when torch is importable. ``set_num_threads(n)`` replaces it. After ``fork()`` the child drops the
 parent's pool (its threads do not exist there) and builds its own on first use.
 
 Workspaces are grow-only byte buffers, one per Python thread, aligned to 64
@@ -35,11 +35,14 @@ def _default_threads():
             raise _errors.bad_input(_errors.ERR_BAD_VALUE, "SBN_NUM_THREADS is %r; expected a "
                                     "whole number from 1 to 1024" % env)
         return n
+    # the library's count: the affinity mask within the cgroup's CPU quota, which torch's
+    # own default (the cores of the machine) does not know of
+    cpus = max(1, int(lib.sbn_pool_default_threads()))
     try:
         import torch
-        return max(1, torch.get_num_threads())
+        return max(1, min(torch.get_num_threads(), cpus))
     except ImportError:
-        return max(1, os.cpu_count() or 1)
+        return cpus
 
 
 def _create(n):

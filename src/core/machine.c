@@ -1,7 +1,7 @@
 /*
  * machine.c - the description of this machine that every schedule decision starts
- * from, read once per process: the CPUs this process may run on (its affinity mask),
- * and the size of one instance of the L1d, L2 and L3 caches with the number of CPUs
+ * from, read once per process: the CPUs this process may run on (its affinity mask,
+ * capped by its control group's CPU quota, which cpu_quota.c reads), and the size of one instance of the L1d, L2 and L3 caches with the number of CPUs
  * that share it and where each number came from. Sizes come from the kernel's
  * /sys/devices/system/cpu/cpu0/cache/index<i> (level, type, size, shared_cpu_list),
  * else from the C library's sysconf, else from defaults (32 KiB, 1 MiB, 32 MiB). The
@@ -191,8 +191,8 @@ static void read_level(sbn__machine *m, int level)
     } else if (level < 3 && (v < g_plausible_lo[level - 1] || v > g_plausible_hi[level - 1])) {
         c->bytes = g_default_bytes[level - 1];
         c->source = "a default (sysconf's reading is not a real part's)";
-    } else if (level == 3 && v > SBN_L3_MAX_PER_CPU * m->cpus) {
-        c->bytes = SBN_L3_MAX_PER_CPU * m->cpus;
+    } else if (level == 3 && v > SBN_L3_MAX_PER_CPU * m->cpus_affinity) {
+        c->bytes = SBN_L3_MAX_PER_CPU * m->cpus_affinity;
         c->source = "sysconf, capped at 16 MiB per CPU of this process (it reported more)";
         c->reported = v;
     } else {
@@ -243,7 +243,9 @@ int sbn__l3_believed_instances(int64_t l3_bytes, int instances, int sharing, int
 static void read_machine(void)
 {
     int level;
-    g_machine.cpus = sbn__affinity_cpus();
+    g_machine.cpus_affinity = sbn__affinity_cpus();
+    g_machine.cpu_quota = sbn__cgroup_cpu_quota_at("");
+    g_machine.cpus = sbn__cpus_within_quota(g_machine.cpus_affinity, g_machine.cpu_quota);
     for (level = 1; level <= 3; level++) read_level(&g_machine, level);
     read_l3_instances(&g_machine);
     /* an inclusive hierarchy never shrinks: keep the levels ordered */

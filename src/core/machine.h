@@ -1,7 +1,7 @@
 /*
  * machine.h - the description of this machine that every schedule decision starts
- * from (machine.c): the CPUs of this process's affinity mask and the L1d, L2 and L3
- * cache sizes, with the CPUs sharing each, the number of L3 instances, and where each
+ * from (machine.c): the CPUs this process may use (its affinity mask, capped by its
+ * control group's CPU quota: cpu_quota.c) and the L1d, L2 and L3 cache sizes, with the CPUs sharing each, the number of L3 instances, and where each
  * number came from. Read once per process; `syncbn info` prints it (sbn_info_get).
  */
 #ifndef SBN_CORE_MACHINE_H
@@ -16,7 +16,9 @@ typedef struct sbn__cache_level {
     const char *source; /* where bytes came from, in words */
 } sbn__cache_level;
 typedef struct sbn__machine {
-    int cpus;                  /* CPUs in this process's affinity mask */
+    int cpus;                  /* CPUs this process may use: cpus_affinity within the quota */
+    int cpus_affinity;         /* CPUs in this process's affinity mask */
+    double cpu_quota;          /* its cgroup's CPU quota in CPUs (2.5: 250 ms a 100 ms); 0: none */
     sbn__cache_level cache[3]; /* L1d, L2, L3 */
     int l3_instances;          /* L3 instances among those CPUs; 1 when unknown */
     int l3_instances_reported; /* what /sys said when that was not believed, else 0 */
@@ -24,6 +26,13 @@ typedef struct sbn__machine {
 /* The CPUs in this process's affinity mask now (the online CPUs when the mask cannot be
  * read); at least 1. The machine description keeps the count of its first read. */
 int sbn__affinity_cpus(void);
+/* The CPU bandwidth limit of this process's cgroup (v2 cpu.max, v1 cpu.cfs_quota_us over
+ * cpu.cfs_period_us), the least over its cgroup and their ancestors, in CPUs; 0 when there
+ * is none or it cannot be read. root prefixes every path read ("" for this machine;
+ * the tests pass a tree they wrote). */
+double sbn__cgroup_cpu_quota_at(const char *root);
+/* The CPUs a pool should use: cpus, or fewer under a quota (its ceiling, at least 1). */
+int sbn__cpus_within_quota(int cpus, double quota);
 /* This machine, read once per process (thread-safe). */
 const sbn__machine *sbn__machine_get(void);
 /* Bytes of this machine's level-1, 2 or 3 data cache (per instance): sbn__machine_get's. */

@@ -36,7 +36,8 @@ static void fill(sbn_info *info)
         strncat(info->kernels_usable, k_isas[i],
                 sizeof info->kernels_usable - strlen(info->kernels_usable) - 1);
     }
-    info->cpus = sbn__affinity_cpus();
+    info->cpus_affinity = sbn__affinity_cpus(); /* now, as the default pool reads it */
+    info->cpus = sbn__cpus_within_quota(info->cpus_affinity, m->cpu_quota);
     for (i = 0; i < 3; i++) {
         info->cache[i].bytes = m->cache[i].bytes;
         info->cache[i].sharing = m->cache[i].sharing;
@@ -68,6 +69,7 @@ static void fill(sbn_info *info)
     info->nvars = id;
     info->l3_instances = m->l3_instances;
     info->l3_instances_reported = m->l3_instances_reported;
+    info->cpu_quota = m->cpu_quota;
 }
 
 SBN_API sbn_status sbn_info_get(sbn_info *info)
