@@ -2,8 +2,9 @@
  * test_cpu_quota.c - the CPU quota of the process's control group (cpu_quota.c), which
  * caps the machine description's CPU count and so the default pool: read from trees of
  * /proc/self/cgroup and /sys/fs/cgroup that the test writes (cgroup v2 with nested
- * limits, a container whose own cgroup is the mount's root, v1 under either mount name,
- * a hybrid system, no limit, and files that do not parse), the count a quota allows,
+ * limits, a container whose own cgroup is the mount's root, v1 under each mount name,
+ * a hybrid system, no limit, files that do not parse, paths too long to hold, odd
+ * slashes), the count a quota allows,
  * and this machine's description and info agreeing with what this machine's files say.
  */
 #define _GNU_SOURCE
@@ -140,13 +141,44 @@ static void unreadable_or_malformed(void)
         CHECK(put(root, "/sys/fs/cgroup/a/cpu.max", bad[i]));
         CHECK_MSG(sbn__cgroup_cpu_quota_at(root) == 0, "cpu.max \"%s\"", bad[i]);
     }
-    /* a path longer than the reader follows */
+    CHECK(sbn__cgroup_cpu_quota_at("/nonexistent/root") == 0);
+    drop(root);
+    /* a path longer than the reader holds: the mount's root still counts, and the rest of
+     * the line is not read as a line of its own (its "::/a" would name a's limit) */
+    fresh(root);
     memset(longpath, 'x', sizeof longpath);
     memcpy(longpath, "0::/", 4);
-    strcpy(longpath + sizeof longpath - 2, "\n");
+    memcpy(longpath + sizeof longpath - 6, "::/a\n", 6);
     CHECK(put(root, "/proc/self/cgroup", longpath));
+    CHECK(put(root, "/sys/fs/cgroup/a/cpu.max", "50000 100000\n"));
     CHECK(sbn__cgroup_cpu_quota_at(root) == 0);
-    CHECK(sbn__cgroup_cpu_quota_at("/nonexistent/root") == 0);
+    CHECK(put(root, "/sys/fs/cgroup/cpu.max", "200000 100000\n"));
+    CHECK(near(sbn__cgroup_cpu_quota_at(root), 2.0));
+    drop(root);
+}
+
+/* Trailing and double slashes, the host's root with no cpu.max, a v1 limit on an ancestor
+ * below the mount, a "0::" line before the v1 cpu line. */
+static void paths_and_orders(void)
+{
+    char root[64];
+    fresh(root);
+    CHECK(put(root, "/proc/self/cgroup", "0::/a/b/\n"));
+    CHECK(put(root, "/sys/fs/cgroup/a/cpu.max", "50000 100000\n"));
+    CHECK(near(sbn__cgroup_cpu_quota_at(root), 0.5));
+    CHECK(put(root, "/proc/self/cgroup", "0::/a//b\n"));
+    CHECK(near(sbn__cgroup_cpu_quota_at(root), 0.5));
+    CHECK(put(root, "/proc/self/cgroup", "0::/\n")); /* the host's root: no cpu.max there */
+    CHECK(sbn__cgroup_cpu_quota_at(root) == 0);
+    drop(root);
+    fresh(root);
+    CHECK(put(root, "/proc/self/cgroup", "0::/\n2:cpuacct,cpu:/slice/job/step\n"));
+    CHECK(put(root, "/sys/fs/cgroup/cpu.max", "100000 100000\n")); /* v2's: not the cpu one */
+    CHECK(put(root, "/sys/fs/cgroup/cpuacct,cpu/slice/cpu.cfs_quota_us", "600000\n"));
+    CHECK(put(root, "/sys/fs/cgroup/cpuacct,cpu/slice/cpu.cfs_period_us", "100000\n"));
+    CHECK(put(root, "/sys/fs/cgroup/cpuacct,cpu/slice/job/step/cpu.cfs_quota_us", "-1\n"));
+    CHECK(put(root, "/sys/fs/cgroup/cpuacct,cpu/slice/job/step/cpu.cfs_period_us", "100000\n"));
+    CHECK(near(sbn__cgroup_cpu_quota_at(root), 6.0));
     drop(root);
 }
 
@@ -186,6 +218,7 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(v2_container_root),
     SBN_TEST_CASE(v1_quota),
     SBN_TEST_CASE(unreadable_or_malformed),
+    SBN_TEST_CASE(paths_and_orders),
     SBN_TEST_CASE(cpus_within_quota),
     SBN_TEST_CASE(this_machine),
 };

@@ -14,8 +14,12 @@
  * with cpu>:<path>" for v1, which wins on hybrid systems, where the cpu controller is
  * v1's). A container usually mounts its own cgroup as the root, while /proc/self/cgroup
  * may give the path as the host sees it; the directories of that path then do not
- * exist under the mount and only the root's file is read. Every path is under a root
- * prefix ("" for this machine) so that the tests can write the trees they read.
+ * exist under the mount and only the root's file is read. The mounts are the usual
+ * /sys/fs/cgroup (v2) and /sys/fs/cgroup/cpu,cpuacct (or cpuacct,cpu, or cpu: v1); a
+ * cgroup file system mounted elsewhere is not looked for (no limit is found then). Read
+ * once per process (machine.c): a limit changed later, or a move to another cgroup, is
+ * not seen. Every path is under a root prefix ("" for this machine) so that the tests
+ * can write the trees they read.
  */
 #include <math.h>
 #include <stdio.h>
@@ -77,7 +81,9 @@ static double level_quota(const char *root, const char *dir, int v1)
 }
 
 /* The cgroup path of the cpu controller from /proc/self/cgroup into path, and whether it
- * is v1's; 0 when neither line is there. */
+ * is v1's; 0 when neither line is there. A path too long to hold is taken as the mount's
+ * root "/" (the root's limit still counts), and the rest of its line is skipped, never
+ * read as a line of its own. */
 static int cgroup_path(const char *root, char *path, int len, int *v1)
 {
     char full[SBN_CGROUP_PATH + 32], line[SBN_CGROUP_PATH + 128];
@@ -87,10 +93,17 @@ static int cgroup_path(const char *root, char *path, int len, int *v1)
     if ((f = fopen(full, "r")) == NULL) return 0;
     while (fgets(line, sizeof line, f) != NULL) {
         char *list = strchr(line, ':'), *p;
+        const size_t got = strlen(line);
+        int ch, cut = 0;
+        if ((got == 0 || line[got - 1] != '\n') && !feof(f)) { /* longer than line */
+            while ((ch = fgetc(f)) != EOF && ch != '\n') continue;
+            cut = 1;
+        }
         if (list == NULL || (p = strchr(list + 1, ':')) == NULL) continue;
         *p++ = '\0';
         p[strcspn(p, "\n")] = '\0';
-        if (*p != '/' || strlen(p) >= (size_t)len) continue;
+        if (*p != '/') continue;
+        if (cut || strlen(p) >= (size_t)len) p[1] = '\0'; /* only the root is followed */
         if (strcmp(list + 1, "") == 0 && !found) { /* "0::<path>": the unified hierarchy */
             snprintf(path, (size_t)len, "%s", p);
             *v1 = 0, found = 1;
@@ -114,12 +127,13 @@ static int cgroup_path(const char *root, char *path, int len, int *v1)
 
 double sbn__cgroup_cpu_quota_at(const char *root)
 {
-    static const char *const v1_mounts[] = {"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"};
+    static const char *const v1_mounts[] = {"/sys/fs/cgroup/cpu,cpuacct",
+                                            "/sys/fs/cgroup/cpuacct,cpu", "/sys/fs/cgroup/cpu"};
     char path[SBN_CGROUP_PATH], dir[2 * SBN_CGROUP_PATH];
     double least = 0;
     int v1 = 0, m;
     if (!cgroup_path(root, path, sizeof path, &v1)) return 0;
-    for (m = 0; m < (v1 ? 2 : 1); m++) { /* v1: either mount name, whichever has it */
+    for (m = 0; m < (v1 ? 3 : 1); m++) { /* v1: any mount name, whichever has it */
         const char *mount = v1 ? v1_mounts[m] : "/sys/fs/cgroup";
         size_t end = strlen(path);
         for (;;) { /* the cgroup, then each parent up to the mount's root */
