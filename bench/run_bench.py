@@ -125,8 +125,9 @@ def machine_info(build):
         except (OSError, subprocess.SubprocessError):
             pass
     ncpu = os.cpu_count() or 0
-    usable = usable_cpus()
-    cpus = "%d CPUs" % ncpu + ("" if usable == ncpu else " (%d in the affinity mask)" % usable)
+    usable = usable_cpus(build)
+    cpus = "%d CPUs" % ncpu + ("" if usable == ncpu else " (usable: %s)" % (
+        syncbn_info_field(build, "cpus") or "%d in the affinity mask" % usable))
     caches = {}
     base = "/sys/devices/system/cpu/cpu0/cache"
     try:
@@ -169,17 +170,36 @@ def machine_info(build):
         kernels)
 
 
-def usable_cpus():
-    """The CPUs in this process's affinity mask (all of them where that is unknown)."""
+def syncbn_info_field(build, name):
+    """The text after "name:" in `syncbn info` of the build, or None."""
+    exe = os.path.join(build, "syncbn") if build else ""
+    if not exe or not os.access(exe, os.X_OK):
+        return None
+    try:
+        out = subprocess.run([exe, "info"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             universal_newlines=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return next((l.split(":", 1)[1].strip() for l in out.splitlines()
+                 if l.startswith(name + ":")), None)
+
+
+def usable_cpus(build=None):
+    """The CPUs this process may use: syncbn's count (the affinity mask within the cgroup's
+    CPU quota) when the build has `syncbn`, else the affinity mask (all CPUs where that is
+    unknown)."""
+    text = syncbn_info_field(build, "cpus")
+    if text and text.split()[0].isdigit():
+        return int(text.split()[0])
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 
 
-def default_threads():
+def default_threads(build=None):
     """1, 2, 4, ... below the CPUs this process may use, then that count itself."""
-    cpus = usable_cpus()
+    cpus = usable_cpus(build)
     counts, t = [], 1
     while t < cpus:
         counts.append(t)
@@ -286,7 +306,7 @@ def main():
     ap.add_argument("--no-syncbn", action="store_true", help="skip the SyncBN layer rows")
     ap.add_argument("--no-aclnn", action="store_true", help="skip the aclnn rows of bench_ops")
     ap.add_argument("--dtypes", default="f32,bf16", help="of f32,bf16,f16")
-    ap.add_argument("--threads", default=default_threads(),
+    ap.add_argument("--threads", default=None,
                     help="thread counts (default 1, 2, 4, ... up to the CPUs, and the CPUs)")
     ap.add_argument("--layouts", default="cf,cl")
     ap.add_argument("--modes", default="fwd-train,bwd,eval")
@@ -298,6 +318,8 @@ def main():
                     help="OMP_WAIT_POLICY=passive for the OpenMP peers (oneDNN, torch): on a "
                          "busy machine their spinning barriers can cost 10-40x at 2 threads")
     a = ap.parse_args()
+    if a.threads is None:
+        a.threads = default_threads(a.build)
     for opt, text, known in (("--dtypes", a.dtypes, ("f32", "bf16", "f16")),
                              ("--layouts", a.layouts, ("cf", "cl")),
                              ("--modes", a.modes, ("fwd-train", "bwd", "eval"))):
