@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scale.sh - the many-core scaling run, for a machine with many cores (the device host):
 # builds Release with every core in build/scale, then
+#   0. after the build: syncbn info, and bench/spills.py on the kernels that host's compiler
+#      made (spills.txt);
 #   1. bench_pool: a parallel loop's start and join at 1, 2, 4, ... CPUs threads (hot, cold,
 #      and the tail of loops of 50 us pieces: p90/p99/max), and small ops on pools of those
 #      sizes (pool.csv); bench_kernels: the kernels alone on one core, and what the slices of
@@ -35,6 +37,9 @@ cmake -S . -B build/scale -DCMAKE_BUILD_TYPE=Release -DSBN_BUILD_TESTS=OFF -DSBN
   >/dev/null && cmake --build build/scale -j "$cpus" --target syncbn_cli bench_ops bench_pool \
   bench_kernels syncbn >/dev/null || { echo "scale.sh: build failed" | tee -a "$out/run.log"; exit 1; }
 build/scale/syncbn info 2>&1 | tee -a "$out/run.log"
+# that host's compiler may keep other kernel accumulators on the stack than the project's
+{ "${CC:-cc}" --version | head -1; "$py" bench/spills.py build/scale; } > "$out/spills.txt" 2>&1
+tail -1 "$out/spills.txt" | tee -a "$out/run.log"
 echo "# bench_pool" | tee -a "$out/run.log"
 pool_counts=1
 t=2
