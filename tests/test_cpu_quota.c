@@ -209,7 +209,8 @@ static void this_machine(void)
     CHECK(sbn_info_get(&in) == SBN_OK);
     CHECK(in.cpus == m->cpus && in.cpus_affinity == m->cpus_affinity);
     CHECK(near(in.cpu_quota, quota));
-    if (getenv("SBN_NUM_THREADS") == NULL) CHECK(sbn_pool_default_threads() == m->cpus);
+    if (getenv("SBN_NUM_THREADS") == NULL && sbn__local_ranks(NULL) == 1)
+        CHECK(sbn_pool_default_threads() == m->cpus);
     printf("    cpus %d (affinity %d, quota %.2f)\n", m->cpus, m->cpus_affinity, quota);
 }
 

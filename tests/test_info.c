@@ -83,7 +83,8 @@ static void test_info_environment(void)
     tsup_unsetenv_now("SBN_STREAM_STORES");
     tsup_unsetenv_now("SBN_COMM_TIMEOUT");
     CHECK_OK(sbn_info_get(&in));
-    CHECK(in.threads == in.cpus && !in.var[SBN_ENV_NUM_THREADS].set);
+    CHECK(in.threads == sbn__default_cpus() && !in.var[SBN_ENV_NUM_THREADS].set);
+    CHECK(in.threads <= in.cpus && in.threads >= 1);
     CHECK(in.comm_timeout == 0.0);
 }
 

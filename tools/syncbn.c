@@ -19,7 +19,8 @@
  *   syncbn info
  *       What this build and this process would use: version, the kernel variant chosen,
  *       every SBN_* variable as the library parsed it (syncbn/info.h), the CPUs (the
- *       affinity mask within the cgroup's CPU quota), the caches, the thread count (SBN_NUM_THREADS), MPI built or not,
+ *       affinity mask within the cgroup's CPU quota), the caches, the thread count
+ *       (SBN_NUM_THREADS, else the CPUs or this rank's share of them), MPI built or not,
  *       the communicator timeout (SBN_COMM_TIMEOUT); exits 1 when one of those variables
  *       holds an invalid value. demo and verify refuse a bad SBN_COMM_TIMEOUT (exit 1)
  *       and give their threads worlds the library's timeout when it is set.
@@ -613,6 +614,7 @@ static int info(void)
 {
     sbn_info in; /* the library's own view: kernels, machine, every SBN_* variable */
     const sbn_info_var *num, *timeout;
+    char share[160];
     int bad = 0, id;
     sbn_comm_t *comm = NULL;
 
@@ -639,13 +641,18 @@ static int info(void)
     else
         printf("cpus: %d (in this process's affinity mask)\n", in.cpus);
     print_caches(&in);
+    if (in.local_ranks > 1)
+        snprintf(share, sizeof share, "the cpus above, at most the machine's share of %d local "
+                 "ranks (%s)", in.local_ranks, in.local_ranks_source);
+    else
+        snprintf(share, sizeof share, "the cpus above");
     if (!num->set)
-        printf("threads: %d (SBN_NUM_THREADS unset: the cpus above)\n", in.threads);
+        printf("threads: %d (SBN_NUM_THREADS unset: %s)\n", in.threads, share);
     else if (num->valid)
         printf("threads: %d (SBN_NUM_THREADS)\n", in.threads);
     else
-        printf("threads: %d (SBN_NUM_THREADS is \"%s\", refused: expected 1 to %d; the cpus "
-               "above)\n", in.threads, num->value, in.max_threads);
+        printf("threads: %d (SBN_NUM_THREADS is \"%s\", refused: expected 1 to %d; %s)\n",
+               in.threads, num->value, in.max_threads, share);
 #ifdef SBN_HAVE_MPI
     {
         char version[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -57,7 +57,8 @@ typedef struct sbn_info {
     double reduce_prefetch_bytes;   /* row reductions prefetch beyond this */
     int stream_stores;              /* SBN_STREAM_STORES: -1 by size, 0 never, 1 always */
     int row_tiles;                  /* SBN_ROW_TILES: -1 by size, 0 never, 1 always */
-    int threads;                    /* the default thread count (SBN_NUM_THREADS or cpus) */
+    int threads;                    /* the default thread count: SBN_NUM_THREADS, else cpus
+                                       (at most its share among local_ranks below) */
     int max_threads;                /* the largest SBN_NUM_THREADS accepted */
     double comm_timeout;            /* seconds SBN_COMM_TIMEOUT gives (0: unset or invalid) */
     double comm_timeout_default;    /* seconds when SBN_COMM_TIMEOUT is unset */
@@ -73,6 +74,11 @@ typedef struct sbn_info {
     int cpus_affinity; /* CPUs in this process's affinity mask */
     double cpu_quota;  /* its cgroup's CPU quota in CPUs (cpu.max: 2.5 for 250 ms a 100 ms
                           period); 0 when it has none or it cannot be read */
+    /* The ranks of this job on this machine, as its launcher says (Open MPI, MPICH or
+     * Intel MPI's Hydra, torchrun): the default thread count is at most the machine's
+     * CPUs (within the quota) divided among them. */
+    int local_ranks;                /* 1 when no launcher variable is set */
+    const char *local_ranks_source; /* the variable that gave it ("" when none) */
 } sbn_info;
 
 /*

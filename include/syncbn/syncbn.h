@@ -147,7 +147,10 @@ int sbn_pool_threads(const sbn_pool_t *pool);
 /*
  * The size the library picks for a pool when the caller does not: SBN_NUM_THREADS
  * when it is set to 1..1024 (read once per process; another value is ignored with a
- * warning on stderr), else the CPUs of the process's affinity mask (at most 1024).
+ * warning on stderr), else the CPUs of the process's affinity mask, at most the ceiling
+ * of its cgroup's CPU quota and, when a launcher says several ranks of the job share
+ * this machine (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, LOCAL_WORLD_SIZE), at most
+ * the machine's CPUs divided among them (at most 1024).
  * The aclnn library sizes its pool with it; so may any caller of sbn_pool_create.
  */
 int sbn_pool_default_threads(void);

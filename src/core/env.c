@@ -111,7 +111,7 @@ static const env_spec k_specs[SBN_ENV_COUNT] = {
                               "the widest kernels the CPU supports", 0},
     [SBN_ENV_NUM_THREADS] = {"SBN_NUM_THREADS", parse_num_threads,
                              "a whole number from 1 to 1024",
-                             "the CPUs in the affinity mask within the cgroup's CPU quota", 0},
+                             "the CPUs of the mask, the CPU quota and the local ranks' share", 0},
     [SBN_ENV_COMM_TIMEOUT] = {"SBN_COMM_TIMEOUT", parse_comm_timeout,
                               "a number of seconds greater than 0", "60 s", 1},
 };

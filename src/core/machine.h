@@ -1,8 +1,10 @@
 /*
  * machine.h - the description of this machine that every schedule decision starts
  * from (machine.c): the CPUs this process may use (its affinity mask, capped by its
- * control group's CPU quota: cpu_quota.c) and the L1d, L2 and L3 cache sizes, with the CPUs sharing each, the number of L3 instances, and where each
- * number came from. Read once per process; `syncbn info` prints it (sbn_info_get).
+ * control group's CPU quota: cpu_quota.c) and the L1d, L2 and L3 cache sizes, with the
+ * CPUs sharing each, the number of L3 instances, and where each number came from. Read
+ * once per process; `syncbn info` prints it (sbn_info_get). Beside it, the share of the
+ * machine a rank of a job that several ranks run on takes by default (local_ranks.c).
  */
 #ifndef SBN_CORE_MACHINE_H
 #define SBN_CORE_MACHINE_H
@@ -33,6 +35,17 @@ int sbn__affinity_cpus(void);
 double sbn__cgroup_cpu_quota_at(const char *root);
 /* The CPUs a pool should use: cpus, or fewer under a quota (its ceiling, at least 1). */
 int sbn__cpus_within_quota(int cpus, double quota);
+/* The processes of one job on this machine per their launcher's variables (local_ranks.c:
+ * OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, LOCAL_WORLD_SIZE, the first valid), 1 when
+ * none is set; *source (when not NULL) names the variable, or NULL. Reads the environment. */
+int sbn__local_ranks(const char **source);
+/* A launcher variable's value as a count of ranks (1..65536), 0 when it is not one. */
+int sbn__parse_local_ranks(const char *text);
+/* cpus, at most node_cpus / ranks (at least 1). */
+int sbn__cpus_per_rank(int cpus, int node_cpus, int ranks);
+/* The CPUs a default pool takes now: the affinity mask within the quota, at most this
+ * process's share of the node's CPUs among the local ranks. */
+int sbn__default_cpus(void);
 /* This machine, read once per process (thread-safe). */
 const sbn__machine *sbn__machine_get(void);
 /* Bytes of this machine's level-1, 2 or 3 data cache (per instance): sbn__machine_get's. */

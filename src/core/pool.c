@@ -315,8 +315,7 @@ SBN_API int sbn_pool_threads(const sbn_pool_t *pool)
 SBN_API int sbn_pool_default_threads(void)
 {
     int n = sbn__env_get()->num_threads; /* 1..SBN_POOL_MAX_THREADS when set and valid, else 0 */
-    if (n <= 0) /* the affinity mask now (a caller may have narrowed it), within the quota */
-        n = sbn__cpus_within_quota(sbn__affinity_cpus(), sbn__machine_get()->cpu_quota);
+    if (n <= 0) n = sbn__default_cpus(); /* mask, quota and the local ranks' shares, now */
     return n > SBN_POOL_MAX_THREADS ? SBN_POOL_MAX_THREADS : n;
 }
 

@@ -51,7 +51,7 @@ static void fill(sbn_info *info)
     info->reduce_prefetch_bytes = SBN_REDUCE_PREFETCH_SHARE * l3;
     info->stream_stores = env->stream_stores;
     info->row_tiles = env->row_tiles;
-    info->threads = env->num_threads > 0 ? env->num_threads : info->cpus;
+    info->threads = env->num_threads > 0 ? env->num_threads : sbn__default_cpus();
     info->max_threads = SBN_ENV_MAX_THREADS;
     info->comm_timeout = env->comm_timeout;
     info->comm_timeout_default = SBN_COMM_DEFAULT_TIMEOUT;
@@ -70,6 +70,8 @@ static void fill(sbn_info *info)
     info->l3_instances = m->l3_instances;
     info->l3_instances_reported = m->l3_instances_reported;
     info->cpu_quota = m->cpu_quota;
+    info->local_ranks = sbn__local_ranks(&info->local_ranks_source);
+    if (info->local_ranks_source == NULL) info->local_ranks_source = "";
 }
 
 SBN_API sbn_status sbn_info_get(sbn_info *info)
