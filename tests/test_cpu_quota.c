@@ -1,6 +1,7 @@
 /*
- * test_cpu_quota.c - the CPU quota of the process's control group (cpu_quota.c), which
- * caps the machine description's CPU count and so the default pool: read from trees of
+ * test_cpu_quota.c - the CPU quota and the cpuset of the process's control group
+ * (cgroup_cpus.c): the quota caps the machine description's CPU count and so the default
+ * pool, the cpuset gives the machine's CPUs the ranks of a job share. Both are read from trees of
  * /proc/self/cgroup and /sys/fs/cgroup that the test writes (cgroup v2 with nested
  * limits, a container whose own cgroup is the mount's root, v1 under each mount name,
  * a hybrid system, no limit, files that do not parse, paths too long to hold, odd
@@ -206,12 +207,57 @@ static void this_machine(void)
     CHECK(near(m->cpu_quota, quota));
     CHECK(m->cpus == sbn__cpus_within_quota(m->cpus_affinity, quota));
     CHECK(m->cpus >= 1 && m->cpus <= m->cpus_affinity);
+    CHECK(m->node_cpus >= m->cpus_affinity);
+    if (sbn__node_cpus_at("") >= m->cpus_affinity) CHECK(m->node_cpus == sbn__node_cpus_at(""));
     CHECK(sbn_info_get(&in) == SBN_OK);
     CHECK(in.cpus == m->cpus && in.cpus_affinity == m->cpus_affinity);
     CHECK(near(in.cpu_quota, quota));
     if (getenv("SBN_NUM_THREADS") == NULL && sbn__local_ranks(NULL) == 1)
         CHECK(sbn_pool_default_threads() == m->cpus);
     printf("    cpus %d (affinity %d, quota %.2f)\n", m->cpus, m->cpus_affinity, quota);
+}
+
+/* CPU lists: ranges and single CPUs; anything else is 0. */
+static void cpu_lists(void)
+{
+    static const char *const bad[] = {"", "a", "1-0", "0-70000", "70000", "-1", "0-", "0,,2",
+                                      "0-3 ", "0-3x", "1 2", "0-65535,0-65535"};
+    size_t i;
+    CHECK(sbn__cpu_list_count("0-7,16-23") == 16);
+    CHECK(sbn__cpu_list_count("3") == 1);
+    CHECK(sbn__cpu_list_count("0-1\n") == 2);
+    CHECK(sbn__cpu_list_count("0,2,4-5") == 4);
+    CHECK(sbn__cpu_list_count("0-65535") == 65536);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_MSG(sbn__cpu_list_count(bad[i]) == 0, "\"%s\"", bad[i]);
+}
+
+/* The cpuset the job may use: the deepest level that gives it, v2 and v1; the online
+ * CPUs without one. */
+static void cpusets(void)
+{
+    char root[64];
+    fresh(root);
+    CHECK(sbn__cgroup_cpuset_cpus_at(root) == 0 && sbn__node_cpus_at(root) == 0);
+    CHECK(put(root, "/sys/devices/system/cpu/online", "0-127\n"));
+    CHECK(sbn__node_cpus_at(root) == 128); /* no cgroup file: the machine's */
+    CHECK(put(root, "/proc/self/cgroup", "0::/slurm/job7/step0\n"));
+    CHECK(put(root, "/sys/fs/cgroup/slurm/job7/cpuset.cpus.effective", "4-11\n"));
+    CHECK(sbn__cgroup_cpuset_cpus_at(root) == 8); /* the step has no file: its job's */
+    CHECK(put(root, "/sys/fs/cgroup/slurm/job7/step0/cpuset.cpus.effective", "4-7\n"));
+    CHECK(sbn__cgroup_cpuset_cpus_at(root) == 4 && sbn__node_cpus_at(root) == 4);
+    CHECK(put(root, "/sys/fs/cgroup/slurm/job7/step0/cpuset.cpus.effective", "\n"));
+    CHECK(sbn__cgroup_cpuset_cpus_at(root) == 8); /* empty: the level above says */
+    drop(root);
+    fresh(root); /* v1: effective_cpus first, else cpuset.cpus */
+    CHECK(put(root, "/proc/self/cgroup", "3:cpuset:/docker/abc\n1:cpu:/docker/abc\n"));
+    CHECK(put(root, "/sys/fs/cgroup/cpuset/docker/abc/cpuset.cpus", "0-3\n"));
+    CHECK(sbn__cgroup_cpuset_cpus_at(root) == 4);
+    CHECK(put(root, "/sys/fs/cgroup/cpuset/docker/abc/cpuset.effective_cpus", "0-1\n"));
+    CHECK(sbn__cgroup_cpuset_cpus_at(root) == 2);
+    CHECK(put(root, "/sys/fs/cgroup/cpuset/docker/abc/cpuset.effective_cpus", "junk\n"));
+    CHECK(sbn__cgroup_cpuset_cpus_at(root) == 4);
+    drop(root);
 }
 
 static const sbn_test_case k_cases[] = {
@@ -221,6 +267,8 @@ static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(unreadable_or_malformed),
     SBN_TEST_CASE(paths_and_orders),
     SBN_TEST_CASE(cpus_within_quota),
+    SBN_TEST_CASE(cpu_lists),
+    SBN_TEST_CASE(cpusets),
     SBN_TEST_CASE(this_machine),
 };
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "core/machine.h"
@@ -54,7 +55,7 @@ static void shares(void)
     CHECK(sbn__cpus_per_rank(4, 64, 2) == 4);   /* the mask is smaller than the share */
 }
 
-/* The first valid variable in the launchers' order counts. */
+/* The largest valid variable counts (nested launchers); invalid ones are skipped. */
 static void which_variable(void)
 {
     const char *source = "x";
@@ -63,12 +64,22 @@ static void which_variable(void)
     CHECK(tsup_setenv_now("LOCAL_WORLD_SIZE", "4") == 0);
     CHECK(sbn__local_ranks(&source) == 4 && strcmp(source, "LOCAL_WORLD_SIZE") == 0);
     CHECK(tsup_setenv_now("MPI_LOCALNRANKS", "3") == 0);
-    CHECK(sbn__local_ranks(&source) == 3 && strcmp(source, "MPI_LOCALNRANKS") == 0);
-    CHECK(tsup_setenv_now("OMPI_COMM_WORLD_LOCAL_SIZE", "2") == 0);
-    CHECK(sbn__local_ranks(&source) == 2 && strcmp(source, "OMPI_COMM_WORLD_LOCAL_SIZE") == 0);
+    CHECK(sbn__local_ranks(&source) == 4 && strcmp(source, "LOCAL_WORLD_SIZE") == 0);
+    CHECK(tsup_setenv_now("OMPI_COMM_WORLD_LOCAL_SIZE", "6") == 0);
+    CHECK(sbn__local_ranks(&source) == 6 && strcmp(source, "OMPI_COMM_WORLD_LOCAL_SIZE") == 0);
     CHECK(tsup_setenv_now("OMPI_COMM_WORLD_LOCAL_SIZE", "lots") == 0); /* skipped */
-    CHECK(sbn__local_ranks(&source) == 3 && strcmp(source, "MPI_LOCALNRANKS") == 0);
-    CHECK(sbn__local_ranks(NULL) == 3);
+    CHECK(sbn__local_ranks(&source) == 4 && strcmp(source, "LOCAL_WORLD_SIZE") == 0);
+    /* mpirun of one rank a node starting torchrun of eight workers */
+    CHECK(tsup_setenv_now("OMPI_COMM_WORLD_LOCAL_SIZE", "1") == 0);
+    CHECK(tsup_unsetenv_now("MPI_LOCALNRANKS") == 0);
+    CHECK(tsup_setenv_now("LOCAL_WORLD_SIZE", "8") == 0);
+    CHECK(sbn__local_ranks(&source) == 8 && strcmp(source, "LOCAL_WORLD_SIZE") == 0);
+    /* none valid */
+    CHECK(tsup_setenv_now("OMPI_COMM_WORLD_LOCAL_SIZE", "0") == 0);
+    CHECK(tsup_setenv_now("MPI_LOCALNRANKS", "-3") == 0);
+    CHECK(tsup_setenv_now("LOCAL_WORLD_SIZE", "8 ") == 0);
+    CHECK(sbn__local_ranks(&source) == 1 && source == NULL);
+    CHECK(sbn__local_ranks(NULL) == 1);
     clear_vars();
 }
 
@@ -76,9 +87,8 @@ static void which_variable(void)
 static void default_pool_takes_its_share(void)
 {
     const sbn__machine *m = sbn__machine_get();
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
     int cpus = sbn__cpus_within_quota(sbn__affinity_cpus(), m->cpu_quota);
-    int node = sbn__cpus_within_quota(online > 0 ? (int)online : cpus, m->cpu_quota);
+    int node = sbn__cpus_within_quota(m->node_cpus, m->cpu_quota);
     int ranks;
     sbn_info in;
     clear_vars();
@@ -87,6 +97,7 @@ static void default_pool_takes_its_share(void)
         char text[16];
         int want = node / ranks < 1 ? 1 : node / ranks;
         if (want > cpus) want = cpus;
+        if (want > 1024) want = 1024;
         snprintf(text, sizeof text, "%d", ranks);
         CHECK(tsup_setenv_now("OMPI_COMM_WORLD_LOCAL_SIZE", text) == 0);
         CHECK_MSG(sbn_pool_default_threads() == want, "%d ranks: %d threads, want %d", ranks,
@@ -94,12 +105,15 @@ static void default_pool_takes_its_share(void)
         memset(&in, 0, sizeof in);
         in.size = sizeof in;
         CHECK(sbn_info_get(&in) == SBN_OK);
-        CHECK(in.threads == want && in.local_ranks == ranks);
-        CHECK(strcmp(in.local_ranks_source, "OMPI_COMM_WORLD_LOCAL_SIZE") == 0);
+        CHECK(in.threads == (node / ranks < 1 ? 1 : node / ranks < cpus ? node / ranks : cpus));
+        CHECK(in.local_ranks == ranks);
+        CHECK(strcmp(in.local_ranks_source, ranks > 1 ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "") == 0);
         CHECK(in.cpus == cpus); /* the CPUs stay the mask's: only the default is shared */
     }
     CHECK(tsup_setenv_now("SBN_NUM_THREADS", "3") == 0);
     CHECK(sbn_pool_default_threads() == 3);
+    CHECK(tsup_setenv_now("SBN_NUM_THREADS", "many") == 0); /* refused: the share again */
+    CHECK(sbn_pool_default_threads() == 1); /* 2 node + 1 ranks: one each */
     clear_vars();
     memset(&in, 0, sizeof in);
     in.size = sizeof in;
@@ -108,11 +122,30 @@ static void default_pool_takes_its_share(void)
     printf("    node %d cpus, this process %d\n", node, cpus);
 }
 
+/* A mask narrowed to one CPU keeps one thread whatever the share; the machine's CPUs the
+ * job may use are at least the mask's (machine.c). */
+static void narrowed_mask(void)
+{
+    cpu_set_t one;
+    const sbn__machine *m = sbn__machine_get();
+    clear_vars();
+    CHECK(m->node_cpus >= m->cpus_affinity && m->cpus_affinity >= 1);
+    CPU_ZERO(&one);
+    CHECK(sched_getcpu() >= 0);
+    CPU_SET(sched_getcpu(), &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+    CHECK(sbn_pool_default_threads() == 1);
+    CHECK(tsup_setenv_now("LOCAL_WORLD_SIZE", "2") == 0);
+    CHECK(sbn_pool_default_threads() == 1);
+    clear_vars();
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(values_parsed),
     SBN_TEST_CASE(shares),
     SBN_TEST_CASE(which_variable),
     SBN_TEST_CASE(default_pool_takes_its_share),
+    SBN_TEST_CASE(narrowed_mask),
 };
 
 SBN_TEST_MAIN(k_cases)

@@ -2,9 +2,12 @@
 
 One ``sbn_pool`` serves every op and layer call of the process. Its size is read
 once, at first use: ``SBN_NUM_THREADS`` (the variable the aclnn path reads) when
-set, else the library's CPU count (the affinity mask within the cgroup's CPU
-quota), no more than ``torch.get_num_threads()`` when torch is importable. ``set_num_threads(n)`` replaces it. After ``fork()`` the child drops the
-parent's pool (its threads do not exist there) and builds its own on first use.
+set, else the library's default (``sbn_pool_default_threads``: the affinity
+mask within the cgroup's CPU quota, and this rank's share of the machine when a
+launcher says several ranks share it), no more than ``torch.get_num_threads()``
+when torch is importable. ``set_num_threads(n)`` replaces it. After ``fork()``
+the child drops the parent's pool (its threads do not exist there) and builds
+its own on first use.
 
 Workspaces are grow-only byte buffers, one per Python thread, aligned to 64
 bytes, so that a training step does not allocate (and page-fault) scratch memory.
@@ -35,8 +38,8 @@ def _default_threads():
             raise _errors.bad_input(_errors.ERR_BAD_VALUE, "SBN_NUM_THREADS is %r; expected a "
                                     "whole number from 1 to 1024" % env)
         return n
-    # the library's count: the affinity mask within the cgroup's CPU quota, which torch's
-    # own default (the cores of the machine) does not know of
+    # the library's default: the affinity mask within the cgroup's CPU quota and the local
+    # ranks' share, which torch's own default (the cores of the machine) does not know of
     cpus = max(1, int(lib.sbn_pool_default_threads()))
     try:
         import torch

@@ -6,15 +6,19 @@
  * 64-core node bound to its two sockets see 32 CPUs each, and pools sized from the mask
  * would run 256 threads on 64 cores, every parallel loop then waiting for members the
  * kernel has parked behind another rank's. So the default is the CPUs of the mask and
- * the quota (machine.c), at most the node's CPUs (within the quota) divided by the local
- * ranks: 8 each in the example, 1 for ranks bound to one core. The launchers' variables,
- * the first one set and valid: OMPI_COMM_WORLD_LOCAL_SIZE (Open MPI's mpirun),
- * MPI_LOCALNRANKS (MPICH's and Intel MPI's Hydra), LOCAL_WORLD_SIZE (torchrun). A value
- * that is not a whole number from 1 to SBN_MAX_LOCAL_RANKS is skipped.
+ * the quota (machine.c), at most the job's CPUs of the machine (its cgroup's cpuset, else
+ * the online CPUs: cgroup_cpus.c; within the quota) divided by the local ranks: 8 each in
+ * the example, 1 for ranks bound to one core. The launchers' variables, the largest
+ * valid one (a launcher of one rank a node may start another of several):
+ * OMPI_COMM_WORLD_LOCAL_SIZE (Open MPI's mpirun), MPI_LOCALNRANKS (MPICH's and Intel
+ * MPI's Hydra), LOCAL_WORLD_SIZE (torchrun). A value that is not a whole number from 1 to
+ * SBN_MAX_LOCAL_RANKS is skipped. Read from the environment at each call (a pool's
+ * creation, sbn_info_get), not once: a program may set them before it creates its pool.
+ * Not read: Slurm's srun (which binds each task to its CPUs by default), MVAPICH's and
+ * Horovod's variables.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/machine.h"
 
@@ -40,15 +44,16 @@ int sbn__parse_local_ranks(const char *text)
 int sbn__local_ranks(const char **source)
 {
     size_t i;
+    int most = 1;
+    if (source != NULL) *source = NULL;
     for (i = 0; i < sizeof k_local_rank_vars / sizeof k_local_rank_vars[0]; i++) {
         int n = sbn__parse_local_ranks(getenv(k_local_rank_vars[i]));
-        if (n > 0) {
+        if (n > most) { /* nested launchers (mpirun of one rank a node, torchrun of 8) */
+            most = n;
             if (source != NULL) *source = k_local_rank_vars[i];
-            return n;
         }
     }
-    if (source != NULL) *source = NULL;
-    return 1;
+    return most;
 }
 
 int sbn__cpus_per_rank(int cpus, int node_cpus, int ranks)
@@ -62,9 +67,8 @@ int sbn__cpus_per_rank(int cpus, int node_cpus, int ranks)
 
 int sbn__default_cpus(void)
 {
-    const double quota = sbn__machine_get()->cpu_quota;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int cpus = sbn__cpus_within_quota(sbn__affinity_cpus(), quota);
-    int node = sbn__cpus_within_quota(online > 0 ? (int)online : cpus, quota);
+    const sbn__machine *m = sbn__machine_get();
+    int cpus = sbn__cpus_within_quota(sbn__affinity_cpus(), m->cpu_quota);
+    int node = sbn__cpus_within_quota(m->node_cpus, m->cpu_quota);
     return sbn__cpus_per_rank(cpus, node, sbn__local_ranks(NULL));
 }

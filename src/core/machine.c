@@ -1,8 +1,9 @@
 /*
  * machine.c - the description of this machine that every schedule decision starts
  * from, read once per process: the CPUs this process may run on (its affinity mask,
- * capped by its control group's CPU quota, which cpu_quota.c reads), and the size of one instance of the L1d, L2 and L3 caches with the number of CPUs
- * that share it and where each number came from. Sizes come from the kernel's
+ * capped by its control group's CPU quota, which cgroup_cpus.c reads), and the size of
+ * one instance of the L1d, L2 and L3 caches with the number of CPUs that share it and
+ * where each number came from. Sizes come from the kernel's
  * /sys/devices/system/cpu/cpu0/cache/index<i> (level, type, size, shared_cpu_list),
  * else from the C library's sysconf, else from defaults (32 KiB, 1 MiB, 32 MiB). The
  * kernel comes first because sysconf can be far off inside virtual machines: it may
@@ -34,6 +35,7 @@
 
 #define SBN_L3_MAX_PER_CPU ((int64_t)16 << 20)
 #define SBN_MAX_CPU_IDS 1024 /* CPU numbers a cpu_set_t holds (CPU_SETSIZE) */
+#define SBN_MAX_CPU_LIST 65536 /* the largest CPU number and count a list may give */
 
 static const char k_from_sys[] = "the kernel (/sys)";
 static const int64_t g_default_bytes[3] = {(int64_t)32 << 10, (int64_t)1 << 20,
@@ -73,24 +75,28 @@ static int cache_field_at(const char *root, int cpu, int i, const char *name, ch
     return ok;
 }
 
-/* CPUs in a list like "0-7,16-23"; 0 when it does not parse. */
-static int cpu_list_count(const char *s)
+int sbn__cpu_list_count(const char *s)
 {
-    int n = 0;
+    long n = 0;
     while (*s && *s != '\n') {
         char *end;
-        long a = strtol(s, &end, 10), b;
-        if (end == s || a < 0) return 0;
+        long a, b;
+        if (*s < '0' || *s > '9') return 0;
+        a = strtol(s, &end, 10);
+        if (end == s || a < 0 || a >= SBN_MAX_CPU_LIST) return 0;
         b = a;
         if (*end == '-') {
             s = end + 1;
+            if (*s < '0' || *s > '9') return 0;
             b = strtol(s, &end, 10);
-            if (end == s || b < a) return 0;
+            if (end == s || b < a || b >= SBN_MAX_CPU_LIST) return 0;
         }
-        n += (int)(b - a + 1);
+        n += b - a + 1;
+        if (n > SBN_MAX_CPU_LIST) return 0;
+        if (*end != ',' && *end != '\0' && *end != '\n') return 0;
         s = *end == ',' ? end + 1 : end;
     }
-    return n;
+    return (int)n;
 }
 
 /* The index<i> of cpu's data or unified cache of `level` under root, or -1. */
@@ -123,7 +129,7 @@ static int64_t sys_bytes(int level, int *sharing)
     if (unit == 'K') v *= 1024;
     else if (unit == 'M') v *= 1024 * 1024;
     *sharing = cache_field_at(SYS_CPU_ROOT, 0, i, "shared_cpu_list", shared, sizeof shared)
-                   ? cpu_list_count(shared)
+                   ? sbn__cpu_list_count(shared)
                    : 0;
     return v;
 }
@@ -246,6 +252,8 @@ static void read_machine(void)
     g_machine.cpus_affinity = sbn__affinity_cpus();
     g_machine.cpu_quota = sbn__cgroup_cpu_quota_at("");
     g_machine.cpus = sbn__cpus_within_quota(g_machine.cpus_affinity, g_machine.cpu_quota);
+    g_machine.node_cpus = sbn__node_cpus_at("");
+    if (g_machine.node_cpus < g_machine.cpus_affinity) g_machine.node_cpus = g_machine.cpus_affinity;
     for (level = 1; level <= 3; level++) read_level(&g_machine, level);
     read_l3_instances(&g_machine);
     /* an inclusive hierarchy never shrinks: keep the levels ordered */

@@ -1,7 +1,7 @@
 /*
  * machine.h - the description of this machine that every schedule decision starts
  * from (machine.c): the CPUs this process may use (its affinity mask, capped by its
- * control group's CPU quota: cpu_quota.c) and the L1d, L2 and L3 cache sizes, with the
+ * control group's CPU quota: cgroup_cpus.c) and the L1d, L2 and L3 cache sizes, with the
  * CPUs sharing each, the number of L3 instances, and where each number came from. Read
  * once per process; `syncbn info` prints it (sbn_info_get). Beside it, the share of the
  * machine a rank of a job that several ranks run on takes by default (local_ranks.c).
@@ -21,6 +21,8 @@ typedef struct sbn__machine {
     int cpus;                  /* CPUs this process may use: cpus_affinity within the quota */
     int cpus_affinity;         /* CPUs in this process's affinity mask */
     double cpu_quota;          /* its cgroup's CPU quota in CPUs (2.5: 250 ms a 100 ms); 0: none */
+    int node_cpus;             /* CPUs of the machine its job may use: the cgroup's cpuset, else
+                                  the online CPUs, else cpus_affinity */
     sbn__cache_level cache[3]; /* L1d, L2, L3 */
     int l3_instances;          /* L3 instances among those CPUs; 1 when unknown */
     int l3_instances_reported; /* what /sys said when that was not believed, else 0 */
@@ -33,11 +35,20 @@ int sbn__affinity_cpus(void);
  * is none or it cannot be read. root prefixes every path read ("" for this machine;
  * the tests pass a tree they wrote). */
 double sbn__cgroup_cpu_quota_at(const char *root);
+/* The CPUs of this process's cgroup's cpuset (v2 cpuset.cpus.effective, v1
+ * cpuset.effective_cpus or cpuset.cpus) at the deepest level that gives them; 0 when none
+ * does. The CPUs of the machine a job may use: that, else /sys/devices/system/cpu/online's
+ * count, else 0. root as above. */
+int sbn__cgroup_cpuset_cpus_at(const char *root);
+int sbn__node_cpus_at(const char *root);
+/* CPUs in a list like "0-7,16-23" (numbers below 65536); 0 when it does not parse. */
+int sbn__cpu_list_count(const char *s);
 /* The CPUs a pool should use: cpus, or fewer under a quota (its ceiling, at least 1). */
 int sbn__cpus_within_quota(int cpus, double quota);
 /* The processes of one job on this machine per their launcher's variables (local_ranks.c:
- * OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, LOCAL_WORLD_SIZE, the first valid), 1 when
- * none is set; *source (when not NULL) names the variable, or NULL. Reads the environment. */
+ * OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, LOCAL_WORLD_SIZE, the largest valid), 1 when
+ * none says more; *source (when not NULL) names the variable, or NULL. Reads the
+ * environment. */
 int sbn__local_ranks(const char **source);
 /* A launcher variable's value as a count of ranks (1..65536), 0 when it is not one. */
 int sbn__parse_local_ranks(const char *text);

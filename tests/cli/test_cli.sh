@@ -158,6 +158,10 @@ expect_info 0 '^row tiles: never' SBN_ROW_TILES=0
 expect_info 0 '^SBN_ONE_PASS_BYTES: [0-9]+ bytes \(l2' SBN_ONE_PASS_BYTES=l2
 expect_info 0 '^threads: 3 \(SBN_NUM_THREADS\)' SBN_NUM_THREADS=" 3 "
 expect_info 0 '^  L3 instances among these CPUs: [1-9][0-9]*'
+# a rank among 65536 on this machine: one thread, and the variable named
+expect_info 0 '^threads: 1 \(SBN_NUM_THREADS unset: .*share of 65536 local ranks \(LOCAL_WORLD_SIZE\)' \
+  LOCAL_WORLD_SIZE=65536
+expect_info 0 '^cpus: [1-9][0-9]* \(in this process' OMPI_COMM_WORLD_LOCAL_SIZE=65536
 # a warning on stderr for an ignored one, naming it and its value
 checks=$((checks + 1))
 err=$(SBN_ROW_TILES=yes timeout 60 "$syncbn" info 2>&1 >/dev/null)
