@@ -44,6 +44,7 @@ implementation for as "unsup"; a failed case as "error".
 """
 import argparse
 import csv
+import functools
 import io
 import math
 import os
@@ -152,17 +153,8 @@ def machine_info(build):
             except (ValueError, OSError):
                 v = 0
             caches[name] = "%s %s" % (name, _kib(v) if v and v > 0 else "?")
-    kernels = planned = "?"
-    exe = os.path.join(build, "syncbn")
-    if os.access(exe, os.X_OK):
-        try:
-            out = subprocess.run([exe, "info"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                 universal_newlines=True, timeout=30).stdout
-            field = lambda name: next((l.split(":", 1)[1].strip() for l in out.splitlines()
-                                       if l.startswith(name + ":")), "?")
-            kernels, planned = field("kernels"), field("caches")
-        except (OSError, subprocess.SubprocessError):
-            pass
+    kernels = syncbn_info_field(build, "kernels") or "?"
+    planned = syncbn_info_field(build, "caches") or "?"
     # the sizes syncbn plans with (syncbn info: checked, capped where the machine
     # misreports them) beside what the kernel and libc say
     return "# machine: %s, %s; %s; syncbn plans with %s; kernels: %s" % (
@@ -170,17 +162,22 @@ def machine_info(build):
         kernels)
 
 
-def syncbn_info_field(build, name):
-    """The text after "name:" in `syncbn info` of the build, or None."""
+@functools.lru_cache(maxsize=None)
+def _syncbn_info(build):
+    """The output of the build's `syncbn info` (run once a build), or "" without one."""
     exe = os.path.join(build, "syncbn") if build else ""
     if not exe or not os.access(exe, os.X_OK):
-        return None
+        return ""
     try:
-        out = subprocess.run([exe, "info"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             universal_newlines=True, timeout=30).stdout
+        return subprocess.run([exe, "info"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              universal_newlines=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
-    return next((l.split(":", 1)[1].strip() for l in out.splitlines()
+        return ""
+
+
+def syncbn_info_field(build, name):
+    """The text after "name:" in `syncbn info` of the build, or None."""
+    return next((l.split(":", 1)[1].strip() for l in _syncbn_info(build).splitlines()
                  if l.startswith(name + ":")), None)
 
 

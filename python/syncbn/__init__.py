@@ -5,8 +5,9 @@ is looked up). The top level holds the native ops (``stats``, ``elemt``, ...,
 zero-copy on numpy arrays and torch CPU tensors of any strides, f32/f64/f16/bf16),
 their PyTorch-named forms (``batch_norm_stats`` ...), the errors, and the size of
 the process-wide thread pool (``SBN_NUM_THREADS``, default the library's
-``sbn_pool_default_threads()``, no more than ``torch.get_num_threads()``). The ``nn.Module``, the converters, ``patch()`` and
-BatchNorm folding are in ``syncbn.torch``.
+``sbn_pool_default_threads()``, no more than ``torch.get_num_threads()``). The
+``nn.Module``, the converters, ``patch()`` and BatchNorm folding are in
+``syncbn.torch``.
 """
 from ._errors import (BadInputError, CommError, CommMismatchError, CommTimeoutError,
                       PeerFailedError, SyncBNError)

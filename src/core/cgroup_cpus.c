@@ -26,9 +26,11 @@
  * this machine) so that the tests can write the trees they read.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/machine.h"
 
 #define SBN_CGROUP_PATH 1024 /* longest path read; a longer one is not followed */
@@ -47,16 +49,11 @@ static int read_line(const char *root, const char *path, char *buf, int len)
     return ok;
 }
 
-/* A whole positive decimal number filling s; 0 otherwise. */
+/* A whole positive decimal number of at most 18 digits filling s; 0 otherwise. */
 static double positive(const char *s)
 {
-    double v = 0;
-    if (*s == '\0' || strlen(s) > 18) return 0;
-    for (; *s != '\0'; s++) {
-        if (*s < '0' || *s > '9') return 0;
-        v = v * 10 + (*s - '0');
-    }
-    return v;
+    int64_t v;
+    return strlen(s) <= 18 && sbn__parse_whole(s, INT64_MAX, &v) ? (double)v : 0;
 }
 
 /* One level's quota in CPUs: v2's cpu.max, or v1's two files; 0 for none. */
@@ -85,9 +82,9 @@ static double level_quota(const char *root, const char *dir, int v1)
 }
 
 /* The cgroup path of `controller` ("cpu", "cpuset") from /proc/self/cgroup into path, and
- * whether it is v1's; 0 when neither line is there. A path too long to hold is taken as the mount's
- * root "/" (the root's limit still counts), and the rest of its line is skipped, never
- * read as a line of its own. */
+ * whether it is v1's; 0 when neither line is there. A path too long to hold is taken as
+ * the mount's root "/" (the root's limit still counts), and the rest of its line is
+ * skipped, never read as a line of its own. */
 static int cgroup_path(const char *root, const char *controller, char *path, int len, int *v1)
 {
     char full[SBN_CGROUP_PATH + 32], line[SBN_CGROUP_PATH + 128];
@@ -204,6 +201,6 @@ int sbn__cpus_within_quota(int cpus, double quota)
 {
     double whole;
     if (quota <= 0) return cpus;
-    whole = ceil(quota);
-    return whole < (double)cpus ? (whole < 1 ? 1 : (int)whole) : cpus;
+    whole = ceil(quota); /* at least 1 for any quota > 0 */
+    return whole < (double)cpus ? (int)whole : cpus;
 }

@@ -33,8 +33,7 @@ typedef struct env_spec {
     int refused;          /* 1: a bad value fails the calls that read it; 0: it is ignored */
 } env_spec;
 
-/* A whole decimal number of digits only, at most `hi`. */
-static int parse_whole(const char *s, int64_t hi, int64_t *out)
+int sbn__parse_whole(const char *s, int64_t hi, int64_t *out)
 {
     int64_t v = 0;
     if (*s == '\0') return 0;
@@ -61,7 +60,7 @@ static int parse_one_pass_bytes(const char *s, sbn__env *env)
         env->one_pass_bytes = sbn__cache_bytes(2) / 2;
         return 1;
     }
-    return parse_whole(s, SBN_ENV_MAX_ONE_PASS_BYTES, &env->one_pass_bytes);
+    return sbn__parse_whole(s, SBN_ENV_MAX_ONE_PASS_BYTES, &env->one_pass_bytes);
 }
 
 static int parse_stream_stores(const char *s, sbn__env *env)
@@ -82,7 +81,7 @@ static int parse_force_scalar(const char *s, sbn__env *env)
 static int parse_num_threads(const char *s, sbn__env *env)
 {
     int64_t v;
-    if (!parse_whole(s, SBN_ENV_MAX_THREADS, &v) || v < 1) return 0;
+    if (!sbn__parse_whole(s, SBN_ENV_MAX_THREADS, &v) || v < 1) return 0;
     env->num_threads = (int)v;
     return 1;
 }

@@ -62,6 +62,11 @@ const sbn__env *sbn__env_get(void);
  * the library). Prints the warnings of the new values as on the first read. */
 void sbn__env_reload(void);
 
+/* A whole decimal number of digits only (no sign, no blanks), at most hi, into *out: 1;
+ * else 0 and *out untouched. The parser of the SBN_* counts, and of the numbers the
+ * cgroup files and the launchers' variables hold (cgroup_cpus.c, local_ranks.c). */
+int sbn__parse_whole(const char *s, int64_t hi, int64_t *out);
+
 /*
  * One variable's state in words into buf (always NUL-terminated): "unset (<default>)",
  * the parsed value with its meaning, or "invalid: <message>; <ignored: default |

@@ -17,9 +17,11 @@
  * Not read: Slurm's srun (which binds each task to its CPUs by default), MVAPICH's and
  * Horovod's variables.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/machine.h"
 
 #define SBN_MAX_LOCAL_RANKS 65536
@@ -29,16 +31,10 @@ static const char *const k_local_rank_vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "M
 
 int sbn__parse_local_ranks(const char *text)
 {
-    long v = 0;
-    size_t i, n;
-    if (text == NULL) return 0;
-    n = strlen(text);
-    if (n == 0 || n > 6) return 0;
-    for (i = 0; i < n; i++) {
-        if (text[i] < '0' || text[i] > '9') return 0;
-        v = v * 10 + (text[i] - '0');
-    }
-    return v >= 1 && v <= SBN_MAX_LOCAL_RANKS ? (int)v : 0;
+    int64_t v;
+    if (text == NULL || strlen(text) > 6 || !sbn__parse_whole(text, SBN_MAX_LOCAL_RANKS, &v))
+        return 0;
+    return v >= 1 ? (int)v : 0;
 }
 
 int sbn__local_ranks(const char **source)

@@ -9,10 +9,10 @@
  * loads each quarter's dy and x just before its step: with all sixteen loaded first
  * (eight ymm of temporaries beside eight accumulators and the center), GCC kept one
  * accumulator on the stack, and its fma chain waited on a store and a reload every
- * iteration (1.6x slower). Heads and
- * tails go 4 elements at a time, the last 1..3 through the low lanes of one ymm
- * (io_avx2.h) and scalar adds, in straight-line code (a loop there would be
- * auto-vectorised behind runtime alias checks that cost more than they save).
+ * iteration (ctest kernel_spills checks it). Heads and tails go 4 elements at a time,
+ * the last 1..3 through the low lanes of one ymm (io_avx2.h) and scalar adds, in
+ * straight-line code (a loop there would be auto-vectorised behind runtime alias
+ * checks that cost more than they save).
  * Each lane thus adds its elements in index order with the scalar operations, and
  * only the lanes the scalar code would touch are read and written.
  * The row reductions (channels-last) are rows_avx2.c's.
