@@ -1,6 +1,6 @@
 /*
  * test_kernels_fresh.c - the row reductions' `fresh` start (kernels.h): for every
- * variant this CPU runs (scalar, AVX2, AVX-512 and the prefetching AVX-512 table),
+ * variant this CPU runs (scalar, AVX2, AVX-512 and the prefetching AVX2 and AVX-512 tables),
  * element type, lane offset, row count (1..200, across the 16 lanes and the kernels'
  * row blocks) and channel count (vector tails), a call with fresh = 1 on lanes full of
  * poison must leave exactly the bytes of a call with fresh = 0 on the same buffer with

@@ -19,10 +19,10 @@
     {sbn_f64_##kernel##_ukernel__##isa, sbn_f32_##kernel##_ukernel__##isa,                    \
      sbn_f16_##kernel##_ukernel__##isa, sbn_bf16_##kernel##_ukernel__##isa}
 
-/* A table named `name`: conversions, plane and runs reductions of `isa`, row, row_chunk and
- * planes reductions of `rows`, maps of `maps` (one ISA for all three in the tables of
- * kernels.inc). */
-#define SBN_KERNEL_TABLE_OF(name, isa, rows, maps)                                            \
+/* A table named `name`: conversions, plane and runs reductions of `isa`, row reductions of
+ * `rowred`, row_chunk and planes reductions of `rows`, maps of `maps` (one ISA for all four
+ * in the tables of kernels.inc). */
+#define SBN_KERNEL_TABLE_OF(name, isa, rowred, rows, maps)                                    \
     {#name,                                                                                   \
      sbn_f32_load_ukernel__##isa,                                                             \
      sbn_f16_load_ukernel__##isa,                                                             \
@@ -32,8 +32,8 @@
      sbn_bf16_store_ukernel__##isa,                                                           \
      SBN_FAMILY(accum, isa),                                                                  \
      SBN_FAMILY(bwd_accum, isa),                                                              \
-     SBN_FAMILY(row_accum, rows),                                                             \
-     SBN_FAMILY(row_bwd_accum, rows),                                                         \
+     SBN_FAMILY(row_accum, rowred),                                                           \
+     SBN_FAMILY(row_bwd_accum, rowred),                                                       \
      SBN_FAMILY(normalize, maps),                                                             \
      SBN_FAMILY(backward, maps),                                                              \
      SBN_FAMILY(row_normalize, maps),                                                         \
@@ -54,13 +54,13 @@
 #define SBN_ROW_CHUNK_SLICED_avx2 1
 #define SBN_ROW_CHUNK_SLICED_avx512 0
 #define SBN_ROW_CHUNK_SLICED_avx512_pf 0
-#define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa),
+#define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa, isa),
 /* The table of each row of kernels.inc: one ISA throughout, but avx512bf16, which is
  * avx512 with maps of its own. */
 #define SBN_TABLE_scalar SBN_KERNEL_TABLE(scalar)
 #define SBN_TABLE_avx2 SBN_KERNEL_TABLE(avx2)
 #define SBN_TABLE_avx512 SBN_KERNEL_TABLE(avx512)
-#define SBN_TABLE_avx512bf16 SBN_KERNEL_TABLE_OF(avx512bf16, avx512, avx512, avx512bf16),
+#define SBN_TABLE_avx512bf16 SBN_KERNEL_TABLE_OF(avx512bf16, avx512, avx512, avx512, avx512bf16),
 
 static const sbn_kernels g_tables[] = {
 #define SBN_KERNEL_ISA(isa, supported) SBN_TABLE_##isa
@@ -104,7 +104,7 @@ static int supported(const char *isa)
 #define SBN_TABLES (sizeof g_tables / sizeof g_tables[0])
 
 /* The tables for tensors beyond the cache, for the ISAs that have them: maps with
- * non-temporal stores, and for AVX-512 row reductions with prefetch and planes reductions
+ * non-temporal stores, row reductions with prefetch, and for AVX-512 planes reductions
  * one channel at a time (in memory order); `isa` names the
  * table of kernels.inc each one stands in for. */
 typedef struct streaming_table {
@@ -114,13 +114,13 @@ typedef struct streaming_table {
 
 static const streaming_table g_streaming_tables[] = {
 #ifdef SBN_HAVE_AVX2
-    {"avx2", SBN_KERNEL_TABLE_OF(avx2_nt, avx2, avx2, avx2_nt)},
+    {"avx2", SBN_KERNEL_TABLE_OF(avx2_nt, avx2, avx2_pf, avx2, avx2_nt)},
 #endif
 #ifdef SBN_HAVE_AVX512
-    {"avx512", SBN_KERNEL_TABLE_OF(avx512_nt, avx512, avx512_pf, avx512_nt)},
+    {"avx512", SBN_KERNEL_TABLE_OF(avx512_nt, avx512, avx512_pf, avx512_pf, avx512_nt)},
 #endif
 #ifdef SBN_HAVE_AVX512BF16
-    {"avx512bf16", SBN_KERNEL_TABLE_OF(avx512bf16_nt, avx512, avx512_pf, avx512_nt)},
+    {"avx512bf16", SBN_KERNEL_TABLE_OF(avx512bf16_nt, avx512, avx512_pf, avx512_pf, avx512_nt)},
 #endif
     {.isa = NULL}}; /* the end */
 

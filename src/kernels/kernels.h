@@ -295,13 +295,13 @@ const sbn_kernels *sbn__kernels_for(const char *isa);
 /*
  * The same tables for tensors much larger than the last-level cache (channel_map.c
  * and channel_reduce.c decide, sbn__beyond_cache): maps that write their output with
- * non-temporal stores, and for AVX-512 row reductions that prefetch the next block of
- * short rows, row_chunk kernels that prefetch their rows (plan.c chooses them for whole
+ * non-temporal stores, row reductions that prefetch the next block of short rows, and
+ * for AVX-512 row_chunk kernels that prefetch their rows (plan.c chooses them for whole
  * chunks beyond the L2) and planes reductions that take one channel at a time (in memory
  * order, not interleaved). Same bits, less memory traffic or waiting. An ISA without such
  * kernels (scalar) gives its own table; the streaming tables are named "avx2_nt" and
- * "avx512_nt". The plane and runs reductions (and AVX2's row and planes reductions) are
- * shared.
+ * "avx512_nt". The plane and runs reductions (and AVX2's row_chunk and planes reductions)
+ * are shared.
  */
 const sbn_kernels *sbn__kernels_streaming(void);
 const sbn_kernels *sbn__kernels_streaming_for(const char *isa);
@@ -370,14 +370,16 @@ SBN_DECLARE_KERNELS(avx512)
                                                  int64_t gs);
 
 /* The row and planes reductions of one element type. */
-#define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \
+#define SBN_DECLARE_ROW_ACCUM_KERNELS_DT(dt, isa)                                               \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
                                              unsigned lane, const double *shift, double *a,    \
                                              double *b, size_t ld, int fresh);                 \
     void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
-                                                 double *a, double *b, size_t ld, int fresh); \
+                                                 double *a, double *b, size_t ld, int fresh);
+#define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \
+    SBN_DECLARE_ROW_ACCUM_KERNELS_DT(dt, isa)                                                   \
     void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n, \
                                                 unsigned lane, const double *shift,            \
                                                 double *acc);                                  \
@@ -431,6 +433,12 @@ SBN_DECLARE_NT_MAP_KERNELS(avx512_nt)
 /* The AVX-512 maps whose bf16 runs narrow by the CPU's conversion (AVX512_BF16;
  * stream_map_bf16_avx512.c), everything else as in avx512. */
 SBN_DECLARE_NT_MAP_KERNELS(avx512bf16)
+/* The AVX2 row reductions that prefetch the next block of short rows (rows_avx2.c; only
+ * row_accum and row_bwd_accum: the avx2_nt table's other row kernels are avx2's). */
+SBN_DECLARE_ROW_ACCUM_KERNELS_DT(f64, avx2_pf)
+SBN_DECLARE_ROW_ACCUM_KERNELS_DT(f32, avx2_pf)
+SBN_DECLARE_ROW_ACCUM_KERNELS_DT(f16, avx2_pf)
+SBN_DECLARE_ROW_ACCUM_KERNELS_DT(bf16, avx2_pf)
 /* The AVX-512 row reductions that prefetch the next block of short rows (rows_avx512.c),
  * the planes reductions one channel at a time (stream_avx512.c) and the row_chunk kernels
  * that prefetch their rows (row_chunk_avx512.c). */

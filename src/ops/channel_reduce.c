@@ -319,9 +319,9 @@ size_t sbn__channel_reduce_bytes(const sbn_tensor *x)
 }
 
 /*
- * The table beyond the cache differs from the default only in its AVX-512 row
- * reductions, which prefetch the next block of short rows, and planes reductions, which
- * take one channel at a time (kernels.h); plan.c decides when (sbn__beyond_cache with
+ * The table beyond the cache differs from the default only in its row reductions
+ * (AVX2, AVX-512), which prefetch the next block of short rows, and AVX-512's planes
+ * reductions, which take one channel at a time (kernels.h); plan.c decides when (sbn__beyond_cache with
  * SBN_REDUCE_PREFETCH_SHARE), and the plane path then also reads in memory order
  * (in_memory_order, plane_run). Same arithmetic, same bits.
  */

@@ -298,10 +298,10 @@ void sbn__plan_cap_segments(sbn__plan *plan, const sbn__walk *w, int64_t max_seg
  * of 64x2048x7x7 against 32x512x28x28 NCHW); for the same reason rows narrower than
  * SBN_ROWS_STREAM_MIN_BYTES stream only when they are whole lines (bench_ops fp32
  * 32x24x56x56 and 32x80x28x28 NHWC eval, against 32x48x56x56). The reductions' inputs,
- * just written by the op before, stay in an L3 they fit; the AVX-512 row reductions
- * prefetch the next block of short rows once their inputs pass SBN_REDUCE_PREFETCH_SHARE,
- * where the rest of the op's traffic evicts them (bench_ops bf16 32x64x56x56 NHWC
- * backward).
+ * just written by the op before, stay in an L3 they fit; the row reductions (AVX2,
+ * AVX-512) prefetch the next block of short rows once their inputs pass
+ * SBN_REDUCE_PREFETCH_SHARE, where the rest of the op's traffic evicts them (bench_ops
+ * bf16 32x64x56x56 NHWC backward).
  */
 #define SBN_STREAM_RUN_BYTES 2048
 

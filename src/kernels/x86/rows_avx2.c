@@ -1,6 +1,7 @@
 /*
  * rows_avx2.c - the row reductions of kernels.h (row_accum, row_bwd_accum) for AVX2
- * (+FMA, F16C), in the canonical order of stream_scalar.c: row r of a channels-last
+ * (+FMA, F16C), twice (avx2_pf, for tensors beyond the cache, also prefetches the next
+ * block of short rows), in the canonical order of stream_scalar.c: row r of a channels-last
  * (or (N, C)) tensor adds to row l = (lane + r) % 16 of the lane-major accumulators
  * (a[l * ld + j], b[l * ld + j]), vectorised across channels (four doubles per ymm,
  * 16 channels a step). Rows go in the blocks of row_blocks.h: one lane's rows of a
@@ -157,10 +158,40 @@ AVX2R_INLINE void lanes_rest(sbn_kdtype dt, int bwd, const char *dy, int64_t dro
     }
 }
 
-/* row_accum (bwd 0: dy unused, c the shifts) and row_bwd_accum (bwd 1: c the centers). */
+/*
+ * Prefetch (to L2) for rows read from memory: a block's rows are read a lane at a time,
+ * 16 rows apart, an order the hardware prefetchers follow poorly when rows are short
+ * (a row of 64 bf16 channels is two lines, and a lane's next row is 2 KiB further). While
+ * lane q of a block is added, lane q's share of the rows of the next block (rows
+ * q * block / 16 onwards) is prefetched, so the next block arrives in memory order. Only
+ * rows of 16 channels to ROW_PREFETCH_BYTES: from 256 bytes a lane's next row is 4 KiB
+ * further, a page, and the hardware prefetchers keep up as well as the prefetches do;
+ * rows narrower than 16 channels go four adjacent rows a step, close to memory order,
+ * where the prefetches only cost. So do they on data in cache, hence only the avx2_pf
+ * entry points, for tensors beyond the last-level cache, prefetch.
+ */
+#define ROW_PREFETCH_BYTES 192
+
+/* Prefetches lane q's share of the block after the one at r (rows below `rows` only). */
+AVX2R_INLINE void prefetch_next(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
+                                size_t block, size_t r, size_t q)
+{
+    size_t u = r + block + q * (block / SBN_LANES), end = u + block / SBN_LANES;
+    uintptr_t done = 0; /* the last line prefetched: narrow rows share lines */
+    if (end > rows) end = rows;
+    for (; u < end; u++) {
+        const char *p = row_at(dt, x, xs, u, 0);
+        uintptr_t o = (uintptr_t)p & ~(uintptr_t)63, stop = (uintptr_t)p + cn * avx2_esize(dt);
+        for (o = o == done ? o + 64 : o; o < stop; o += 64)
+            _mm_prefetch((const char *)(done = o), _MM_HINT_T1);
+    }
+}
+
+/* row_accum (bwd 0: dy unused, c the shifts) and row_bwd_accum (bwd 1: c the centers);
+ * prefetch: the next block's rows, when they are short (the avx2_pf entry points). */
 AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys, const void *x,
                              int64_t xs, size_t rows, size_t cn, unsigned lane, const double *c,
-                             double *a, double *b, size_t ld, int fresh)
+                             double *a, double *b, size_t ld, int prefetch, int fresh)
 {
     const int64_t drow = dys * (int64_t)avx2_esize(dt), dstep = SBN_LANES * drow;
     const int64_t xrow = xs * (int64_t)avx2_esize(dt), xstep = SBN_LANES * xrow;
@@ -168,11 +199,14 @@ AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys
     const size_t block = sbn__row_block(bwd, !whole); /* row_blocks.h */
     size_t r, q;
     if (cn == 0) return;
+    prefetch = prefetch && whole && cn * avx2_esize(dt) <= ROW_PREFETCH_BYTES;
     for (r = 0; r < rows; r += block) {
         const size_t nb = rows - r < block ? rows - r : block;
         const int first = fresh && r == 0; /* the block that reaches each lane first */
         for (q = 0; whole && q < SBN_LANES && q < nb; q++) {
             const size_t l = (lane + r + q) % SBN_LANES;
+            if (prefetch && bwd) prefetch_next(dt, dy, dys, rows, cn, block, r, q);
+            if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
             lane_rows16(dt, bwd, bwd ? row_at(dt, dy, dys, r + q, 0) : NULL, dstep,
                         row_at(dt, x, xs, r + q, 0), xstep, sbn__lane_rows(nb, q), whole, c,
                         a + l * ld, b + l * ld, first);
@@ -200,24 +234,28 @@ AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys
     }
 }
 
-/* ---- the entry points: one per family and element type ---- */
+/* ---- the entry points: one per family and element type, twice (avx2_pf: for data
+ * beyond the cache) ---- */
 
-#define SBN_DEFINE_ROWS_AVX2(dt, kd)                                                           \
-    void sbn_##dt##_row_accum_ukernel__avx2(const void *x, int64_t xs, size_t rows, size_t cn,  \
-                                            unsigned lane, const double *shift, double *a,     \
-                                            double *b, size_t ld, int fresh)                   \
+#define SBN_DEFINE_ROWS_AVX2(dt, kd, isa, prefetch)                                             \
+    void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
+                                             unsigned lane, const double *shift, double *a,    \
+                                             double *b, size_t ld, int fresh)                  \
     {                                                                                          \
-        rows_accum(kd, 0, NULL, 0, x, xs, rows, cn, lane, shift, a, b, ld, fresh);             \
+        rows_accum(kd, 0, NULL, 0, x, xs, rows, cn, lane, shift, a, b, ld, prefetch, fresh);   \
     }                                                                                          \
-    void sbn_##dt##_row_bwd_accum_ukernel__avx2(const void *dy, int64_t dys, const void *x,     \
-                                                int64_t xs, size_t rows, size_t cn,            \
-                                                unsigned lane, const double *center,           \
-                                                double *a, double *b, size_t ld, int fresh)    \
+    void sbn_##dt##_row_bwd_accum_ukernel__##isa(const void *dy, int64_t dys, const void *x,    \
+                                                 int64_t xs, size_t rows, size_t cn,           \
+                                                 unsigned lane, const double *center,          \
+                                                 double *a, double *b, size_t ld, int fresh)   \
     {                                                                                          \
-        rows_accum(kd, 1, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, fresh);            \
+        rows_accum(kd, 1, dy, dys, x, xs, rows, cn, lane, center, a, b, ld, prefetch, fresh);  \
     }
+#define SBN_DEFINE_ROWS_AVX2_BOTH(dt, kd)        \
+    SBN_DEFINE_ROWS_AVX2(dt, kd, avx2, 0)        \
+    SBN_DEFINE_ROWS_AVX2(dt, kd, avx2_pf, 1)
 
-SBN_DEFINE_ROWS_AVX2(f64, SBN_KD_F64)
-SBN_DEFINE_ROWS_AVX2(f32, SBN_KD_F32)
-SBN_DEFINE_ROWS_AVX2(f16, SBN_KD_F16)
-SBN_DEFINE_ROWS_AVX2(bf16, SBN_KD_BF16)
+SBN_DEFINE_ROWS_AVX2_BOTH(f64, SBN_KD_F64)
+SBN_DEFINE_ROWS_AVX2_BOTH(f32, SBN_KD_F32)
+SBN_DEFINE_ROWS_AVX2_BOTH(f16, SBN_KD_F16)
+SBN_DEFINE_ROWS_AVX2_BOTH(bf16, SBN_KD_BF16)
