@@ -48,12 +48,18 @@
      SBN_FAMILY(runs_backward, maps),                                                         \
      sbn_invstd_ukernel__##isa,                                                               \
      sbn_fold_rows_ukernel__##isa,                                                            \
-     SBN_ROW_CHUNK_SLICED_##rows}
+     SBN_ROW_CHUNK_SLICED_##rows,                                                             \
+     SBN_PLANES_BY_RUN_##rows}
 /* row_chunk_sliced of each ISA's row kernels (kernels.h). */
 #define SBN_ROW_CHUNK_SLICED_scalar 1
 #define SBN_ROW_CHUNK_SLICED_avx2 1
 #define SBN_ROW_CHUNK_SLICED_avx512 0
 #define SBN_ROW_CHUNK_SLICED_avx512_pf 0
+/* planes_by_run of each ISA's planes kernels (kernels.h; the planes of `rows`). */
+#define SBN_PLANES_BY_RUN_scalar 1
+#define SBN_PLANES_BY_RUN_avx2 1
+#define SBN_PLANES_BY_RUN_avx512 0
+#define SBN_PLANES_BY_RUN_avx512_pf 1
 #define SBN_KERNEL_TABLE(isa) SBN_KERNEL_TABLE_OF(isa, isa, isa, isa, isa),
 /* The table of each row of kernels.inc: one ISA throughout, but avx512bf16, which is
  * avx512 with maps of its own. */

@@ -282,6 +282,13 @@ typedef struct sbn_kernels {
      * down every row with the lanes in registers (AVX-512). The same in an ISA's default
      * and streaming tables; plan.c sizes whole chunks by it. */
     int row_chunk_sliced;
+    /* How the planes kernels take several channels: 1, channel after channel through the
+     * one-run kernels (scalar, AVX2: SBN_DEFINE_PLANES_REDUCE_BY_RUN), so a call on a piece
+     * of every channel gains nothing from their side-by-side runs (also AVX-512's table
+     * beyond the cache, one channel at a time); 0, four channels interleaved (AVX-512's
+     * default table). channel_reduce.c reads the planes in memory
+     * order when it is 1. */
+    int planes_by_run;
 } sbn_kernels;
 
 /*

@@ -147,10 +147,13 @@ static void run_pieces(plane_task *pt, char *const *ptr, const int64_t *stride, 
 
 /* One run of rows [r, r + len) along the innermost dim, for every channel of the task:
  * its pieces (cut at chunk ends) in turn, each piece for all the channels at once
- * (accumulate_piece). Beyond the cache a run that crosses a chunk end goes a channel at
- * a time instead, each channel's pieces in turn, so that memory is read in order (channel
- * after channel of a plane-major tensor): piece after piece it would be read in strides,
- * which the hardware prefetchers follow worse (bench: sbn_stats 32x64x56x56 fp32 NCHW).
+ * (accumulate_piece), which lets AVX-512's planes kernels interleave four channels.
+ * Beyond the cache, and with planes kernels that go channel by channel anyway
+ * (planes_by_run: scalar, AVX2), a run that crosses a chunk end goes a channel at a time
+ * instead, each channel's pieces in turn, so that memory is read in order (channel after
+ * channel of a plane-major tensor): piece after piece it would be read in strides, which
+ * the hardware prefetchers follow worse (bench: sbn_stats 32x64x56x56 fp32 NCHW; AVX2
+ * training steps of 32x64x56x56 NCHW, whose inputs fit half the L3 but come from memory).
  * Each channel's lanes take its elements in index order either way: the same bits. */
 static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_t at, int64_t len)
 {
@@ -321,9 +324,10 @@ size_t sbn__channel_reduce_bytes(const sbn_tensor *x)
 /*
  * The table beyond the cache differs from the default only in its row reductions
  * (AVX2, AVX-512), which prefetch the next block of short rows, and AVX-512's planes
- * reductions, which take one channel at a time (kernels.h); plan.c decides when (sbn__beyond_cache with
- * SBN_REDUCE_PREFETCH_SHARE), and the plane path then also reads in memory order
- * (in_memory_order, plane_run). Same arithmetic, same bits.
+ * reductions, which take one channel at a time (kernels.h); plan.c decides when
+ * (sbn__beyond_cache with SBN_REDUCE_PREFETCH_SHARE), and the plane path then also reads
+ * in memory order (in_memory_order, plane_run), as it always does with planes kernels
+ * that go channel by channel. Same arithmetic, same bits.
  */
 void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const sbn_tensor *x,
                          const sbn_tensor *center, double *out, double *scratch,
@@ -344,6 +348,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     job.in_memory_order = sbn__beyond_cache(tensors, job.walk.ntensors,
                                             SBN_REDUCE_PREFETCH_SHARE, 1);
     job.kern = job.in_memory_order ? sbn__kernels_streaming() : sbn__kernels();
+    job.in_memory_order |= job.kern->planes_by_run;
     if (job.walk.chunks == 0) {
         int64_t c;
         for (c = 0; c < job.walk.channels; c++) out[2 * c] = out[2 * c + 1] = 0.0;
