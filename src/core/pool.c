@@ -97,7 +97,7 @@ struct sbn_pool_core {
     /* the open loop, written before the slots invite anyone */
     sbn__range_fn fn;
     void *ctx;
-    int64_t count, step, pieces;
+    int64_t count, step, pieces, width;
     _Alignas(SBN_CACHE_LINE) atomic_llong next; /* the next shared piece */
 };
 
@@ -122,10 +122,14 @@ static void run_piece(struct sbn_pool_core *core, int64_t piece)
     core->fn(core->ctx, begin, end);
 }
 
-/* Piece `first` (this member's own), then shared pieces until none is left. */
+/* Piece `first` (this member's own), then shared pieces until none is left. A loop of no
+ * more pieces than members (the plan's tasks, one a thread) has no shared ones: every
+ * member leaves without touching the counter, whose line W members would otherwise take
+ * in turn at the end of every loop. */
 static void run_pieces(struct sbn_pool_core *core, int64_t first)
 {
     if (first < core->pieces) run_piece(core, first);
+    if (core->pieces <= core->width) return;
     for (;;) {
         long long p = atomic_fetch_add_explicit(&core->next, 1, memory_order_relaxed);
         if (p >= core->pieces) break;
@@ -377,6 +381,7 @@ void sbn__parallel_for(sbn_pool_t *pool, int64_t count, sbn__range_fn fn, void *
      * index; eight pieces per thread keep the balance of uneven indices. */
     core->step = count >= 16 * width ? count / (8 * width) : 1;
     core->pieces = (count + core->step - 1) / core->step;
+    core->width = width;
     atomic_store_explicit(&core->next, width, memory_order_relaxed);
     number = ++core->loops;
     /* release stores, then one full fence before reading the sleepers' flags (pairs with
