@@ -4,7 +4,8 @@
 # empty item) must exit with status 2, print nothing on stdout and name the option and the
 # item on stderr, instead of a run with rows silently missing; and every dtype it takes
 # (f32, bf16, f16) must give an `ok` row of syncbn and of the reference kernels for each
-# layout and mode of a tiny shape.
+# layout and mode of a tiny shape. bench/ab.py (the A/B of two builds or environments)
+# must give a row per mode and a geomean over one ABBA round, and refuse two identical sides.
 set -u
 bench=${1:?usage: test_bench_ops.sh path/to/bench_ops}
 failures=0
@@ -61,5 +62,30 @@ for impl in syncbn ref; do
   done
 done
 rm -f "$out"
+
+py=$(command -v /usr/bin/python3 || command -v python3)
+if [ -n "$py" ]; then
+  ab="$(dirname "$0")/../../bench/ab.py"
+  out=$(mktemp)
+  checks=$((checks + 1))
+  timeout 120 "$py" "$ab" --a "$bench" --b-env SBN_STREAM_STORES=1 --rounds 1 -- \
+    --shape 2x8x4x4 --dtypes f32 --threads 1 --layouts cf --min-reps 2 --min-time 0 \
+    --max-time 0.001 >"$out" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "ab.py: exit $rc ($(tail -n 1 "$out"))"
+  for mode in fwd-train bwd eval; do
+    checks=$((checks + 1))
+    grep -q "^2x8x4x4 *f32 *1 cf *$mode .*x *[0-9.]*x$" "$out" || fail "ab.py: no $mode row"
+  done
+  checks=$((checks + 1))
+  grep -q "^geomean A/B by minimums [0-9.]*x over 3 rows, 1 rounds$" "$out" ||
+    fail "ab.py: no geomean line ($(tail -n 1 "$out"))"
+  checks=$((checks + 1))
+  if "$py" "$ab" --a "$bench" -- --shape 2x8x4x4 >"$out" 2>&1 ||
+    ! grep -q "the same binary with the same environment" "$out"; then
+    fail "ab.py: two identical sides not refused ($(tail -n 1 "$out"))"
+  fi
+  rm -f "$out"
+fi
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
