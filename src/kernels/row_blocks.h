@@ -17,6 +17,7 @@
 #define SBN_ROW_BLOCKS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels/kernels.h"
 
@@ -34,6 +35,29 @@ static inline size_t sbn__row_block(int bwd, int narrow)
 static inline size_t sbn__lane_rows(size_t nb, size_t q)
 {
     return (nb - q + SBN_LANES - 1) / SBN_LANES;
+}
+
+/*
+ * Prefetch (to L2) of lane q's share of the block after the one at row r: rows
+ * r + block + q * block / 16 onwards, block / 16 of them (those below `rows`), row_bytes
+ * each, rows `stride` bytes apart. A block's rows are read a lane at a time, 16 rows
+ * apart, an order the hardware prefetchers follow poorly when rows are short; prefetched
+ * a lane's share at a time while that lane is added, the next block arrives in memory
+ * order. A line shared by neighbouring rows (rows narrower than a line) is asked for once.
+ * The SIMD row reductions call it for tensors beyond the cache (their _pf entry points).
+ */
+static inline void sbn__prefetch_next_block(const void *x, int64_t stride, size_t row_bytes,
+                                            size_t rows, size_t block, size_t r, size_t q)
+{
+    size_t u = r + block + q * (block / SBN_LANES), end = u + block / SBN_LANES;
+    uintptr_t done = 0; /* the last line asked for */
+    if (end > rows) end = rows;
+    for (; u < end; u++) {
+        const char *p = (const char *)x + (int64_t)u * stride;
+        uintptr_t o = (uintptr_t)p & ~(uintptr_t)63, stop = (uintptr_t)p + row_bytes;
+        for (o = o == done ? o + 64 : o; o < stop; o += 64)
+            __builtin_prefetch((const void *)(done = o), 0, 2);
+    }
 }
 
 #endif /* SBN_ROW_BLOCKS_H */

@@ -159,33 +159,15 @@ AVX2R_INLINE void lanes_rest(sbn_kdtype dt, int bwd, const char *dy, int64_t dro
 }
 
 /*
- * Prefetch (to L2) for rows read from memory: a block's rows are read a lane at a time,
- * 16 rows apart, an order the hardware prefetchers follow poorly when rows are short
- * (a row of 64 bf16 channels is two lines, and a lane's next row is 2 KiB further). While
- * lane q of a block is added, lane q's share of the rows of the next block (rows
- * q * block / 16 onwards) is prefetched, so the next block arrives in memory order. Only
- * rows of 16 channels to ROW_PREFETCH_BYTES: from 256 bytes a lane's next row is 4 KiB
- * further, a page, and the hardware prefetchers keep up as well as the prefetches do;
- * rows narrower than 16 channels go four adjacent rows a step, close to memory order,
- * where the prefetches only cost. So do they on data in cache, hence only the avx2_pf
- * entry points, for tensors beyond the last-level cache, prefetch.
+ * Prefetch of the next block for rows read from memory (row_blocks.h; a row of 64 bf16
+ * channels is two lines, and a lane's next row is 2 KiB further). Only rows of 16
+ * channels to ROW_PREFETCH_BYTES: from 256 bytes a lane's next row is 4 KiB further, a
+ * page, and the hardware prefetchers keep up as well as the prefetches do; rows narrower
+ * than 16 channels go four adjacent rows a step, close to memory order, where the
+ * prefetches only cost. So do they on data in cache, hence only the avx2_pf entry points,
+ * for tensors beyond the last-level cache, prefetch.
  */
 #define ROW_PREFETCH_BYTES 192
-
-/* Prefetches lane q's share of the block after the one at r (rows below `rows` only). */
-AVX2R_INLINE void prefetch_next(sbn_kdtype dt, const void *x, int64_t xs, size_t rows, size_t cn,
-                                size_t block, size_t r, size_t q)
-{
-    size_t u = r + block + q * (block / SBN_LANES), end = u + block / SBN_LANES;
-    uintptr_t done = 0; /* the last line prefetched: narrow rows share lines */
-    if (end > rows) end = rows;
-    for (; u < end; u++) {
-        const char *p = row_at(dt, x, xs, u, 0);
-        uintptr_t o = (uintptr_t)p & ~(uintptr_t)63, stop = (uintptr_t)p + cn * avx2_esize(dt);
-        for (o = o == done ? o + 64 : o; o < stop; o += 64)
-            _mm_prefetch((const char *)(done = o), _MM_HINT_T1);
-    }
-}
 
 /* row_accum (bwd 0: dy unused, c the shifts) and row_bwd_accum (bwd 1: c the centers);
  * prefetch: the next block's rows, when they are short (the avx2_pf entry points). */
@@ -197,16 +179,17 @@ AVX2R_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dys
     const int64_t xrow = xs * (int64_t)avx2_esize(dt), xstep = SBN_LANES * xrow;
     const size_t whole = cn / 16 * 16; /* channels in whole groups of 16 */
     const size_t block = sbn__row_block(bwd, !whole); /* row_blocks.h */
+    const size_t rb = cn * avx2_esize(dt); /* bytes of a row's channels */
     size_t r, q;
     if (cn == 0) return;
-    prefetch = prefetch && whole && cn * avx2_esize(dt) <= ROW_PREFETCH_BYTES;
+    prefetch = prefetch && whole && rb <= ROW_PREFETCH_BYTES;
     for (r = 0; r < rows; r += block) {
         const size_t nb = rows - r < block ? rows - r : block;
         const int first = fresh && r == 0; /* the block that reaches each lane first */
         for (q = 0; whole && q < SBN_LANES && q < nb; q++) {
             const size_t l = (lane + r + q) % SBN_LANES;
-            if (prefetch && bwd) prefetch_next(dt, dy, dys, rows, cn, block, r, q);
-            if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
+            if (prefetch && bwd) sbn__prefetch_next_block(dy, drow, rb, rows, block, r, q);
+            if (prefetch) sbn__prefetch_next_block(x, xrow, rb, rows, block, r, q);
             lane_rows16(dt, bwd, bwd ? row_at(dt, dy, dys, r + q, 0) : NULL, dstep,
                         row_at(dt, x, xs, r + q, 0), xstep, sbn__lane_rows(nb, q), whole, c,
                         a + l * ld, b + l * ld, first);

@@ -10,7 +10,7 @@
  * 32 go four lanes at a time, and rows of fewer than 32 channels in blocks of 512
  * (lanes4_rows). The _pf entry points (for tensors beyond the last-level cache,
  * kernels.h) also prefetch the next block's rows into L2 when a row's slice is short
- * (row_prefetch). Only a[l * ld + j], b[l * ld + j] with j < cn are read or written.
+ * (sbn__prefetch_next_block of row_blocks.h). Only a[l * ld + j], b[l * ld + j] with j < cn are read or written.
  * Per element, in double, each operation rounded once (-ffp-contract=off; b's product
  * and add are one fused multiply-add, as C's fma in the scalar kernels):
  *   row_accum:      d = x - shift;  a += d;   b = fma(d, d, b)
@@ -161,37 +161,12 @@ SBN512_INLINE void lanes4_rows(sbn_kdtype dt, int bwd, const char *dy, int64_t d
 }
 
 /*
- * Prefetch (to L2) for rows read from memory: a block's rows are read a lane at a
- * time, 16 rows apart, an order the hardware prefetchers follow poorly when rows are
- * short. While lane q of a block is added, the slices of lane q's share of rows of
- * the next block (rows q * block / 16 onwards) are prefetched, so the next block
- * arrives in memory order. Only for slices of at most ROW_PREFETCH_BYTES: on longer
- * rows the hardware prefetchers already keep up and the extra instructions only
- * cost; on data in cache they only cost too (the reason only the _pf entry points,
- * for tensors beyond the last-level cache, prefetch).
+ * Prefetch of the next block for rows read from memory (row_blocks.h), only for slices
+ * of at most ROW_PREFETCH_BYTES: on longer rows the hardware prefetchers already keep up
+ * and the extra instructions only cost; on data in cache they only cost too (the reason
+ * only the _pf entry points, for tensors beyond the last-level cache, prefetch).
  */
 #define ROW_PREFETCH_BYTES 256
-
-SBN512_INLINE void row_prefetch(sbn_kdtype dt, const void *x, int64_t xs, size_t first,
-                                size_t end, size_t cn)
-{
-    size_t u;
-    for (u = first; u < end; u++) {
-        const char *p = row_at(dt, x, xs, u);
-        uintptr_t o = (uintptr_t)p & ~(uintptr_t)63, stop = (uintptr_t)p + cn * sbn512_esize(dt);
-        for (; o < stop; o += 64) _mm_prefetch((const char *)o, _MM_HINT_T1);
-    }
-}
-
-/* Prefetches lane q's share of the block after the one at r (rows below `rows` only). */
-SBN512_INLINE void prefetch_next(sbn_kdtype dt, const void *x, int64_t xs, size_t rows,
-                                 size_t cn, size_t block, size_t r, size_t q)
-{
-    size_t first = r + block + q * (block / SBN_LANES);
-    size_t end = first + block / SBN_LANES;
-    if (end > rows) end = rows;
-    if (first < end) row_prefetch(dt, x, xs, first, end, cn);
-}
 
 /* Lane work on m rows, r0, r0 + 16, ..., from channel j0 on (cn channels), accumulators at
  * ar, br: the forward's (x) or, with bwd, the backward's (dy and x). bwd is a constant in
@@ -218,16 +193,17 @@ SBN512_INLINE void rows_accum(sbn_kdtype dt, int bwd, const void *dy, int64_t dy
     const int64_t xrow = xs * (int64_t)sbn512_esize(dt), xstep = SBN_LANES * xrow;
     const size_t whole = cn / 32 * 32; /* channels in whole blocks of 32 */
     const size_t block = sbn__row_block(bwd, !whole); /* row_blocks.h */
+    const size_t rb = cn * sbn512_esize(dt); /* bytes of a row's channels */
     size_t r, q;
     if (cn == 0) return;
-    prefetch = prefetch && cn * sbn512_esize(dt) <= ROW_PREFETCH_BYTES;
+    prefetch = prefetch && rb <= ROW_PREFETCH_BYTES;
     for (r = 0; r < rows; r += block) {
         size_t nb = rows - r < block ? rows - r : block;
         int first = fresh && r == 0; /* the block that reaches each lane first */
         for (q = 0; q < SBN_LANES && q < nb; q++) {
             size_t l = (lane + r + q) % SBN_LANES;
-            if (prefetch && bwd) prefetch_next(dt, dy, dys, rows, cn, block, r, q);
-            if (prefetch) prefetch_next(dt, x, xs, rows, cn, block, r, q);
+            if (prefetch && bwd) sbn__prefetch_next_block(dy, drow, rb, rows, block, r, q);
+            if (prefetch) sbn__prefetch_next_block(x, xrow, rb, rows, block, r, q);
             if (whole)
                 lane_step(dt, bwd, dy, dys, x, xs, r + q, 0, sbn__lane_rows(nb, q), whole, c,
                           a + l * ld, b + l * ld, first);
