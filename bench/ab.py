@@ -46,9 +46,11 @@ def run_side(binary, env, args):
     rows = {}
     for line in proc.stdout.splitlines():
         f = line.split(",")
-        if len(f) < 8 or f[0] != "syncbn" or f[11:12] != ["ok"]:
+        if len(f) < 12 or f[0] != "syncbn" or f[11] != "ok":
             continue
-        rows[tuple(f[1:6])] = (float(f[6]), float(f[7]))
+        key, times = tuple(f[1:6]), (float(f[6]), float(f[7]))
+        # a row asked for twice (--threads 1,1): its best of both
+        rows[key] = tuple(map(min, rows[key], times)) if key in rows else times
     return rows
 
 
@@ -64,11 +66,14 @@ def main():
                     help="-- then the arguments of both bench_ops runs")
     opt = ap.parse_args()
     args = opt.bench_args[1:] if opt.bench_args[:1] == ["--"] else opt.bench_args
-    sides = {"A": (opt.a, parse_env(opt.a_env, "--a-env")),
-             "B": (opt.b or opt.a, parse_env(opt.b_env, "--b-env"))}
+    # absolute paths: a bare name would be looked up on PATH, and ./x and x are one binary
+    sides = {"A": (os.path.realpath(opt.a), parse_env(opt.a_env, "--a-env")),
+             "B": (os.path.realpath(opt.b or opt.a), parse_env(opt.b_env, "--b-env"))}
     if opt.rounds < 1:
         sys.exit("ab.py: --rounds %d: expected 1 or more" % opt.rounds)
-    if sides["A"] == sides["B"]:
+    effective = {name: {k: v for k, v in env.items() if os.environ.get(k) != v}
+                 for name, (_, env) in sides.items()}  # what each side changes
+    if sides["A"][0] == sides["B"][0] and effective["A"] == effective["B"]:
         sys.exit("ab.py: A and B are the same binary with the same environment")
     for name, (binary, _) in sides.items():
         if not os.access(binary, os.X_OK):
@@ -90,13 +95,17 @@ def main():
         b_min = min(s[k][0] for s in seen["B"])
         a_med = min(s[k][1] for s in seen["A"])
         b_med = min(s[k][1] for s in seen["B"])
+        if min(a_min, b_min, a_med, b_med) <= 0.0:  # below bench_ops' printed resolution
+            print("%-14s %-5s %3s %-3s %-9s too fast to time (%g, %g ms)" % (k + (a_min, b_min)))
+            continue
         ratio, ratio_med = a_min / b_min, a_med / b_med
         logs.append(math.log(ratio))
         out_rows.append(list(k) + [a_min, b_min, ratio, ratio_med])
         print("%-14s %-5s %3s %-3s %-9s %10.4f %10.4f %7.2fx %7.2fx" %
               (k + (a_min, b_min, ratio, ratio_med)))
-    print("geomean A/B by minimums %.3fx over %d rows, %d rounds" %
-          (math.exp(sum(logs) / len(logs)), len(logs), opt.rounds))
+    if logs:
+        print("geomean A/B by minimums %.3fx over %d rows, %d rounds" %
+              (math.exp(sum(logs) / len(logs)), len(logs), opt.rounds))
     if opt.out:
         with open(opt.out, "w", newline="") as fh:
             w = csv.writer(fh)

@@ -64,7 +64,7 @@ static void test_fresh_is_a_clear(void)
     const sbn_kernels *tables[2 * NISA];
     int t, nt = isas(tables), n = nt, dt, bwd;
     size_t ri, ci, li;
-    for (t = 0; t < nt; t++) { /* and the tables beyond the cache (AVX-512: prefetching rows) */
+    for (t = 0; t < nt; t++) { /* and the tables beyond the cache (prefetching rows) */
         const sbn_kernels *s = sbn__kernels_streaming_for(tables[t]->isa);
         if (s != NULL && s->row_accum[SBN_KD_F32] != tables[t]->row_accum[SBN_KD_F32])
             tables[n++] = s;

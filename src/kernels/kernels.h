@@ -286,8 +286,7 @@ typedef struct sbn_kernels {
      * one-run kernels (scalar, AVX2: SBN_DEFINE_PLANES_REDUCE_BY_RUN), so a call on a piece
      * of every channel gains nothing from their side-by-side runs (also AVX-512's table
      * beyond the cache, one channel at a time); 0, four channels interleaved (AVX-512's
-     * default table). channel_reduce.c reads the planes in memory
-     * order when it is 1. */
+     * default table). channel_reduce.c reads the planes in memory order when it is 1. */
     int planes_by_run;
 } sbn_kernels;
 
@@ -376,7 +375,7 @@ SBN_DECLARE_KERNELS(avx512)
                                                  const void *k, size_t ldk, void *gi,          \
                                                  int64_t gs);
 
-/* The row and planes reductions of one element type. */
+/* The row reductions of one element type (row_accum, row_bwd_accum). */
 #define SBN_DECLARE_ROW_ACCUM_KERNELS_DT(dt, isa)                                               \
     void sbn_##dt##_row_accum_ukernel__##isa(const void *x, int64_t xs, size_t rows, size_t cn, \
                                              unsigned lane, const double *shift, double *a,    \
@@ -385,6 +384,7 @@ SBN_DECLARE_KERNELS(avx512)
                                                  int64_t xs, size_t rows, size_t cn,           \
                                                  unsigned lane, const double *center,          \
                                                  double *a, double *b, size_t ld, int fresh);
+/* The row, row_chunk and planes reductions of one element type. */
 #define SBN_DECLARE_ROW_REDUCE_KERNELS_DT(dt, isa)                                              \
     SBN_DECLARE_ROW_ACCUM_KERNELS_DT(dt, isa)                                                   \
     void sbn_##dt##_planes_accum_ukernel__##isa(const void *x, int64_t cs, size_t cn, size_t n, \

@@ -55,8 +55,10 @@ static inline void sbn__prefetch_next_block(const void *x, int64_t stride, size_
     for (; u < end; u++) {
         const char *p = (const char *)x + (int64_t)u * stride;
         uintptr_t o = (uintptr_t)p & ~(uintptr_t)63, stop = (uintptr_t)p + row_bytes;
-        for (o = o == done ? o + 64 : o; o < stop; o += 64)
-            __builtin_prefetch((const void *)(done = o), 0, 2);
+        for (o = o == done ? o + 64 : o; o < stop; o += 64) {
+            __builtin_prefetch((const void *)o, 0, 2); /* prefetcht1: to L2 */
+            done = o;
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 # item on stderr, instead of a run with rows silently missing; and every dtype it takes
 # (f32, bf16, f16) must give an `ok` row of syncbn and of the reference kernels for each
 # layout and mode of a tiny shape. bench/ab.py (the A/B of two builds or environments)
-# must give a row per mode and a geomean over one ABBA round, and refuse two identical sides.
+# must give a row per mode and a geomean over one ABBA round (of a tiny shape: the ratios
+# themselves mean nothing), and refuse two identical sides.
 set -u
 bench=${1:?usage: test_bench_ops.sh path/to/bench_ops}
 failures=0
@@ -86,6 +87,8 @@ if [ -n "$py" ]; then
     fail "ab.py: two identical sides not refused ($(tail -n 1 "$out"))"
   fi
   rm -f "$out"
+else
+  echo "note: no python3, bench/ab.py not checked"
 fi
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

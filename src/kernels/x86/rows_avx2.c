@@ -160,12 +160,12 @@ AVX2R_INLINE void lanes_rest(sbn_kdtype dt, int bwd, const char *dy, int64_t dro
 
 /*
  * Prefetch of the next block for rows read from memory (row_blocks.h; a row of 64 bf16
- * channels is two lines, and a lane's next row is 2 KiB further). Only rows of 16
- * channels to ROW_PREFETCH_BYTES: from 256 bytes a lane's next row is 4 KiB further, a
- * page, and the hardware prefetchers keep up as well as the prefetches do; rows narrower
- * than 16 channels go four adjacent rows a step, close to memory order, where the
- * prefetches only cost. So do they on data in cache, hence only the avx2_pf entry points,
- * for tensors beyond the last-level cache, prefetch.
+ * channels is two lines, and a lane's next row is 2 KiB further). Only rows of at least
+ * 16 channels and at most ROW_PREFETCH_BYTES: from 256 bytes a lane's next row is 4 KiB
+ * further, a page, and the hardware prefetchers keep up as well as the prefetches do;
+ * rows narrower than 16 channels go four adjacent rows a step, close to memory order,
+ * where the prefetches only cost. So do they on data in cache, hence only the avx2_pf
+ * entry points, for tensors beyond the last-level cache, prefetch.
  */
 #define ROW_PREFETCH_BYTES 192
 

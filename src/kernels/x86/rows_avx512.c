@@ -10,7 +10,8 @@
  * 32 go four lanes at a time, and rows of fewer than 32 channels in blocks of 512
  * (lanes4_rows). The _pf entry points (for tensors beyond the last-level cache,
  * kernels.h) also prefetch the next block's rows into L2 when a row's slice is short
- * (sbn__prefetch_next_block of row_blocks.h). Only a[l * ld + j], b[l * ld + j] with j < cn are read or written.
+ * (sbn__prefetch_next_block of row_blocks.h). Only a[l * ld + j], b[l * ld + j] with
+ * j < cn are read or written.
  * Per element, in double, each operation rounded once (-ffp-contract=off; b's product
  * and add are one fused multiply-add, as C's fma in the scalar kernels):
  *   row_accum:      d = x - shift;  a += d;   b = fma(d, d, b)
