@@ -21,7 +21,11 @@
  * chunk of 2048 rows of 512 channels (the 2x512x32x32 channels-last backward, 8 MiB of
  * dy and x), read as T channel blocks one after another - the slice of every row that a
  * T-thread channel split gives each thread - against whole rows (T = 1): what the split
- * costs a core before any contention between cores.
+ * costs a core before any contention between cores. Last, the rows-from-memory table:
+ * the chosen ISA's row_accum and row_bwd_accum over the whole 64 MiB (dy a second 64 MiB)
+ * in chunks of 2048 rows, as the ops call them, of the default table and of the table
+ * beyond the cache (whose row reductions prefetch the next block of short rows), taking
+ * turns, best of ROWS_REPS: what the prefetch gains from memory at 16..256 channels.
  *   usage: bench_kernels
  */
 #define _GNU_SOURCE
@@ -204,6 +208,62 @@ out:
     free(b);
 }
 
+#define ROWS_REPS 5
+#define ROWS_CHUNK 2048
+
+/* One pass of the row reduction (bwd: row_bwd_accum) of table k over `rows` rows of cn
+ * channels at x (and dy), in chunks of ROWS_CHUNK rows; seconds. */
+static double rows_pass(const sbn_kernels *k, int kd, int bwd, const char *dy, const char *x,
+                        size_t rows, size_t cn, size_t es, const double *c, double *a, double *b)
+{
+    double t0 = now();
+    size_t r;
+    for (r = 0; r < rows; r += ROWS_CHUNK) {
+        size_t m = rows - r < ROWS_CHUNK ? rows - r : ROWS_CHUNK, off = r * cn * es;
+        if (bwd)
+            k->row_bwd_accum[kd](dy + off, (int64_t)cn, x + off, (int64_t)cn, m, cn, 0, c, a, b,
+                                 cn, 1);
+        else
+            k->row_accum[kd](x + off, (int64_t)cn, m, cn, 0, c, a, b, cn, 1);
+    }
+    return now() - t0;
+}
+
+static void time_rows_from_memory(const char *x, const char *dy)
+{
+    static const size_t cns[] = {16, 32, 64, 128, 256};
+    static const int kds[] = {SBN_KD_F32, SBN_KD_BF16};
+    const sbn_kernels *k[2] = {sbn__kernels(), sbn__kernels_streaming()};
+    double *a = malloc(16 * 256 * sizeof *a), *b = malloc(16 * 256 * sizeof *b);
+    double *c = calloc(256, sizeof *c);
+    size_t ci;
+    int d, bwd, rep, v;
+    if (!a || !b || !c) goto out;
+    printf("# rows from memory: %s row reductions, %zu MiB a tensor in chunks of %d rows, the "
+           "default table against the one beyond the cache (%s)\n"
+           "dtype,kernel,channels,default_ns_per_elem,beyond_ns_per_elem,default_x_beyond\n",
+           k[0]->isa, BIG >> 20, ROWS_CHUNK, k[1]->isa);
+    for (d = 0; d < 2; d++)
+        for (bwd = 0; bwd < 2; bwd++)
+            for (ci = 0; ci < sizeof cns / sizeof cns[0]; ci++) {
+                size_t es = kds[d] == SBN_KD_F32 ? 4 : 2, rows = BIG / es / cns[ci];
+                double best[2] = {1e30, 1e30}, ns[2];
+                for (rep = 0; rep < ROWS_REPS; rep++)
+                    for (v = 0; v < 2; v++) { /* in turn, the first of a pair alternating */
+                        int t = (rep & 1) ^ v;
+                        double s = rows_pass(k[t], kds[d], bwd, dy, x, rows, cns[ci], es, c, a, b);
+                        if (s < best[t]) best[t] = s;
+                    }
+                for (v = 0; v < 2; v++) ns[v] = best[v] * 1e9 / (double)(rows * cns[ci]);
+                printf("%s,%s,%zu,%.3f,%.3f,%.2f\n", d ? "bf16" : "f32",
+                       bwd ? "row_bwd_accum" : "row_accum", cns[ci], ns[0], ns[1], ns[0] / ns[1]);
+            }
+out:
+    free(a);
+    free(b);
+    free(c);
+}
+
 int main(void)
 {
     static const char *const fams[] = {"accum", "normalize", "row_accum64", "row_normalize64"};
@@ -262,8 +322,9 @@ int main(void)
                 printf("\n");
             }
     }
+    time_slices();
+    time_rows_from_memory(x, y);
     free(x);
     free(y);
-    time_slices();
     return 0;
 }
