@@ -5,8 +5,9 @@
 #      made (spills.txt);
 #   1. bench_pool: a parallel loop's start and join at 1, 2, 4, ... CPUs threads (hot, cold,
 #      and the tail of loops of 50 us pieces: p90/p99/max), and small ops on pools of those
-#      sizes (pool.csv); bench_kernels: the kernels alone on one core, and what the slices of
-#      a channel split of one chunk cost a core (kernels.csv, about 20 s);
+#      sizes (pool.csv); bench_kernels: the kernels alone on one core, what the slices of
+#      a channel split of one chunk cost a core, and the row reductions from memory with and
+#      without the prefetch of the table beyond the cache (kernels.csv, about 30 s);
 #   2. bench/run_bench.py over bench/shapes/quick.txt, bench/shapes/small_batch.txt and
 #      32x2048x7x7, SCALE_DTYPES (default f32,bf16; f32,bf16,f16 adds fp16 at about half
 #      the time again), both layouts, three modes, at SCALE_THREADS (default 1,4,CPUs)
@@ -47,7 +48,7 @@ while [ "$t" -lt "$cpus" ]; do pool_counts="$pool_counts,$t"; t=$((t * 2)); done
 [ "$cpus" -gt 1 ] && pool_counts="$pool_counts,$cpus"
 timeout 120 build/scale/bench_pool --threads "$pool_counts" --reps 2000 | tee "$out/pool.csv"
 echo "# bench_kernels" | tee -a "$out/run.log"
-timeout 90 build/scale/bench_kernels | tee "$out/kernels.csv"
+timeout 120 build/scale/bench_kernels | tee "$out/kernels.csv"
 echo "# run_bench.py" | tee -a "$out/run.log"
 printf '32x2048x7x7\n' > build/scale/wide.txt
 shapes=${SCALE_SHAPES:-bench/shapes/quick.txt bench/shapes/small_batch.txt build/scale/wide.txt}
