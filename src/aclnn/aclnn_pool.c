@@ -5,8 +5,9 @@
  * config file, else sbn_pool_default_threads(): the SBN_NUM_THREADS environment
  * variable (1..1024, read by libsyncbn; any other value is ignored with a warning),
  * else the number of CPUs in the process's affinity mask, at most its cgroup's CPU
- * quota. A phase 2 holds the pool for reading while it runs (a pthread rwlock); aclInit with a new
- * size and aclFinalize take it for writing, so the pool is only replaced or
+ * quota and its share of the machine among the local ranks of its job. A phase 2 holds
+ * the pool for reading while it runs (a pthread rwlock); aclInit with a new size and
+ * aclFinalize take it for writing, so the pool is only replaced or
  * destroyed when no op is using it. Several host threads may run ops at once: the
  * native pool (sbn_pool_t) serialises their parallel loops on its run lock,
  * and since a loop's result never depends on which thread ran which index, every

@@ -39,14 +39,8 @@
 static int read_line(const char *root, const char *path, char *buf, int len)
 {
     char full[3 * SBN_CGROUP_PATH];
-    FILE *f;
-    int ok;
     if (snprintf(full, sizeof full, "%s%s", root, path) >= (int)sizeof full) return 0;
-    if ((f = fopen(full, "r")) == NULL) return 0;
-    ok = fgets(buf, len, f) != NULL;
-    fclose(f);
-    if (ok) buf[strcspn(buf, "\n")] = '\0';
-    return ok;
+    return sbn__read_first_line(full, buf, len);
 }
 
 /* A whole positive decimal number of at most 18 digits filling s; 0 otherwise. */
@@ -183,8 +177,9 @@ int sbn__cgroup_cpuset_cpus_at(const char *root)
         size_t f;
         for (f = 0; f < (v1 ? 2u : 1u); f++) {
             int n;
-            snprintf(file, sizeof file, "%s%.*s/%s", v1 ? "/sys/fs/cgroup/cpuset" : "/sys/fs/cgroup",
-                     (int)end, path, v1 ? v1_files[f] : "cpuset.cpus.effective");
+            snprintf(file, sizeof file, "%s%.*s/%s",
+                     v1 ? "/sys/fs/cgroup/cpuset" : "/sys/fs/cgroup", (int)end, path,
+                     v1 ? v1_files[f] : "cpuset.cpus.effective");
             if ((n = list_file_cpus(root, file)) > 0) return n;
         }
     } while (parent_level(path, &end));

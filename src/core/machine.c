@@ -60,19 +60,25 @@ static long sysconf_bytes(int level)
 
 #define SYS_CPU_ROOT "/sys/devices/system/cpu"
 
+int sbn__read_first_line(const char *path, char *buf, int len)
+{
+    FILE *f;
+    int ok;
+    if ((f = fopen(path, "r")) == NULL) return 0;
+    ok = fgets(buf, len, f) != NULL;
+    fclose(f);
+    if (ok) buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
 /* The first line of <root>/cpu<cpu>/cache/index<i>/<name> into buf. */
 static int cache_field_at(const char *root, int cpu, int i, const char *name, char *buf, int len)
 {
     char path[512];
-    FILE *f;
-    int ok;
     if (snprintf(path, sizeof path, "%s/cpu%d/cache/index%d/%s", root, cpu, i, name) >=
         (int)sizeof path)
         return 0;
-    if ((f = fopen(path, "r")) == NULL) return 0;
-    ok = fgets(buf, len, f) != NULL;
-    fclose(f);
-    return ok;
+    return sbn__read_first_line(path, buf, len);
 }
 
 int sbn__cpu_list_count(const char *s)
@@ -253,7 +259,8 @@ static void read_machine(void)
     g_machine.cpu_quota = sbn__cgroup_cpu_quota_at("");
     g_machine.cpus = sbn__cpus_within_quota(g_machine.cpus_affinity, g_machine.cpu_quota);
     g_machine.node_cpus = sbn__node_cpus_at("");
-    if (g_machine.node_cpus < g_machine.cpus_affinity) g_machine.node_cpus = g_machine.cpus_affinity;
+    if (g_machine.node_cpus < g_machine.cpus_affinity)
+        g_machine.node_cpus = g_machine.cpus_affinity;
     for (level = 1; level <= 3; level++) read_level(&g_machine, level);
     read_l3_instances(&g_machine);
     /* an inclusive hierarchy never shrinks: keep the levels ordered */

@@ -41,6 +41,9 @@ double sbn__cgroup_cpu_quota_at(const char *root);
  * count, else 0. root as above. */
 int sbn__cgroup_cpuset_cpus_at(const char *root);
 int sbn__node_cpus_at(const char *root);
+/* The first line of the file at path into buf (len bytes, NUL-terminated, without its
+ * newline): 1; 0 when the file cannot be opened or is empty. The /sys and cgroup readers'. */
+int sbn__read_first_line(const char *path, char *buf, int len);
 /* CPUs in a list like "0-7,16-23" (numbers below 65536); 0 when it does not parse. */
 int sbn__cpu_list_count(const char *s);
 /* The CPUs a pool should use: cpus, or fewer under a quota (its ceiling, at least 1). */
