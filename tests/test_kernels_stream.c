@@ -49,7 +49,7 @@
 #define MAXE 155648 /* input elements: 300 rows of stride 2 * 256 (600 of 2 * 9), + offsets */
 #define PAD 32     /* guard elements either side of a map output */
 #define GA 8       /* guard doubles either side of the accumulators */
-#define MAXCN 1057 /* the widest rows */
+#define MAXCN 2064 /* the widest rows */
 #define MAXLD (MAXCN + 7)
 #define SNAN_BITS 0x7FF4A5A5A5A5A5A5ull /* untouchable accumulator entries */
 
@@ -589,9 +589,10 @@ static int check_row_geo(const impls *im, int dt, size_t cn, size_t rows)
 }
 
 /* Rows: cn 1..70 and 256, each with rows 0..3, 15..17 and every fourth count up to 40
- * (all counts 0..40 over the cn); cn 257, 512, 513, 1040 and 1057 (a row tile of plan.c is
- * 512 channels, the widest rows the AVX2 bf16 maps take sixteen channels a step; wider
- * untiled rows go eight channels a step) with 1..3, 16, 17 and 33 rows;
+ * (all counts 0..40 over the cn); cn 257, 512, 513, 1040, 1057 and 2047-2064 (a row tile
+ * of plan.c is 512 channels; the AVX2 bf16 maps take rows of up to 2048 channels sixteen
+ * channels a step, a tail of 1..15 and wider rows eight a step) with 1..3, 16, 17 and 33
+ * rows;
  * then rows over one and two blocks of the SIMD row
  * reductions (64 and 128 rows; 512 for rows narrower than 16 channels), whose AVX-512
  * _pf variants prefetch the next block of slices of up to 256 bytes: cn from 1 to 256
@@ -600,7 +601,7 @@ static int check_row_geo(const impls *im, int dt, size_t cn, size_t rows)
 static int check_rows(const impls *im, int dt_only)
 {
     static const size_t long_cn[] = {1, 9, 32, 33, 64, 65, 128, 256};
-    static const size_t wide_cn[] = {257, 512, 513, 1040, 1057};
+    static const size_t wide_cn[] = {257, 512, 513, 1040, 1057, 2047, 2048, 2049, 2064};
     static const size_t wide_rows[] = {1, 2, 3, 16, 17, 33};
     static const size_t long_rows[] = {63, 65, 127, 128, 129, 143, 256, 257, 300,
                                        511, 513, 600};

@@ -16,7 +16,7 @@
  *   normalize:  y  = fma(x - f0, f1, f2)
  *   backward:   gi = fma(x - f0, f1, dy - f2) * f3
  * then narrowed once (io_avx2.h: fp16 by vcvtps2ph to nearest even, bf16 by the
- * integer carry; NaNs as convert.c writes them). bf16 takes runs, and rows of up to 512
+ * integer carry; NaNs as convert.c writes them). bf16 takes runs, and rows of up to 2048
  * channels, sixteen elements at a time in the pair order of avx2_ldf16_bf16 (rows with
  * their coefficients rearranged into that order once per call). Several adjacent runs
  * of the float maps (short NCHW planes) go as one stretch, each lane with its run's
@@ -315,11 +315,16 @@ SBN_DEFINE_MAP_AVX2_FLT(bf16)
 /*
  * The bf16 row maps take 16 channels as one load and two unpacks, in pair order, with
  * their coefficients rearranged once per call into that order (a: channels 0-3 and 8-11
- * of each 16, b: 4-7 and 12-15) in a table on the stack, up to SBN_PAIR_MAX_CN channels;
- * the channels past the last whole 16 go the eight-wide way. Each element's operations
- * are those of the eight-wide code: the same bits.
+ * of each 16, b: 4-7 and 12-15) in a table on the stack, a group of 16 channels' three or
+ * four coefficient vectors side by side (one stream of lines, not one a coefficient, 8 KiB
+ * apart in the same L1 sets), up to SBN_PAIR_MAX_CN channels; the channels past the last
+ * whole 16 go the eight-wide way, and so do wider rows. Each element's operations are
+ * those of the eight-wide code: the same bits.
+ * SBN_PAIR_MAX_CN covers the widest rows plan.c leaves untiled beside a 32 KiB L1 (bf16
+ * normalize: three float coefficients and two elements, 16 bytes a channel, 2048
+ * channels) and its row tiles (512 channels); the tables are then 24 and 32 KiB.
  */
-#define SBN_PAIR_MAX_CN 512 /* plan.c's row tiles: 512 channels x 16 rows */
+#define SBN_PAIR_MAX_CN 2048
 
 /* The coefficients of 16 channels from j of f into kp (32-byte aligned) in pair order:
  * kp[0..8) channels 0-3 and 8-11, kp[8..16) channels 4-7 and 12-15. */
@@ -340,7 +345,7 @@ static inline int pair_rows(size_t rows, size_t cn)
 static void bf16_row_normalize_pair(const void *x, int64_t xs, size_t rows, size_t cn,
                                     const void *kv, size_t ldk, void *y, int64_t ys)
 {
-    _Alignas(32) float kp[3][SBN_PAIR_MAX_CN];
+    _Alignas(32) float kp[SBN_PAIR_MAX_CN / 16][3][16];
     const float *f = kv;
     const size_t c16 = cn & ~(size_t)15;
     size_t r, j, c;
@@ -348,19 +353,19 @@ static void bf16_row_normalize_pair(const void *x, int64_t xs, size_t rows, size
         bf16_row_normalize_run(x, xs, rows, cn, kv, ldk, y, ys);
         return;
     }
-    for (c = 0; c < 3; c++)
-        for (j = 0; j < c16; j += 16) pair_coefs(f + c * ldk, j, &kp[c][j]);
+    for (j = 0; j < c16; j += 16)
+        for (c = 0; c < 3; c++) pair_coefs(f + c * ldk, j, kp[j / 16][c]);
     for (r = 0; r < rows; r++) {
         const int64_t ox = (int64_t)r * xs, oy = (int64_t)r * ys;
         for (j = 0; j < c16; j += 16) {
+            const float(*k)[16] = kp[j / 16];
             __m256 a, b;
             avx2_ldf16_bf16(x, ox + (int64_t)j, &a, &b);
             avx2_stf16_bf16(y, oy + (int64_t)j,
-                            normalize8(a, _mm256_load_ps(&kp[0][j]), _mm256_load_ps(&kp[1][j]),
-                                       _mm256_load_ps(&kp[2][j])),
-                            normalize8(b, _mm256_load_ps(&kp[0][j + 8]),
-                                       _mm256_load_ps(&kp[1][j + 8]),
-                                       _mm256_load_ps(&kp[2][j + 8])));
+                            normalize8(a, _mm256_load_ps(k[0]), _mm256_load_ps(k[1]),
+                                       _mm256_load_ps(k[2])),
+                            normalize8(b, _mm256_load_ps(k[0] + 8), _mm256_load_ps(k[1] + 8),
+                                       _mm256_load_ps(k[2] + 8)));
         }
     }
     if (c16 < cn)
@@ -372,7 +377,7 @@ static void bf16_row_backward_pair(const void *dy, int64_t dys, const void *x, i
                                    size_t rows, size_t cn, const void *kv, size_t ldk, void *gi,
                                    int64_t gs)
 {
-    _Alignas(32) float kp[4][SBN_PAIR_MAX_CN];
+    _Alignas(32) float kp[SBN_PAIR_MAX_CN / 16][4][16];
     const float *f = kv;
     const size_t c16 = cn & ~(size_t)15;
     size_t r, j, c;
@@ -380,21 +385,20 @@ static void bf16_row_backward_pair(const void *dy, int64_t dys, const void *x, i
         bf16_row_backward_run(dy, dys, x, xs, rows, cn, kv, ldk, gi, gs);
         return;
     }
-    for (c = 0; c < 4; c++)
-        for (j = 0; j < c16; j += 16) pair_coefs(f + c * ldk, j, &kp[c][j]);
+    for (j = 0; j < c16; j += 16)
+        for (c = 0; c < 4; c++) pair_coefs(f + c * ldk, j, kp[j / 16][c]);
     for (r = 0; r < rows; r++) {
         const int64_t og = (int64_t)r * dys, ox = (int64_t)r * xs, oo = (int64_t)r * gs;
         for (j = 0; j < c16; j += 16) {
+            const float(*k)[16] = kp[j / 16];
             __m256 ga, gb, va, vb;
             avx2_ldf16_bf16(dy, og + (int64_t)j, &ga, &gb);
             avx2_ldf16_bf16(x, ox + (int64_t)j, &va, &vb);
             avx2_stf16_bf16(gi, oo + (int64_t)j,
-                            backward8(ga, va, _mm256_load_ps(&kp[0][j]), _mm256_load_ps(&kp[1][j]),
-                                      _mm256_load_ps(&kp[2][j]), _mm256_load_ps(&kp[3][j])),
-                            backward8(gb, vb, _mm256_load_ps(&kp[0][j + 8]),
-                                      _mm256_load_ps(&kp[1][j + 8]),
-                                      _mm256_load_ps(&kp[2][j + 8]),
-                                      _mm256_load_ps(&kp[3][j + 8])));
+                            backward8(ga, va, _mm256_load_ps(k[0]), _mm256_load_ps(k[1]),
+                                      _mm256_load_ps(k[2]), _mm256_load_ps(k[3])),
+                            backward8(gb, vb, _mm256_load_ps(k[0] + 8), _mm256_load_ps(k[1] + 8),
+                                      _mm256_load_ps(k[2] + 8), _mm256_load_ps(k[3] + 8)));
         }
     }
     if (c16 < cn)
