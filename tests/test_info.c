@@ -42,6 +42,7 @@ static void test_info_matches_the_library(void)
     CHECK(in.map_stream_bytes == SBN_MAP_STREAM_SHARE * (double)sbn__cache_bytes(3));
     CHECK(in.rows_stream_bytes == SBN_ROWS_STREAM_SHARE * (double)sbn__cache_bytes(3));
     CHECK(in.reduce_prefetch_bytes == SBN_REDUCE_PREFETCH_SHARE * (double)sbn__cache_bytes(3));
+    CHECK(in.prefetch_run_bytes == SBN_PREFETCH_RUN_BYTES);
     CHECK(in.rows_stream_min_row_bytes == SBN_ROWS_STREAM_MIN_BYTES);
     CHECK(in.l3_instances == m->l3_instances && in.l3_instances >= 1);
     CHECK(in.l3_instances_reported == m->l3_instances_reported);

@@ -1,7 +1,8 @@
 /*
  * test_stream_stores.c - the kernel tables for tensors far larger than the
  * last-level cache (sbn__beyond_cache: maps that write with non-temporal stores,
- * AVX-512 row reductions that prefetch the next block of short rows) give the same
+ * AVX-512 row reductions that prefetch the next block of short rows) and the
+ * reductions over short runs that prefetch the next channel's runs give the same
  * bits as the cached ones. Each case runs a batch norm step
  * (support/train_pair.h: training forward and backward, eval forward) with
  * streaming stores off and no pool, then on, with no pool and with pools of 2 and
@@ -57,6 +58,10 @@ static void streaming_bits_equal_cached(void)
         {SBN_BF16, 4, {3, 64, 12, 12}, TSUP_CHANNELS_LAST},
         {SBN_F64, 4, {2, 24, 10, 10}, TSUP_CHANNELS_LAST},
         {SBN_F16, 2, {2100, 48, 0, 0}, TSUP_CHANNELS_FIRST}, /* (N, C): past a chunk */
+        /* short runs that prefetch: windows, tasks of 64 channels and chunks crossed */
+        {SBN_F32, 4, {48, 70, 7, 7}, TSUP_CHANNELS_FIRST},
+        {SBN_BF16, 4, {45, 66, 8, 8}, TSUP_CHANNELS_FIRST},
+        {SBN_F64, 4, {5, 3, 4, 5}, TSUP_CHANNELS_FIRST},
     };
     const sbn_kernels *cached = sbn__kernels(), *streaming = sbn__kernels_streaming();
     unsigned i;
@@ -87,8 +92,38 @@ static void streaming_table_shares_plane_reductions(void)
     CHECK(streaming->load_f32 == cached->load_f32 && streaming->store_bf16 == cached->store_bf16);
 }
 
+/* The short runs prefetched beyond the cache are those of 256 bytes a tensor or less
+ * (7x7 and 8x8 planes of fp32), never within the cache or for longer runs. */
+static void prefetched_runs(void)
+{
+    static const struct {
+        sbn_dtype dtype;
+        int64_t shape[4];
+        int expected;
+    } cases[] = {
+        {SBN_F32, {32, 64, 7, 7}, 1},
+        {SBN_F32, {32, 64, 8, 8}, 1},
+        {SBN_BF16, {32, 64, 8, 8}, 1},
+        {SBN_F32, {32, 64, 9, 9}, 0},   /* 324 bytes */
+        {SBN_BF16, {32, 64, 14, 14}, 0}, /* 392 bytes */
+        {SBN_F32, {1, 64, 7, 7}, 0},     /* one run a channel: no short-run path */
+    };
+    static float data[32 * 64 * 14 * 14];
+    unsigned i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sbn_tensor x = sbn_tensor_contiguous(data, cases[i].dtype, 4, cases[i].shape);
+        const sbn_tensor *t[2];
+        sbn__walk w;
+        t[0] = t[1] = &x;
+        sbn__walk_init(&w, t, 2);
+        CHECK_MSG(sbn__plan_prefetch_runs(&w, 1) == cases[i].expected, "case %u", i);
+        CHECK_MSG(sbn__plan_prefetch_runs(&w, 0) == 0, "case %u in the cache", i);
+    }
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(streaming_bits_equal_cached),
+    SBN_TEST_CASE(prefetched_runs),
     SBN_TEST_CASE(streaming_table_shares_plane_reductions),
 };
 

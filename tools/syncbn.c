@@ -594,10 +594,11 @@ static void print_caches(const sbn_info *in)
     else
         printf("beyond the cache: maps over %.4g MiB (channels-last "
                "rows: %.4g MiB, with 2+ threads rows of %d bytes or more) stream their stores, "
-               "reductions over %.4g MiB prefetch short rows "
+               "reductions over %.4g MiB prefetch short rows and NCHW planes of up to %d bytes "
                "(SBN_STREAM_STORES not set: by size)\n",
                in->map_stream_bytes / mib, in->rows_stream_bytes / mib,
-               in->rows_stream_min_row_bytes, in->reduce_prefetch_bytes / mib);
+               in->rows_stream_min_row_bytes, in->reduce_prefetch_bytes / mib,
+               in->prefetch_run_bytes);
 }
 
 /* The library's parse of the variable `name` (every variable info prints is there). */

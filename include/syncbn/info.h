@@ -54,7 +54,8 @@ typedef struct sbn_info {
     double map_stream_bytes;        /* maps stream their stores beyond this */
     double rows_stream_bytes;       /* the same for channels-last rows ... */
     int rows_stream_min_row_bytes;  /* ... on 2+ threads with rows of this size or more */
-    double reduce_prefetch_bytes;   /* row reductions prefetch beyond this */
+    double reduce_prefetch_bytes;   /* reductions prefetch beyond this (short rows; short
+                                       planes: prefetch_run_bytes below) */
     int stream_stores;              /* SBN_STREAM_STORES: -1 by size, 0 never, 1 always */
     int row_tiles;                  /* SBN_ROW_TILES: -1 by size, 0 never, 1 always */
     int threads;                    /* the default thread count: SBN_NUM_THREADS, else cpus
@@ -79,6 +80,9 @@ typedef struct sbn_info {
      * CPUs (within the quota) divided among them. */
     int local_ranks;                /* 1 when no launcher variable is set */
     const char *local_ranks_source; /* the variable that gave it ("" when none) */
+    /* Beyond reduce_prefetch_bytes, the reductions over NCHW planes of at most this many
+     * bytes a tensor (7x7, 8x8) prefetch each next channel's planes. */
+    int prefetch_run_bytes;
 } sbn_info;
 
 /*

@@ -72,6 +72,7 @@ static void fill(sbn_info *info)
     info->cpu_quota = m->cpu_quota;
     info->local_ranks = sbn__local_ranks(&info->local_ranks_source);
     if (info->local_ranks_source == NULL) info->local_ranks_source = "";
+    info->prefetch_run_bytes = SBN_PREFETCH_RUN_BYTES;
 }
 
 SBN_API sbn_status sbn_info_get(sbn_info *info)

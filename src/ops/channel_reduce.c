@@ -169,7 +169,9 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
  * Short runs (sbn__walk_short_runs): a channel's runs of a window go to one runs kernel,
  * which merges the lanes of one run's tail and the next one's head. The task's rows are
  * taken in windows of whole runs (sbn__runs_window), every channel of the block in turn
- * within a window. Same chunks, lanes and order as the plane path, so the same bits.
+ * within a window; beyond the cache, each channel's runs of the window are prefetched
+ * while the channel before is reduced (sbn__plan_prefetch_runs). Same chunks, lanes and
+ * order as the plane path, so the same bits.
  */
 
 typedef struct channel_runs {
@@ -207,7 +209,9 @@ static void reduce_runs(plane_task *pt, int64_t r1)
     for (wa = pt->r0; wa < r1; wa = wb) {
         wb = (wa / len + window) * len;
         if (wb > r1) wb = r1;
-        for (j = 0; j < pt->cn; j++)
+        for (j = 0; j < pt->cn; j++) {
+            if (job->prefetch_runs && j + 1 < pt->cn)
+                sbn__walk_prefetch_runs(w, pt->c0 + j + 1, wa, wb);
             for (rr = wa; rr < wb; rr = end) {
                 channel_runs cr;
                 end = sbn__chunk_piece_end(rr, wb);
@@ -215,6 +219,7 @@ static void reduce_runs(plane_task *pt, int64_t r1)
                 sbn__walk_run_groups(w, pt->c0 + j, rr, end - rr, runs_stretch, &cr);
                 chunk_close(pt, j, rr, end);
             }
+        }
     }
 }
 
@@ -347,6 +352,7 @@ void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const
     pool = sbn__plan_team(pool, sbn__plan_stream_ns(tensors, job.walk.ntensors), &team);
     job.in_memory_order = sbn__beyond_cache(tensors, job.walk.ntensors,
                                             SBN_REDUCE_PREFETCH_SHARE, 1);
+    job.prefetch_runs = sbn__plan_prefetch_runs(&job.walk, job.in_memory_order);
     job.kern = job.in_memory_order ? sbn__kernels_streaming() : sbn__kernels();
     job.in_memory_order |= job.kern->planes_by_run;
     if (job.walk.chunks == 0) {

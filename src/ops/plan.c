@@ -22,10 +22,6 @@
 #include "ops/walk.h"
 #include "syncbn/syncbn.h"
 
-/* Bytes of a cache line, the unit in which cores own memory: a row split keeps each
- * thread's output whole lines, and non-temporal stores write whole lines. */
-#define SBN_LINE_BYTES 64
-
 /* ---- teams: how many threads a loop takes ---- */
 
 /*
@@ -351,6 +347,29 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
     streaming = sbn__beyond_cache(t, n, share, long_runs(w, rows, row_bytes));
     *beyond_l3 = streaming && sbn__beyond_cache(t, n, 1.0, 1);
     return streaming;
+}
+
+/*
+ * Short runs (NCHW planes of 7x7 and 8x8) are reduced a channel at a time over a window
+ * of images (channel_reduce.c): a channel's runs of one image lie C runs apart, and a
+ * visit reads one to four lines of each, mostly lines the previous channel's runs began.
+ * Such visits give the hardware prefetchers nothing to follow, within a run or across
+ * them, so each line waits its whole latency, which from memory the out-of-order window
+ * cannot cover; the engine then prefetches the next channel's runs of the window while
+ * it reduces this one. Runs of more than SBN_PREFETCH_RUN_BYTES a tensor (10x10 and up)
+ * are long enough for the prefetchers, and within the cache the prefetches only cost
+ * (bench: the backward reduction and the statistics of 32x2048x7x7, 128x512x7x7 and
+ * 64x1024x8x8 fp32 NCHW at one thread, against 8x2048x7x7, 16x2048x7x7, 64x512x10x10
+ * and 32x1024x14x14). SBN_PREFETCH_RUN_BYTES is in plan.h, for `syncbn info`.
+ */
+
+int sbn__plan_prefetch_runs(const sbn__walk *w, int beyond_cache)
+{
+    int i;
+    if (!beyond_cache || !sbn__walk_short_runs(w)) return 0;
+    for (i = 0; i < w->ntensors; i++)
+        if (w->size[1] * (int64_t)sbn_dtype_size(w->dtype[i]) > SBN_PREFETCH_RUN_BYTES) return 0;
+    return 1;
 }
 
 /* ---- whole chunks in registers ---- */

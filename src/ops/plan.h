@@ -50,12 +50,14 @@ void sbn__plan_task(const sbn__plan *plan, const sbn__walk *w, int64_t t, int64_
                     int64_t *r1, int64_t *c0, int64_t *cn);
 
 /* The shares of the L3 beyond which a map streams its stores (channels-last rows: on one
- * thread, or with rows of SBN_ROWS_STREAM_MIN_BYTES or more) and a row reduction
- * prefetches; the mechanism is in plan.c, and `syncbn info` prints them. */
+ * thread, or with rows of SBN_ROWS_STREAM_MIN_BYTES or more) and a reduction prefetches
+ * (short rows; short runs of SBN_PREFETCH_RUN_BYTES a tensor or less); the mechanism is
+ * in plan.c, and `syncbn info` prints them. */
 #define SBN_MAP_STREAM_SHARE 0.9
 #define SBN_ROWS_STREAM_SHARE 0.5
 #define SBN_ROWS_STREAM_MIN_BYTES 512
 #define SBN_REDUCE_PREFETCH_SHARE 0.5
+#define SBN_PREFETCH_RUN_BYTES 256
 /* Whether the n tensors of a map or a reduction together exceed `share` of the L3, so
  * that it takes the kernels for data beyond the cache (sbn__kernels_streaming:
  * non-temporal stores in maps, prefetch in AVX-512 row reductions); never when `suits`
@@ -84,6 +86,10 @@ int sbn__plan_row_chunk_whole(const struct sbn_kernels *k, int64_t rows);
  * `tensors` tensors it reads), takes the kernels that prefetch its rows, those of the
  * tables beyond the cache. Speed only, never bits. */
 int sbn__plan_row_chunk_prefetch(int tensors, int64_t rows, int64_t row_bytes);
+/* Whether a reduction over the short runs of w (sbn__walk_short_runs), whose inputs are
+ * beyond the cache as sbn__beyond_cache says, prefetches each next channel's runs. Speed
+ * only, never bits. */
+int sbn__plan_prefetch_runs(const sbn__walk *w, int beyond_cache);
 /*
  * Channels per block of the one-pass schedule for which a block's inputs (R x
  * bytes_per_element bytes a channel) fit a thread's cache budget, with at least 2T

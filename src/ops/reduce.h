@@ -78,6 +78,7 @@ typedef struct sbn__reduce_job {
     int kd;          /* kernel element type of every tensor, or -1 (convert to double first) */
     const struct sbn_kernels *kern; /* sbn__kernels(), or the table beyond the cache */
     int in_memory_order; /* the plane path reads channel after channel (channel_reduce.c) */
+    int prefetch_runs;   /* short runs: the next channel's runs prefetched (plan.c) */
     double *partial; /* [C][chunks][2] */
     double *out;     /* [C][2] */
     double *row_state; /* row path: SBN_ROW_SLOTS slots of [16][C] a, [16][C] b, [C] shift */

@@ -21,6 +21,11 @@
 
 #define SBN_WALK_MAX_TENSORS 3
 
+/* Bytes of a cache line, the unit in which cores own memory: a row split keeps each
+ * thread's output whole lines, non-temporal stores write whole lines, and a prefetch
+ * fetches one. */
+#define SBN_LINE_BYTES 64
+
 /*
  * The non-channel dims of x's shape with the strides of up to three same-shaped
  * tensors, with size-1 dims dropped and dims merged where every tensor allows.
@@ -85,6 +90,9 @@ int sbn__walk_short_runs(const sbn__walk *w);
  * window of the cn channels spans about SBN_RUNS_WINDOW_BYTES (all tensors), so it stays
  * in cache while the channels take their runs out of it, one channel at a time. */
 #define SBN_RUNS_WINDOW_BYTES ((int64_t)256 << 10)
+/* Prefetches every line of channel c's runs that hold rows [r0, r1) of a short-run walk,
+ * in all its tensors (plan.c's sbn__plan_prefetch_runs says when). */
+void sbn__walk_prefetch_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t r1);
 int64_t sbn__runs_window(const sbn__walk *w, int64_t cn);
 /* Tests: 0 turns the short-run path off, 1 back on (the default). */
 void sbn__short_runs_set(int on);
