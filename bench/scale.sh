@@ -8,6 +8,8 @@
 #      sizes (pool.csv); bench_kernels: the kernels alone on one core, what the slices of
 #      a channel split of one chunk cost a core, and the row reductions from memory with and
 #      without the prefetch of the table beyond the cache (kernels.csv, about 30 s);
+#      bench_prefetch: the reductions over short NCHW planes with their prefetch forced off
+#      and on, at SCALE_THREADS (prefetch.csv, about 30 s);
 #   2. bench/run_bench.py over bench/shapes/quick.txt, bench/shapes/small_batch.txt and
 #      32x2048x7x7, SCALE_DTYPES (default f32,bf16; f32,bf16,f16 adds fp16 at about half
 #      the time again), both layouts, three modes, at SCALE_THREADS (default 1,4,CPUs)
@@ -36,7 +38,8 @@ py=${PYTHON:-$(command -v python3)}
 } | tee "$out/run.log"
 cmake -S . -B build/scale -DCMAKE_BUILD_TYPE=Release -DSBN_BUILD_TESTS=OFF -DSBN_WITH_MPI=OFF \
   >/dev/null && cmake --build build/scale -j "$cpus" --target syncbn_cli bench_ops bench_pool \
-  bench_kernels syncbn >/dev/null || { echo "scale.sh: build failed" | tee -a "$out/run.log"; exit 1; }
+  bench_kernels bench_prefetch syncbn >/dev/null ||
+  { echo "scale.sh: build failed" | tee -a "$out/run.log"; exit 1; }
 build/scale/syncbn info 2>&1 | tee -a "$out/run.log"
 # that host's compiler may keep other kernel accumulators on the stack than the project's
 { "${CC:-cc}" --version | head -1; "$py" bench/spills.py build/scale; } > "$out/spills.txt" 2>&1
@@ -49,6 +52,10 @@ while [ "$t" -lt "$cpus" ]; do pool_counts="$pool_counts,$t"; t=$((t * 2)); done
 timeout 120 build/scale/bench_pool --threads "$pool_counts" --reps 2000 | tee "$out/pool.csv"
 echo "# bench_kernels" | tee -a "$out/run.log"
 timeout 120 build/scale/bench_kernels | tee "$out/kernels.csv"
+# the short NCHW planes' prefetch forced off and on, in one process: whether the size rule
+# (beyond half the L3) should also take planes from this host's L3
+echo "# bench_prefetch" | tee -a "$out/run.log"
+timeout 90 build/scale/bench_prefetch --threads "$threads" --reps 40 | tee "$out/prefetch.csv"
 echo "# run_bench.py" | tee -a "$out/run.log"
 printf '32x2048x7x7\n' > build/scale/wide.txt
 shapes=${SCALE_SHAPES:-bench/shapes/quick.txt bench/shapes/small_batch.txt build/scale/wide.txt}
