@@ -356,11 +356,12 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
  * Such visits give the hardware prefetchers nothing to follow, within a run or across
  * them, so each line waits its whole latency, which from memory the out-of-order window
  * cannot cover; the engine then prefetches the next channel's runs of the window while
- * it reduces this one. Runs of more than SBN_PREFETCH_RUN_BYTES a tensor (10x10 and up)
- * are long enough for the prefetchers, and within the cache the prefetches only cost
- * (bench: the backward reduction and the statistics of 32x2048x7x7, 128x512x7x7 and
- * 64x1024x8x8 fp32 NCHW at one thread, against 8x2048x7x7, 16x2048x7x7, 64x512x10x10
- * and 32x1024x14x14). SBN_PREFETCH_RUN_BYTES is in plan.h, for `syncbn info`.
+ * it reduces this one. Runs of more than SBN_PREFETCH_RUN_BYTES a tensor (fp32 10x10,
+ * bf16 12x12 and up) are long enough for the prefetchers, and within the cache the
+ * prefetches only cost (bench_prefetch: the backward reduction and the statistics of
+ * 32x2048x7x7, 128x512x7x7 and 64x1024x8x8 fp32 NCHW, against 8x2048x7x7 and 16x2048x7x7
+ * in the cache, 64x512x10x10 fp32 and 32x1024x14x14). SBN_PREFETCH_RUN_BYTES is in
+ * plan.h, for `syncbn info`.
  */
 
 int sbn__plan_prefetch_runs(const sbn__walk *w, int beyond_cache)
