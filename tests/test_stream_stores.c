@@ -11,7 +11,9 @@
  * strided views, f32/f64/f16/bf16. The kernels themselves are compared with scalar
  * at every offset by test_kernels_stream.c and test_kernels_maps.c.
  */
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "harness/harness.h"
 #include "kernels/kernels.h"
@@ -121,9 +123,78 @@ static void prefetched_runs(void)
     }
 }
 
+/* The lines sbn__walk_run_lines visits (the ones the reduction prefetches), recorded. */
+#define MAX_LINES 512
+typedef struct line_log {
+    uintptr_t line[MAX_LINES];
+    int n, overflow;
+} line_log;
+
+static void record_line(void *ctx, uintptr_t line)
+{
+    line_log *log = ctx;
+    if (log->n < MAX_LINES)
+        log->line[log->n++] = line;
+    else
+        log->overflow = 1;
+}
+
+static int has_line(const line_log *log, uintptr_t line)
+{
+    int i;
+    for (i = 0; i < log->n; i++)
+        if (log->line[i] == line) return 1;
+    return 0;
+}
+
+/* The lines visited for channel c over rows [r0, r1) are those of the elements of every
+ * whole run (image) of channel c that holds one of those rows, in each tensor, and no
+ * other: computed here element by element from the views' strides, for a contiguous
+ * NCHW pair, a window starting and ending inside runs, and an x whose images run
+ * backwards in memory (negative batch stride). */
+static void prefetched_lines_cover_the_runs(void)
+{
+    static uint16_t mem_dy[5 * 6 * 7 * 7], mem_x[5 * 6 * 7 * 7];
+    static const int64_t shape[4] = {5, 6, 7, 7};
+    static const int64_t windows[][3] = {{3, 0, 245}, {0, 59, 152}, {5, 49, 50}, {2, 100, 100}};
+    unsigned k;
+    for (k = 0; k < sizeof windows / sizeof windows[0]; k++) {
+        sbn_tensor dy = sbn_tensor_contiguous(mem_dy, SBN_BF16, 4, shape);
+        sbn_tensor x = sbn_tensor_contiguous(mem_x, SBN_BF16, 4, shape);
+        const sbn_tensor *t[2];
+        int64_t c = windows[k][0], r0 = windows[k][1], r1 = windows[k][2], n, e;
+        int i, expected = 0;
+        line_log log;
+        sbn__walk w;
+        x.data = mem_x + 4 * 6 * 49; /* image n at mem_x + (4 - n) * 294 */
+        x.strides[0] = -6 * 49;
+        t[0] = &dy;
+        t[1] = &x;
+        sbn__walk_init(&w, t, 2);
+        CHECK_MSG(sbn__walk_short_runs(&w), "window %u: not a short-run walk", k);
+        memset(&log, 0, sizeof log);
+        sbn__walk_run_lines(&w, c, r0, r1, record_line, &log);
+        CHECK(!log.overflow);
+        for (i = 0; i < 2; i++)
+            for (n = r0 / 49; r1 > r0 && n <= (r1 - 1) / 49; n++)
+                for (e = 0; e < 49; e++) {
+                    const uint16_t *el = (const uint16_t *)t[i]->data + n * t[i]->strides[0] +
+                                         c * t[i]->strides[1] + e;
+                    uintptr_t line = (uintptr_t)el & ~(uintptr_t)63;
+                    if (e == 0 || ((uintptr_t)(el - 1) & ~(uintptr_t)63) != line) expected++;
+                    CHECK_MSG(has_line(&log, line), "window %u: tensor %d image %lld element "
+                              "%lld: its line not visited", k, i, (long long)n, (long long)e);
+                }
+        /* every visited line is one of those (a run's lines are visited once each) */
+        CHECK_MSG(log.n == expected, "window %u: %d lines visited, %d expected", k, log.n,
+                  expected);
+    }
+}
+
 static const sbn_test_case k_cases[] = {
     SBN_TEST_CASE(streaming_bits_equal_cached),
     SBN_TEST_CASE(prefetched_runs),
+    SBN_TEST_CASE(prefetched_lines_cover_the_runs),
     SBN_TEST_CASE(streaming_table_shares_plane_reductions),
 };
 

@@ -81,7 +81,8 @@ typedef struct sbn_info {
     int local_ranks;                /* 1 when no launcher variable is set */
     const char *local_ranks_source; /* the variable that gave it ("" when none) */
     /* Beyond reduce_prefetch_bytes, the reductions over NCHW planes of at most this many
-     * bytes a tensor (7x7, 8x8) prefetch each next channel's planes. */
+     * bytes a tensor (fp32 up to 8x8, fp16 and bf16 up to 11x11) prefetch each next
+     * channel's planes. */
     int prefetch_run_bytes;
 } sbn_info;
 

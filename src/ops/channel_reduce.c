@@ -170,7 +170,8 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
  * which merges the lanes of one run's tail and the next one's head. The task's rows are
  * taken in windows of whole runs (sbn__runs_window), every channel of the block in turn
  * within a window; beyond the cache, each channel's runs of the window are prefetched
- * while the channel before is reduced (sbn__plan_prefetch_runs). Same chunks, lanes and
+ * while the channel before is reduced, the next window's first channel's while the last
+ * one is (sbn__plan_prefetch_runs). Same chunks, lanes and
  * order as the plane path, so the same bits.
  */
 
@@ -212,6 +213,10 @@ static void reduce_runs(plane_task *pt, int64_t r1)
         for (j = 0; j < pt->cn; j++) {
             if (job->prefetch_runs && j + 1 < pt->cn)
                 sbn__walk_prefetch_runs(w, pt->c0 + j + 1, wa, wb);
+            else if (job->prefetch_runs && wb < r1) /* the next window's first channel */
+                sbn__walk_prefetch_runs(w, pt->c0, wb, (wb / len + window) * len < r1
+                                                           ? (wb / len + window) * len
+                                                           : r1);
             for (rr = wa; rr < wb; rr = end) {
                 channel_runs cr;
                 end = sbn__chunk_piece_end(rr, wb);
@@ -332,7 +337,8 @@ size_t sbn__channel_reduce_bytes(const sbn_tensor *x)
  * reductions, which take one channel at a time (kernels.h); plan.c decides when
  * (sbn__beyond_cache with SBN_REDUCE_PREFETCH_SHARE), and the plane path then also reads
  * in memory order (in_memory_order, plane_run), as it always does with planes kernels
- * that go channel by channel. Same arithmetic, same bits.
+ * that go channel by channel, and short runs are prefetched a channel ahead
+ * (prefetch_runs, reduce_runs). Same arithmetic, same bits.
  */
 void sbn__channel_reduce(sbn__reduce_kind kind, const sbn_tensor *dy_or_x, const sbn_tensor *x,
                          const sbn_tensor *center, double *out, double *scratch,

@@ -350,13 +350,14 @@ int sbn__plan_map_stores(const sbn_tensor *const *t, int n, const sbn__walk *w, 
 }
 
 /*
- * Short runs (NCHW planes of 7x7 and 8x8) are reduced a channel at a time over a window
- * of images (channel_reduce.c): a channel's runs of one image lie C runs apart, and a
- * visit reads one to four lines of each, mostly lines the previous channel's runs began.
+ * Short runs (NCHW planes of fp32 up to 8x8, of fp16 and bf16 up to 11x11) are reduced a
+ * channel at a time over a window of images (channel_reduce.c): a channel's runs of one
+ * image lie C runs apart, and a visit reads the one to five lines of each, of which only
+ * the first may have come in with the previous channel's run.
  * Such visits give the hardware prefetchers nothing to follow, within a run or across
  * them, so each line waits its whole latency, which from memory the out-of-order window
  * cannot cover; the engine then prefetches the next channel's runs of the window while
- * it reduces this one. Runs of more than SBN_PREFETCH_RUN_BYTES a tensor (fp32 10x10,
+ * it reduces this one. Runs of more than SBN_PREFETCH_RUN_BYTES a tensor (fp32 9x9,
  * bf16 12x12 and up) are long enough for the prefetchers, and within the cache the
  * prefetches only cost (bench_prefetch: the backward reduction and the statistics of
  * 32x2048x7x7, 128x512x7x7 and 64x1024x8x8 fp32 NCHW, against 8x2048x7x7 and 16x2048x7x7

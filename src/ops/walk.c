@@ -194,18 +194,13 @@ void sbn__walk_run_groups(const sbn__walk *w, int64_t c, int64_t r0, int64_t n, 
     }
 }
 
+static void prefetch_line(void *ctx, uintptr_t line)
+{
+    (void)ctx;
+    __builtin_prefetch((const void *)line);
+}
+
 void sbn__walk_prefetch_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t r1)
 {
-    int64_t len = w->size[1], outer;
-    int i;
-    for (i = 0; i < w->ntensors; i++) {
-        int64_t es = (int64_t)sbn_dtype_size(w->dtype[i]);
-        for (outer = r0 / len; r1 > r0 && outer <= (r1 - 1) / len; outer++) {
-            const char *run =
-                w->data[i] + (c * w->channel_stride[i] + outer * w->stride[i][0]) * es;
-            uintptr_t line = (uintptr_t)run & ~(uintptr_t)(SBN_LINE_BYTES - 1);
-            uintptr_t last = (uintptr_t)(run + len * es - 1);
-            for (; line <= last; line += SBN_LINE_BYTES) __builtin_prefetch((const void *)line);
-        }
-    }
+    sbn__walk_run_lines(w, c, r0, r1, prefetch_line, NULL);
 }

@@ -90,10 +90,30 @@ int sbn__walk_short_runs(const sbn__walk *w);
  * window of the cn channels spans about SBN_RUNS_WINDOW_BYTES (all tensors), so it stays
  * in cache while the channels take their runs out of it, one channel at a time. */
 #define SBN_RUNS_WINDOW_BYTES ((int64_t)256 << 10)
-/* Prefetches every line of channel c's runs that hold rows [r0, r1) of a short-run walk,
- * in all its tensors (plan.c's sbn__plan_prefetch_runs says when). */
-void sbn__walk_prefetch_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t r1);
 int64_t sbn__runs_window(const sbn__walk *w, int64_t cn);
+
+/* Calls visit(ctx, line) for every cache line (the address of its first byte) of every
+ * whole run of channel c that holds a row of [r0, r1), in each tensor of a short-run walk
+ * (two dims, unit inner strides), run after run; inline, so that a constant visit is
+ * inlined too. sbn__walk_prefetch_runs prefetches those lines (plan.c's
+ * sbn__plan_prefetch_runs says when); tests record them. */
+static inline void sbn__walk_run_lines(const sbn__walk *w, int64_t c, int64_t r0, int64_t r1,
+                                       void (*visit)(void *ctx, uintptr_t line), void *ctx)
+{
+    int64_t len = w->size[1], outer;
+    int i;
+    for (i = 0; i < w->ntensors; i++) {
+        int64_t es = (int64_t)sbn_dtype_size(w->dtype[i]);
+        for (outer = r0 / len; r1 > r0 && outer <= (r1 - 1) / len; outer++) {
+            const char *run =
+                w->data[i] + (c * w->channel_stride[i] + outer * w->stride[i][0]) * es;
+            uintptr_t line = (uintptr_t)run & ~(uintptr_t)(SBN_LINE_BYTES - 1);
+            uintptr_t last = (uintptr_t)(run + len * es - 1);
+            for (; line <= last; line += SBN_LINE_BYTES) visit(ctx, line);
+        }
+    }
+}
+void sbn__walk_prefetch_runs(const sbn__walk *w, int64_t c, int64_t r0, int64_t r1);
 /* Tests: 0 turns the short-run path off, 1 back on (the default). */
 void sbn__short_runs_set(int on);
 typedef void (*sbn__runs_fn)(void *ctx, char *const *ptr, const int64_t *run_stride, int64_t at,
