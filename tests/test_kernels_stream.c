@@ -589,10 +589,10 @@ static int check_row_geo(const impls *im, int dt, size_t cn, size_t rows)
 }
 
 /* Rows: cn 1..70 and 256, each with rows 0..3, 15..17 and every fourth count up to 40
- * (all counts 0..40 over the cn); cn 257, 512, 513, 1040, 1057, 2047, 2048, 2049 and 2064 (a row tile
- * of plan.c is 512 channels; the AVX2 bf16 maps take rows of up to 2048 channels sixteen
- * channels a step, a tail of 1..15 and wider rows eight a step) with 1..3, 16, 17 and 33
- * rows;
+ * (all counts 0..40 over the cn); cn 257, 512, 513, 1040, 1057, 2047, 2048, 2049 and 2064
+ * (a row tile of plan.c is 512 channels; the AVX2 bf16 maps take rows of up to 2048
+ * channels sixteen channels a step, a tail of 1..15 and wider rows eight a step) with
+ * 1..3, 16, 17 and 33 rows;
  * then rows over one and two blocks of the SIMD row
  * reductions (64 and 128 rows; 512 for rows narrower than 16 channels), whose AVX-512
  * _pf variants prefetch the next block of slices of up to 256 bytes: cn from 1 to 256

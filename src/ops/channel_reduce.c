@@ -171,8 +171,8 @@ static void plane_run(void *arg, char *const *ptr, const int64_t *stride, int64_
  * taken in windows of whole runs (sbn__runs_window), every channel of the block in turn
  * within a window; beyond the cache, each channel's runs of the window are prefetched
  * while the channel before is reduced, the next window's first channel's while the last
- * one is (sbn__plan_prefetch_runs). Same chunks, lanes and
- * order as the plane path, so the same bits.
+ * one is (sbn__plan_prefetch_runs). Same chunks, lanes and order as the plane path, so
+ * the same bits.
  */
 
 typedef struct channel_runs {
@@ -202,21 +202,25 @@ static void runs_stretch(void *arg, char *const *ptr, const int64_t *run_stride,
                                       pt->shift[j], pt->acc[j]);
 }
 
+/* The end of the window that starts at row wa: `window` runs of len on, at most r1. */
+static int64_t window_end(int64_t wa, int64_t len, int64_t window, int64_t r1)
+{
+    int64_t wb = (wa / len + window) * len;
+    return wb < r1 ? wb : r1;
+}
+
 static void reduce_runs(plane_task *pt, int64_t r1)
 {
     const sbn__reduce_job *job = pt->job;
     const sbn__walk *w = &job->walk;
     int64_t len = w->size[1], window = sbn__runs_window(w, pt->cn), wa, wb, j, rr, end;
     for (wa = pt->r0; wa < r1; wa = wb) {
-        wb = (wa / len + window) * len;
-        if (wb > r1) wb = r1;
+        wb = window_end(wa, len, window, r1);
         for (j = 0; j < pt->cn; j++) {
             if (job->prefetch_runs && j + 1 < pt->cn)
                 sbn__walk_prefetch_runs(w, pt->c0 + j + 1, wa, wb);
             else if (job->prefetch_runs && wb < r1) /* the next window's first channel */
-                sbn__walk_prefetch_runs(w, pt->c0, wb, (wb / len + window) * len < r1
-                                                           ? (wb / len + window) * len
-                                                           : r1);
+                sbn__walk_prefetch_runs(w, pt->c0, wb, window_end(wb, len, window, r1));
             for (rr = wa; rr < wb; rr = end) {
                 channel_runs cr;
                 end = sbn__chunk_piece_end(rr, wb);

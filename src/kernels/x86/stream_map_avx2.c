@@ -317,9 +317,9 @@ SBN_DEFINE_MAP_AVX2_FLT(bf16)
  * their coefficients rearranged once per call into that order (a: channels 0-3 and 8-11
  * of each 16, b: 4-7 and 12-15) in a table on the stack, a group of 16 channels' three or
  * four coefficients side by side (three or four lines, a and b halves each: one stream of
- * lines, not one a coefficient, 8 KiB apart in the same L1 sets), up to SBN_PAIR_MAX_CN channels; the channels past the last
- * whole 16 go the eight-wide way, and so do wider rows. Each element's operations are
- * those of the eight-wide code: the same bits.
+ * lines, not one a coefficient, 8 KiB apart in the same L1 sets), up to SBN_PAIR_MAX_CN
+ * channels; the channels past the last whole 16 go the eight-wide way, and so do wider
+ * rows. Each element's operations are those of the eight-wide code: the same bits.
  * SBN_PAIR_MAX_CN covers the widest rows plan.c leaves untiled beside a 32 KiB L1 (bf16
  * normalize: three float coefficients and two elements, 16 bytes a channel, 2048
  * channels) and its row tiles (512 channels); the tables are then 24 and 32 KiB.
